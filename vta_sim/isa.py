@@ -1,0 +1,379 @@
+"""VTA-8 instruction set: field layouts, typed instructions, encode/decode and the disassembler.
+
+`layout(cfg)` is the single source of truth for bit positions (spec section 3): every format is
+an ordered list of (field, width) packed from bit 0 upward, with widths that depend on the
+config's index widths. The encoder, the decoder, the vectorised program decoder and the
+generated Verilog header all read it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_NAMES, MEM_UOP, MEM_WGT, Config
+from .errors import EncodingError
+
+# Opcodes (spec section 3).
+OP_LOAD, OP_STORE, OP_GEMM, OP_FINISH, OP_ALU = range(5)
+OPCODE_NAMES = {OP_LOAD: "LOAD", OP_STORE: "STORE", OP_GEMM: "GEMM", OP_FINISH: "FINISH", OP_ALU: "ALU"}
+# ALU opcodes.
+ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL = range(5)
+ALU_NAMES = {ALU_MIN: "MIN", ALU_MAX: "MAX", ALU_ADD: "ADD", ALU_SHR: "SHR", ALU_MUL: "MUL"}
+
+INSN_BYTES = 16
+UOP_BYTES = 4
+FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    lo: int
+    width: int
+    signed: bool = False
+
+    @property
+    def hi(self) -> int:
+        return self.lo + self.width - 1
+
+    @property
+    def mask(self) -> int:
+        return (1 << self.width) - 1
+
+
+def _pack(spec, start=0):
+    fields, pos = [], start
+    for entry in spec:
+        name, width = entry[:2]
+        signed = len(entry) > 2 and entry[2]
+        fields.append(Field(name, pos, width, signed))
+        pos += width
+    return fields, pos
+
+
+@lru_cache(maxsize=None)
+def _layout(lu: int, li: int, lw: int, la: int) -> dict:
+    common = [("opcode", 3), ("pop_prev", 1), ("pop_next", 1), ("push_prev", 1), ("push_next", 1)]
+    mem, _ = _pack(common + [("memory_type", 3), ("sram_base", 16), ("dram_base", 32), ("unused", 6),
+                             ("y_size", 16), ("x_size", 16), ("x_stride", 16),
+                             ("y_pad_0", 4), ("y_pad_1", 4), ("x_pad_0", 4), ("x_pad_1", 4)])
+    word0, _ = _pack(common + [("reset", 1), ("uop_bgn", lu), ("uop_end", lu + 1),
+                               ("iter_out", 14), ("iter_in", 14)])
+    gemm1, _ = _pack([("dst_factor_out", la), ("dst_factor_in", la), ("src_factor_out", li),
+                      ("src_factor_in", li), ("wgt_factor_out", lw), ("wgt_factor_in", lw)], 64)
+    alu1, _ = _pack([("dst_factor_out", la), ("dst_factor_in", la), ("src_factor_out", la),
+                     ("src_factor_in", la), ("alu_opcode", 3), ("use_imm", 1), ("imm", 16, True)], 64)
+    finish, _ = _pack(common)
+    uop, _ = _pack([("dst_idx", la), ("src_idx", max(la, li)), ("wgt_idx", lw)])
+    return {"mem": tuple(mem), "gemm": tuple(word0 + gemm1), "alu": tuple(word0 + alu1),
+            "finish": tuple(finish), "uop": tuple(uop)}
+
+
+def layout(cfg: Config) -> dict:
+    """Field tables by format name: `mem` (LOAD/STORE), `gemm`, `alu`, `finish`, `uop`."""
+    return _layout(cfg.LU, cfg.LI, cfg.LW, cfg.LA)
+
+
+# ------------------------------------------------------------------------------ typed instructions
+@dataclass
+class Insn:
+    pop_prev: int = 0
+    pop_next: int = 0
+    push_prev: int = 0
+    push_next: int = 0
+
+    FORMAT = "finish"
+
+    @property
+    def opcode(self) -> int:  # overridden by MemInsn, whose opcode is a field
+        return self.OPCODE
+
+    def flags(self) -> tuple:
+        return tuple(getattr(self, f) for f in FLAGS)
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class MemInsn(Insn):
+    """LOAD or STORE (opcode field), a 2-D strided DMA with zero padding."""
+
+    opcode: int = OP_LOAD
+    memory_type: int = 0
+    sram_base: int = 0
+    dram_base: int = 0
+    y_size: int = 0
+    x_size: int = 0
+    x_stride: int = 0
+    y_pad_0: int = 0
+    y_pad_1: int = 0
+    x_pad_0: int = 0
+    x_pad_1: int = 0
+    unused: int = 0
+
+    FORMAT = "mem"
+
+    @property
+    def pads(self) -> tuple:
+        return (self.y_pad_0, self.y_pad_1, self.x_pad_0, self.x_pad_1)
+
+
+@dataclass
+class GemmInsn(Insn):
+    reset: int = 0
+    uop_bgn: int = 0
+    uop_end: int = 0
+    iter_out: int = 1
+    iter_in: int = 1
+    dst_factor_out: int = 0
+    dst_factor_in: int = 0
+    src_factor_out: int = 0
+    src_factor_in: int = 0
+    wgt_factor_out: int = 0
+    wgt_factor_in: int = 0
+
+    FORMAT = "gemm"
+    OPCODE = OP_GEMM
+
+    @property
+    def iterations(self) -> int:
+        return self.iter_out * self.iter_in * max(0, self.uop_end - self.uop_bgn)
+
+
+@dataclass
+class AluInsn(Insn):
+    reset: int = 0
+    uop_bgn: int = 0
+    uop_end: int = 0
+    iter_out: int = 1
+    iter_in: int = 1
+    dst_factor_out: int = 0
+    dst_factor_in: int = 0
+    src_factor_out: int = 0
+    src_factor_in: int = 0
+    alu_opcode: int = ALU_ADD
+    use_imm: int = 0
+    imm: int = 0
+
+    FORMAT = "alu"
+    OPCODE = OP_ALU
+
+    iterations = GemmInsn.iterations
+
+
+@dataclass
+class FinishInsn(Insn):
+    OPCODE = OP_FINISH
+
+
+@dataclass(frozen=True)
+class Uop:
+    """One micro-op: base indices into ACC (dst), INP or ACC (src) and WGT."""
+
+    dst_idx: int = 0
+    src_idx: int = 0
+    wgt_idx: int = 0
+
+
+_CLASS_BY_OPCODE = {OP_LOAD: MemInsn, OP_STORE: MemInsn, OP_GEMM: GemmInsn, OP_FINISH: FinishInsn,
+                    OP_ALU: AluInsn}
+
+
+# ------------------------------------------------------------------------------ encode / decode
+def _encode_fields(fields, obj, what: str) -> int:
+    word = 0
+    for f in fields:
+        value = 0 if f.name == "unused" and not hasattr(obj, "unused") else getattr(obj, f.name)
+        value = int(value)
+        if f.signed:
+            lo, hi = -(1 << (f.width - 1)), (1 << (f.width - 1)) - 1
+            if not lo <= value <= hi:
+                raise EncodingError(f"{what}: {f.name}={value} does not fit its {f.width}-bit signed "
+                                    f"field [{lo}, {hi}]")
+            value &= f.mask
+        elif not 0 <= value <= f.mask:
+            raise EncodingError(f"{what}: {f.name}={value} does not fit its {f.width}-bit field "
+                                f"(bits {f.hi}:{f.lo}), accepted 0..{f.mask}")
+        word |= value << f.lo
+    return word
+
+
+def encode(insn: Insn, cfg: Config) -> bytes:
+    """The 16 little-endian bytes of an instruction."""
+    opcode = insn.opcode
+    if opcode not in _CLASS_BY_OPCODE or not isinstance(insn, _CLASS_BY_OPCODE[opcode]):
+        raise EncodingError(f"cannot encode {type(insn).__name__} with opcode {opcode}")
+    word = _encode_fields(layout(cfg)[insn.FORMAT], insn, OPCODE_NAMES[opcode])
+    return word.to_bytes(INSN_BYTES, "little")
+
+
+def _field_value(f: Field, word: int) -> int:
+    value = (word >> f.lo) & f.mask
+    if f.signed and value >> (f.width - 1):
+        value -= 1 << f.width
+    return value
+
+
+def decode(data, cfg: Config) -> Insn:
+    """An instruction from 16 bytes (or a 128-bit int). Illegal opcodes raise EncodingError."""
+    word = int.from_bytes(bytes(data), "little") if not isinstance(data, int) else data
+    opcode = word & 7
+    if opcode not in _CLASS_BY_OPCODE:
+        raise EncodingError(f"illegal opcode {opcode} (legal: "
+                            + ", ".join(f"{n}={v}" for v, n in OPCODE_NAMES.items()) + ")")
+    cls = _CLASS_BY_OPCODE[opcode]
+    values = {f.name: _field_value(f, word) for f in layout(cfg)[cls.FORMAT]}
+    if cls is not MemInsn:
+        values.pop("opcode")
+    return cls(**values)
+
+
+def encode_uop(uop: Uop, cfg: Config) -> int:
+    return _encode_fields(layout(cfg)["uop"], uop, "micro-op")
+
+
+def decode_uop(word: int, cfg: Config) -> Uop:
+    return Uop(**{f.name: _field_value(f, word) for f in layout(cfg)["uop"]})
+
+
+def decode_uops(words: np.ndarray, cfg: Config) -> tuple:
+    """Vectorised: (dst, src, wgt) index arrays of a uint32 micro-op array."""
+    words = np.asarray(words, dtype=np.uint32).astype(np.int64)
+    return tuple((words >> f.lo) & f.mask for f in layout(cfg)["uop"])
+
+
+def encode_program(insns, cfg: Config) -> bytes:
+    return b"".join(encode(i, cfg) for i in insns)
+
+
+def decode_program(data, cfg: Config) -> list:
+    """Decode a whole instruction stream at once (vectorised field extraction).
+
+    Raises EncodingError naming the first instruction with an illegal opcode.
+    """
+    raw = np.frombuffer(bytes(data), dtype="<u8")
+    if raw.size % 2:
+        raise EncodingError(f"instruction stream of {raw.size * 8} bytes is not a multiple of 16")
+    words = raw.reshape(-1, 2)
+    opcodes = (words[:, 0] & 7).astype(np.int64)
+    bad = np.flatnonzero(~np.isin(opcodes, list(_CLASS_BY_OPCODE)))
+    if bad.size:
+        i = int(bad[0])
+        raise EncodingError(f"illegal opcode {opcodes[i]}", index=i, disasm=disasm_word(words[i]))
+    columns = {}
+    for fmt, fields in layout(cfg).items():
+        if fmt == "uop":
+            continue
+        cols = {}
+        for f in fields:
+            w = words[:, f.lo // 64]
+            v = ((w >> np.uint64(f.lo % 64)) & np.uint64(f.mask)).astype(np.int64)
+            if f.signed:
+                v = np.where(v >> (f.width - 1), v - (1 << f.width), v)
+            cols[f.name] = v.tolist()
+        columns[fmt] = cols
+    out = []
+    for i, op in enumerate(opcodes.tolist()):
+        cls = _CLASS_BY_OPCODE[op]
+        cols = columns[cls.FORMAT]
+        values = {name: col[i] for name, col in cols.items()}
+        if cls is not MemInsn:
+            values.pop("opcode")
+        out.append(cls(**values))
+    return out
+
+
+# ------------------------------------------------------------------------------ module routing
+LOAD_MODULE, COMPUTE_MODULE, STORE_MODULE = "load", "compute", "store"
+MODULES = (LOAD_MODULE, COMPUTE_MODULE, STORE_MODULE)
+
+
+def module_of(insn: Insn) -> str | None:
+    """Which module executes an instruction (spec section 4); None if no module takes it."""
+    op = insn.opcode
+    if op == OP_LOAD:
+        if insn.memory_type in (MEM_INP, MEM_WGT):
+            return LOAD_MODULE
+        if insn.memory_type in (MEM_UOP, MEM_ACC, MEM_ACC_8BIT):
+            return COMPUTE_MODULE
+        return None
+    if op == OP_STORE:
+        return STORE_MODULE
+    return COMPUTE_MODULE
+
+
+#: Which token queue each flag names, per module (spec section 6); None = illegal.
+DEP_QUEUES = {
+    LOAD_MODULE: {"pop_prev": None, "pop_next": "c2l", "push_prev": None, "push_next": "l2c"},
+    COMPUTE_MODULE: {"pop_prev": "l2c", "pop_next": "s2c", "push_prev": "c2l", "push_next": "c2s"},
+    STORE_MODULE: {"pop_prev": "c2s", "pop_next": None, "push_prev": "s2c", "push_next": None},
+}
+
+
+# ------------------------------------------------------------------------------ disassembler
+def _deps(insn: Insn) -> str:
+    module = module_of(insn)
+    table = DEP_QUEUES.get(module, {})
+    parts = []
+    for flag in FLAGS:
+        if getattr(insn, flag):
+            queue = table.get(flag) or f"illegal {flag}"
+            parts.append(f"{flag.split('_')[0]} {queue}")
+    return ("  [" + ", ".join(parts) + "]") if parts else ""
+
+
+def disasm(insn: Insn) -> str:
+    """One readable line per instruction."""
+    op = insn.opcode
+    if isinstance(insn, MemInsn):
+        mem = MEM_NAMES.get(insn.memory_type, f"mem{insn.memory_type}")
+        if insn.x_size == 0:
+            body = f"{OPCODE_NAMES[op]:<6} {mem:<8} nop"
+        else:
+            body = (f"{OPCODE_NAMES[op]:<6} {mem:<8} sram={insn.sram_base} dram={insn.dram_base} "
+                    f"y={insn.y_size} x={insn.x_size} stride={insn.x_stride}")
+            if any(insn.pads):
+                body += " pad(y0,y1,x0,x1)=({},{},{},{})".format(*insn.pads)
+    elif isinstance(insn, (GemmInsn, AluInsn)):
+        if isinstance(insn, AluInsn):
+            name = ALU_NAMES.get(insn.alu_opcode, f"op{insn.alu_opcode}")
+            head = f"ALU    {name:<8}" + (f" imm={insn.imm}" if insn.use_imm else " tensor")
+        else:
+            head = "GEMM  "
+        body = (f"{head}{' reset' if insn.reset else ''} uop=[{insn.uop_bgn},{insn.uop_end}) "
+                f"iter=({insn.iter_out},{insn.iter_in}) dst=({insn.dst_factor_out},{insn.dst_factor_in}) "
+                f"src=({insn.src_factor_out},{insn.src_factor_in})")
+        if isinstance(insn, GemmInsn):
+            body += f" wgt=({insn.wgt_factor_out},{insn.wgt_factor_in})"
+    else:
+        body = "FINISH"
+    return body + _deps(insn)
+
+
+def disasm_word(word_or_bytes, cfg: Config | None = None) -> str:
+    """Disassemble a raw word, printing the raw hex when it does not decode."""
+    if isinstance(word_or_bytes, np.ndarray):
+        word = int(word_or_bytes[0]) | (int(word_or_bytes[1]) << 64)
+    elif isinstance(word_or_bytes, int):
+        word = word_or_bytes
+    else:
+        word = int.from_bytes(bytes(word_or_bytes), "little")
+    text = f"0x{word:032x}"
+    if cfg is None or word & 7 not in _CLASS_BY_OPCODE:
+        return text + f"  (opcode {word & 7})"
+    return text + "  " + disasm(decode(word, cfg))
+
+
+def disasm_program(data, cfg: Config, start_index: int = 0) -> list:
+    lines = []
+    for i in range(len(data) // INSN_BYTES):
+        chunk = data[i * INSN_BYTES:(i + 1) * INSN_BYTES]
+        word = int.from_bytes(bytes(chunk), "little")
+        text = disasm(decode(word, cfg)) if word & 7 in _CLASS_BY_OPCODE else \
+            f"<illegal opcode {word & 7}> 0x{word:032x}"
+        lines.append(f"{start_index + i:6d}: {text}")
+    return lines

@@ -1,0 +1,145 @@
+"""The functional + timing simulator: `Simulator(cfg).run(dram, insn_addr=, insn_count=)`.
+
+A run first decodes and checks the whole program against the spec's static rules (section 7),
+so a malformed program is refused before anything executes; then the timing engine drives the
+instructions through the modules and the functional machine applies each one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import isa
+from .config import MEM_NAMES, MEM_OUT, MEM_UOP, Config
+from .errors import EncodingError, MemoryAccessError, ProgramError, VTAError
+from .functional import COMPUTE, LOAD, MODULE_NAMES, STORE, Machine
+from .result import RunResult
+from .timing import Engine
+from .trace import Trace
+
+_MODULE_NUM = {"load": LOAD, "compute": COMPUTE, "store": STORE}
+
+
+def as_image(dram) -> np.ndarray:
+    """A private uint8 copy of a DRAM image given as bytes or a 1-D uint8 array."""
+    if isinstance(dram, (bytes, bytearray, memoryview)):
+        return np.frombuffer(bytes(dram), dtype=np.uint8).copy()
+    if not isinstance(dram, np.ndarray):
+        raise ProgramError(f"DRAM image must be bytes or a numpy uint8 array, got {type(dram).__name__}")
+    if dram.dtype != np.uint8 or dram.ndim != 1:
+        raise ProgramError(f"DRAM image must be a 1-D uint8 array, got {dram.dtype} with shape {dram.shape}")
+    return dram.copy()
+
+
+def check_program(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: int) -> tuple:
+    """Decode and statically check a program; returns (instructions, module number of each)."""
+    if insn_count < 1:
+        raise ProgramError(f"insn_count={insn_count}: a program has at least one instruction (FINISH)")
+    if insn_addr < 0 or insn_addr % isa.INSN_BYTES:
+        raise ProgramError(f"insn_addr={insn_addr:#x} is not 16-byte aligned "
+                           f"(nearest aligned: {insn_addr - insn_addr % 16:#x})")
+    end = insn_addr + insn_count * isa.INSN_BYTES
+    if end > image.size:
+        raise MemoryAccessError(f"instructions [{insn_addr:#x}, {end:#x}) run past the end of the "
+                                f"{image.size}-byte DRAM image")
+    insns = isa.decode_program(image[insn_addr:end].tobytes(), cfg)
+    modules = []
+    for i, insn in enumerate(insns):
+        try:
+            modules.append(_MODULE_NUM[_check_insn(cfg, insn, image.size, i == len(insns) - 1)])
+        except VTAError as exc:
+            raise type(exc)(exc.reason, index=i, disasm=isa.disasm(insn)) from None
+    return insns, modules
+
+
+def _check_insn(cfg: Config, insn: isa.Insn, dram_bytes: int, last: bool) -> str:
+    """The static refusals of spec section 7 for one instruction; returns its module."""
+    is_finish = isinstance(insn, isa.FinishInsn)
+    if is_finish and not last:
+        raise ProgramError("FINISH before the end of the program: it must be the last instruction")
+    if last and not is_finish:
+        raise ProgramError("the program does not end with FINISH")
+    if isinstance(insn, isa.MemInsn):
+        if insn.memory_type not in MEM_NAMES:
+            raise EncodingError(f"illegal memory type {insn.memory_type} (legal 0-5: "
+                                + ", ".join(f"{v}={k}" for k, v in MEM_NAMES.items()) + ")")
+        if insn.opcode == isa.OP_STORE and insn.memory_type != MEM_OUT:
+            raise EncodingError(f"STORE of memory type {MEM_NAMES[insn.memory_type]}: the store module "
+                                "only takes OUT")
+        if insn.opcode == isa.OP_LOAD and insn.memory_type == MEM_OUT:
+            raise EncodingError("LOAD of memory type OUT: a LOAD never writes OUT (load takes INP/WGT, "
+                                "compute takes UOP/ACC/ACC_8BIT)")
+        if insn.unused:
+            raise EncodingError(f"bits 63:58 of a LOAD/STORE must be 0, got {insn.unused:#x}")
+    module = isa.module_of(insn)
+    for flag, queue in isa.DEP_QUEUES[module].items():
+        if queue is None and getattr(insn, flag):
+            raise EncodingError(f"{flag} is illegal in the {module} module (legal: "
+                                + ", ".join(f for f, q in isa.DEP_QUEUES[module].items() if q) + ")")
+    if isinstance(insn, isa.MemInsn) and insn.x_size:
+        _check_mem(cfg, insn, dram_bytes)
+    elif isinstance(insn, (isa.GemmInsn, isa.AluInsn)):
+        if isinstance(insn, isa.AluInsn) and insn.alu_opcode not in isa.ALU_NAMES:
+            raise EncodingError(f"illegal ALU opcode {insn.alu_opcode} (legal: "
+                                + ", ".join(f"{v}={k}" for k, v in isa.ALU_NAMES.items()) + ")")
+        depth = cfg.buffers["uop"].depth
+        if insn.uop_end > depth:
+            raise MemoryAccessError(f"uop_end={insn.uop_end} is outside UOP (depth {depth})")
+        if insn.uop_bgn > insn.uop_end:
+            raise ProgramError(f"uop_bgn={insn.uop_bgn} > uop_end={insn.uop_end}")
+    return module
+
+
+def _check_mem(cfg: Config, insn: isa.MemInsn, dram_bytes: int) -> None:
+    name = MEM_NAMES[insn.memory_type]
+    if insn.opcode == isa.OP_STORE:
+        if any(insn.pads):
+            raise ProgramError(f"malformed STORE: pads must be 0, got (y0,y1,x0,x1)={insn.pads}")
+        entries, buf = insn.y_size * insn.x_size, cfg.buffers["out"]
+    else:
+        if insn.memory_type == MEM_UOP and (insn.y_size != 1 or any(insn.pads)):
+            raise ProgramError(f"malformed UOP load: needs y_size=1 and no pads, got y_size={insn.y_size} "
+                               f"pads={insn.pads}")
+        y0, y1, x0, x1 = insn.pads
+        entries = (y0 + insn.y_size + y1) * (x0 + insn.x_size + x1)
+        buf = cfg.buffers[{"ACC_8BIT": "acc"}.get(name, name.lower())]
+    if insn.sram_base + entries > buf.depth:
+        raise MemoryAccessError(f"{name} SRAM entries [{insn.sram_base}, {insn.sram_base + entries}) "
+                                f"fall outside the buffer (depth {buf.depth})")
+    if insn.y_size:
+        elem = cfg.dram_elem_bytes(insn.memory_type)
+        last = (insn.dram_base + (insn.y_size - 1) * insn.x_stride + insn.x_size) * elem
+        if last > dram_bytes:
+            raise MemoryAccessError(f"DRAM bytes up to {last:#x} lie outside the {dram_bytes}-byte image "
+                                    f"({name} elements of {elem} B from element {insn.dram_base})")
+
+
+class Simulator:
+    """Bit-exact functional simulator with the cycle model of docs/timing.md."""
+
+    name = "sim"
+
+    def __init__(self, cfg: Config | str | None = None):
+        self.cfg = Config.load(cfg)
+
+    def run(self, dram, insn_addr: int, insn_count: int, trace: bool = False, progress=None) -> RunResult:
+        cfg = self.cfg
+        image = as_image(dram)
+        insns, modules = check_program(cfg, image, insn_addr, insn_count)
+        machine = Machine(cfg, image)
+        execute = {isa.OP_LOAD: machine.execute_load, isa.OP_STORE: machine.execute_store,
+                   isa.OP_GEMM: machine.execute_gemm, isa.OP_ALU: machine.execute_alu}
+
+        def run_one(index, insn, module, vc):
+            fn = execute.get(insn.opcode)
+            if fn is None:
+                return
+            try:
+                fn(insn, vc)
+            except VTAError as exc:
+                raise type(exc)(exc.reason, index=index, disasm=isa.disasm(insn)) from None
+
+        engine = Engine(cfg, insns, modules, run_one, insn_addr, trace=trace, progress=progress)
+        cycles = engine.run()
+        stats = {**machine.stats, "cycles": cycles, **engine.stats()}
+        tr = Trace(engine.events, cycles, cfg.name) if trace else None
+        return RunResult(dram=image, cycles=cycles, stats=stats, trace=tr, backend=self.name)
