@@ -17,6 +17,7 @@ from .errors import HazardError, MemoryAccessError
 LOAD, COMPUTE, STORE = 0, 1, 2  # module numbers, the positions in a vector clock
 MODULE_NAMES = ("load", "compute", "store")
 _SRAM_OF_MEM = {MEM_INP: "inp", MEM_WGT: "wgt", MEM_ACC: "acc", MEM_ACC_8BIT: "acc", MEM_UOP: "uop"}
+_CHUNK = 1 << 18  # iterations materialised at once: bounds memory on huge loop nests
 _COMMUTATIVE = {isa.ALU_MIN: np.minimum, isa.ALU_MAX: np.maximum, isa.ALU_ADD: np.add,
                 isa.ALU_MUL: np.multiply}
 
@@ -118,34 +119,37 @@ class Machine:
         self.stats["out_store_nbytes"] += n * buf.entry_bytes
 
     # ------------------------------------------------------------------ GEMM / ALU
-    def _indices(self, insn, src_buffer: str):
-        """Flattened (dst, src, wgt) indices of every loop iteration, in execution order."""
+    def _check_ranges(self, insn, src_buffer: str) -> None:
+        """Refuse an index outside its SRAM before touching anything (analytic maxima)."""
         u = slice(insn.uop_bgn, insn.uop_end)
-        dst, src, wgt = (f[u] for f in self.uop_fields)
-        i = np.arange(insn.iter_out, dtype=np.int64)[:, None, None]
-        j = np.arange(insn.iter_in, dtype=np.int64)[None, :, None]
-
-        def expand(base, f_out, f_in):
-            return (base[None, None, :] + i * f_out + j * f_in).ravel()
-
-        a = expand(dst, insn.dst_factor_out, insn.dst_factor_in)
-        s = expand(src, insn.src_factor_out, insn.src_factor_in)
-        w = expand(wgt, insn.wgt_factor_out, insn.wgt_factor_in) if isinstance(insn, isa.GemmInsn) else None
-        checks = [("dst", a, "acc"), ("src", s, src_buffer)] + ([("wgt", w, "wgt")] if w is not None else [])
+        fields = [("dst", 0, "acc", insn.dst_factor_out, insn.dst_factor_in),
+                  ("src", 1, src_buffer, insn.src_factor_out, insn.src_factor_in)]
+        if isinstance(insn, isa.GemmInsn):
+            fields.append(("wgt", 2, "wgt", insn.wgt_factor_out, insn.wgt_factor_in))
         if insn.reset:
-            checks = checks[:1]  # a reset only writes
-        for field, idx, buf in checks:
+            fields = fields[:1]  # a reset only writes
+        for name, col, buf, f_out, f_in in fields:
+            base = self.uop_fields[col][u]
+            top = int(base.max()) + (insn.iter_out - 1) * f_out + (insn.iter_in - 1) * f_in
             depth = self.cfg.buffers[buf].depth
-            bad = np.flatnonzero(idx >= depth)
-            if bad.size:
-                k = int(bad[0])
-                nu = insn.uop_end - insn.uop_bgn
-                it_o, rest = divmod(k, insn.iter_in * nu)
-                it_i, uo = divmod(rest, nu)
+            if top >= depth:
+                uop = insn.uop_bgn + int(base.argmax())
                 raise MemoryAccessError(
-                    f"{field} index {int(idx[k])} is outside {buf.upper()} (depth {depth}, valid "
-                    f"0..{depth - 1}) at iteration i={it_o}, j={it_i}, uop={insn.uop_bgn + uo}")
-        return a, s, w
+                    f"{name} index reaches {top} (uop {uop} at i={insn.iter_out - 1}, j={insn.iter_in - 1}), "
+                    f"outside {buf.upper()} (depth {depth}, valid 0..{depth - 1})")
+
+    def _chunks(self, insn):
+        """(dst, src, wgt) index arrays in execution order, a bounded chunk of iterations at a time."""
+        u = slice(insn.uop_bgn, insn.uop_end)
+        bases = [f[u] for f in self.uop_fields]
+        factors = [(insn.dst_factor_out, insn.dst_factor_in), (insn.src_factor_out, insn.src_factor_in),
+                   (getattr(insn, "wgt_factor_out", 0), getattr(insn, "wgt_factor_in", 0))]
+        pairs = insn.iter_out * insn.iter_in
+        step = max(1, _CHUNK // bases[0].size)
+        for p0 in range(0, pairs, step):
+            p = np.arange(p0, min(pairs, p0 + step), dtype=np.int64)
+            i, j = (p // insn.iter_in)[:, None], (p % insn.iter_in)[:, None]
+            yield tuple((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors))
 
     def _write_acc(self, a, vc, what):
         acc, out = self.sram["acc"], self.sram["out"]
@@ -155,7 +159,11 @@ class Machine:
     def execute_gemm(self, insn: isa.GemmInsn, vc) -> None:
         if insn.iterations == 0:
             return
-        a, s, w = self._indices(insn, "inp")
+        self._check_ranges(insn, "inp")
+        for a, s, w in self._chunks(insn):
+            self._gemm_chunk(insn, a, s, w, vc)
+
+    def _gemm_chunk(self, insn, a, s, w, vc) -> None:
         acc = self.sram["acc"]
         if insn.reset:
             acc[a] = 0
@@ -175,7 +183,11 @@ class Machine:
     def execute_alu(self, insn: isa.AluInsn, vc) -> None:
         if insn.iterations == 0:
             return
-        a, s, _ = self._indices(insn, "acc")
+        self._check_ranges(insn, "acc")
+        for a, s, _ in self._chunks(insn):
+            self._alu_chunk(insn, a, s, vc)
+
+    def _alu_chunk(self, insn, a, s, vc) -> None:
         acc = self.sram["acc"]
         if insn.reset:
             acc[a] = 0

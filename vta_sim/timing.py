@@ -22,57 +22,61 @@ TOKEN_QUEUES = {"l2c": (LOAD, COMPUTE), "c2l": (COMPUTE, LOAD), "c2s": (COMPUTE,
                 "s2c": (STORE, COMPUTE)}
 _MODULE_NUM = {name: i for i, name in enumerate(MODULE_NAMES)}
 _FLAG_QUEUE = {_MODULE_NUM[m]: q for m, q in isa.DEP_QUEUES.items()}
-FETCH = 3  # read-port priority of fetch is highest (lowest number below)
-_PORT_PRIORITY = {FETCH: 0, LOAD: 1, COMPUTE: 2}
+FETCH = 3  # fetch is the fourth agent; read-port priority: fetch > compute > load
+_PORT_PRIORITY = {FETCH: 0, COMPUTE: 1, LOAD: 2}
 INF = float("inf")
 
 
 @lru_cache(maxsize=4096)
-def _burst_cycles(offset: int, nbytes: int, bus: int, boundary: int, latency: int) -> tuple:
-    """(cycles, beats) of one DMA row: bursts split at `boundary`, each `latency` + its beats.
+def _bursts(offset: int, nbytes: int, bus: int, boundary: int, latency: int) -> tuple:
+    """Cycles of each burst of one DMA row: split at `boundary`, each `latency` + its beats.
 
     Depends on the address only through `offset` = address mod boundary, hence the cache.
     """
-    cycles = beats_total = 0
+    out = []
     pos, end = offset, offset + nbytes
     while pos < end:
         stop = min(end, (pos // boundary + 1) * boundary)
-        beats = -(-(pos % bus + stop - pos) // bus)
-        cycles += latency + beats
-        beats_total += beats
+        out.append(latency + -(-(pos % bus + stop - pos) // bus))
         pos = stop
-    return cycles, beats_total
+    return tuple(out)
 
 
 class DmaCost:
-    """Cycle costs of DMA rows for one configuration."""
+    """Cycle costs of DMA rows for one configuration (docs/timing.md, "Bursts")."""
 
     def __init__(self, cfg: Config):
+        self.cfg = cfg
         self.bus = cfg.bus_bytes
         self.boundary = min(4096, 256 * self.bus)
-        self.read_latency = cfg.DMA_READ_LATENCY
-        self.write_latency = cfg.DMA_WRITE_LATENCY
-        self.cfg = cfg
 
-    def read(self, addr: int, nbytes: int) -> int:
-        return _burst_cycles(addr % self.boundary, nbytes, self.bus, self.boundary, self.read_latency)[0]
+    def read_bursts(self, addr: int, nbytes: int) -> tuple:
+        return _bursts(addr % self.boundary, nbytes, self.bus, self.boundary, self.cfg.DMA_READ_LATENCY)
 
-    def write(self, addr: int, nbytes: int) -> int:
-        return _burst_cycles(addr % self.boundary, nbytes, self.bus, self.boundary, self.write_latency)[0]
-
-    def load_cycles(self, insn: isa.MemInsn) -> int:
+    def load_segments(self, insn: isa.MemInsn) -> list:
+        """A LOAD as (needs read port, cycles) segments: local pad writes and read bursts, in order."""
         elem = self.cfg.dram_elem_bytes(insn.memory_type)
         y0, y1, x0, x1 = insn.pads
         width = x0 + insn.x_size + x1
-        total = (y0 + y1) * width + insn.y_size * (x0 + x1)
+        segs = [(False, y0 * width)]
         row_bytes = insn.x_size * elem
         for r in range(insn.y_size):
-            total += self.read((insn.dram_base + r * insn.x_stride) * elem, row_bytes)
-        return total
+            segs.append((False, x0))
+            segs.extend((True, c) for c in self.read_bursts((insn.dram_base + r * insn.x_stride) * elem, row_bytes))
+            segs.append((False, x1))
+        segs.append((False, y1 * width))
+        merged = []
+        for port, cycles in segs:
+            if not port and merged and not merged[-1][0]:
+                merged[-1] = (False, merged[-1][1] + cycles)
+            elif port or cycles:
+                merged.append((port, cycles))
+        return merged
 
     def store_cycles(self, insn: isa.MemInsn) -> int:
         elem = self.cfg.buffers["out"].entry_bytes
-        return sum(self.write((insn.dram_base + r * insn.x_stride) * elem, insn.x_size * elem)
+        return sum(sum(_bursts(((insn.dram_base + r * insn.x_stride) * elem) % self.boundary, insn.x_size * elem,
+                               self.bus, self.boundary, self.cfg.DMA_WRITE_LATENCY))
                    for r in range(insn.y_size))
 
 
@@ -132,20 +136,32 @@ class Engine:
         table = _FLAG_QUEUE[num]
         return [table[f] for f in isa.FLAGS if f.startswith(kind) and getattr(insn, f)]
 
-    def _duration(self, insn) -> tuple:
-        """(needs the read port, body cycles)."""
+    def _segments(self, insn) -> list:
+        """The instruction's work as (needs read port, cycles) segments."""
         cfg = self.cfg
         if isinstance(insn, isa.MemInsn):
             if insn.x_size == 0:
-                return False, 1
+                return [(False, 1)]
             if insn.opcode == isa.OP_STORE:
-                return False, self.dma.store_cycles(insn)
-            return True, self.dma.load_cycles(insn)
+                return [(False, self.dma.store_cycles(insn))]
+            return self.dma.load_segments(insn)
         if isinstance(insn, isa.GemmInsn):
-            return False, cfg.GEMM_PIPELINE + insn.iterations
+            return [(False, cfg.GEMM_PIPELINE + insn.iterations)]
         if isinstance(insn, isa.AluInsn):
-            return False, cfg.ALU_PIPELINE + insn.iterations * (1 if insn.use_imm else 2)
-        return False, 1  # FINISH
+            return [(False, cfg.ALU_PIPELINE + insn.iterations * (1 if insn.use_imm else 2))]
+        return [(False, 1)]  # FINISH
+
+    def _advance(self, m: _Module) -> None:
+        """Run local segments; stop at the next read burst (port request) or at completion."""
+        cur = m.current
+        segs = cur["segments"]
+        while segs and not segs[0][0]:
+            cur["t"] += segs.pop(0)[1]
+        if segs:
+            m.phase = "port"
+        else:
+            cur["done"] = cur["t"]
+            m.phase = "run"
 
     # ------------------------------------------------------------------ proposals
     def _proposals(self):
@@ -165,7 +181,7 @@ class Engine:
                     if all(self.tokens[q] for q in self._queues(self.insns[idx], m.num, "pop")):
                         props.append((max(now, m.free, m.queue[0][1]), 1, m.num, "start", m))
             elif m.phase == "port":
-                props.append((max(now, m.current["request"], self.port_free), 2, _PORT_PRIORITY[m.num], "grant", m))
+                props.append((max(now, m.current["t"], self.port_free), 2, _PORT_PRIORITY[m.num], "grant", m))
             elif m.phase == "run":
                 props.append((max(now, m.current["done"]), 0, m.num, "done", m))
             elif m.phase == "push":
@@ -185,7 +201,7 @@ class Engine:
             self.now = t
             if action == "fetch_grant":
                 self.fetch_stall_port += t - self.fetch_t
-                cycles = self.dma.read(self.insn_addr + self.fetch_k * isa.INSN_BYTES, isa.INSN_BYTES)
+                cycles = sum(self.dma.read_bursts(self.insn_addr + self.fetch_k * isa.INSN_BYTES, isa.INSN_BYTES))
                 self.port_free = self.fetch_t = t + cycles
                 self.fetch_phase = "enqueue"
             elif action == "fetch_enqueue":
@@ -199,10 +215,10 @@ class Engine:
                 self._start(m, t)
             elif action == "grant":
                 cur = m.current
-                m.stall_port += t - cur["request"]
-                cur["grant"], cur["done"] = t, t + cur["body"]
-                self.port_free = cur["done"]
-                m.phase = "run"
+                m.stall_port += t - cur["t"]
+                cur.setdefault("grant", t)
+                cur["t"] = self.port_free = t + cur["segments"].pop(0)[1]
+                self._advance(m)
             elif action == "done":
                 m.busy += m.current["body"]
                 m.current["last_push"] = t
@@ -232,12 +248,12 @@ class Engine:
         m.seq += 1
         m.vc[m.num] = m.seq
         self.execute(idx, insn, m.num, m.vc)
-        needs_port, body = self._duration(insn)
-        m.current = {"index": idx, "enqueue": enq, "start": t, "request": t, "grant": t,
-                     "body": body, "done": t + body, "pops": tuple(pops),
-                     "pushes": self._queues(insn, m.num, "push"), "token_wait": t - ready}
-        m.current["pushed"] = tuple(m.current["pushes"])
-        m.phase = "port" if needs_port else "run"
+        segments = self._segments(insn)
+        pushes = self._queues(insn, m.num, "push")
+        m.current = {"index": idx, "enqueue": enq, "start": t, "t": t, "segments": segments,
+                     "body": sum(c for _, c in segments), "pops": tuple(pops), "pushes": pushes,
+                     "pushed": tuple(pushes), "token_wait": t - ready}
+        self._advance(m)
 
     def _retire(self, m: _Module, t: int):
         cur = m.current
@@ -247,7 +263,7 @@ class Engine:
         if self.events is not None:
             self.events.append(TraceEvent(
                 cur["index"], MODULE_NAMES[m.num], isa.disasm(self.insns[cur["index"]]), cur["enqueue"],
-                cur["start"], cur["grant"], cur["done"], t, cur["token_wait"], cur["pops"], cur["pushed"]))
+                cur["start"], cur.get("grant", cur["start"]), cur["done"], t, cur["token_wait"], cur["pops"], cur["pushed"]))
         m.current, m.phase = None, "idle"
 
     # ------------------------------------------------------------------ diagnostics
