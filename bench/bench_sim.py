@@ -1,0 +1,84 @@
+"""Simulator throughput: simulated cycles and instructions per second of wall time.
+
+  python bench/bench_sim.py [--gemms 2000] [--json bench/results/sim.json]
+
+1. A stream of GEMM instructions of 1024 micro-op iterations each (8 uops x 8 x 16 loops) over
+   resident INP/WGT tiles: the issue's "1024-cycle-plus GEMM stream" (target: >= 1 M cycles/s).
+2. Short instructions: 64-iteration GEMMs, where per-instruction overhead dominates.
+3. The hand-written 56x56x64->64 3x3 convolution of examples/blocked_conv2d.py (1x8x8, 2 vthreads).
+Only `Simulator.run` is timed (not building the program); best of 3 runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from examples.blocked_conv2d import conv2d, pack_data, pack_kernel
+from vta_sim import Simulator
+from vta_sim.runtime import Runtime, UopKernel
+
+
+def gemm_stream(n_gemms: int, iters=(8, 16), n_uops=8):
+    rt = Runtime("1x8x8")
+    rng = np.random.default_rng(0)
+    a = rt.array(rng.integers(-128, 128, (256, 1, 1, 8), dtype=np.int8), "inp")
+    w = rt.array(rng.integers(-128, 128, (64, 1, 8, 8), dtype=np.int8), "wgt")
+    rt.load_2d(a, 0, 256, 1, 256, 0)
+    rt.load_2d(w, 0, 64, 1, 64, 0)
+    rt.dep_push("load", "compute")
+    rt.dep_pop("load", "compute")
+    k = UopKernel()
+    with k.loop(iters[0], dst=16, src=16):
+        with k.loop(iters[1], dst=1, wgt=1):
+            for u in range(n_uops):
+                k.uop(0, u, u)
+    for _ in range(n_gemms):
+        rt.gemm(k)
+    return rt.build()
+
+
+def timed(program, repeats=3):
+    best, result = None, None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = Simulator("1x8x8").run(program.image, insn_addr=program.insn_addr, insn_count=program.insn_count)
+        wall = time.perf_counter() - t0
+        best = wall if best is None else min(best, wall)
+    return best, result
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser()
+    p.add_argument("--gemms", type=int, default=2000)
+    p.add_argument("--json")
+    args = p.parse_args(argv)
+    rows = []
+    for label, prog in (("GEMM stream, 1024 iterations/insn", gemm_stream(args.gemms)),
+                        ("GEMM stream, 64 iterations/insn", gemm_stream(args.gemms, (2, 4), 8))):
+        wall, res = timed(prog)
+        rows.append({"bench": label, "instructions": prog.insn_count, "cycles": res.cycles, "wall_s": wall,
+                     "cycles_per_s": res.cycles / wall, "insns_per_s": prog.insn_count / wall})
+    rt = Runtime("1x8x8")
+    rng = np.random.default_rng(0)
+    x = rng.integers(-128, 128, (1, 64, 56, 56), dtype=np.int8)
+    k = rng.integers(-128, 128, (64, 64, 3, 3), dtype=np.int8)
+    conv2d(rt, pack_data(x, rt.cfg), pack_kernel(k, rt.cfg), 1, 1, 10, 2)
+    wall, res = timed(rt.last_program)
+    rows.append({"bench": "conv2d 56x56x64->64 3x3 (hand-written)", "instructions": rt.last_program.insn_count,
+                 "cycles": res.cycles, "wall_s": wall, "cycles_per_s": res.cycles / wall,
+                 "insns_per_s": rt.last_program.insn_count / wall})
+    print(f"{'benchmark':<42} {'insns':>7} {'cycles':>12} {'wall s':>8} {'Mcycles/s':>10} {'insns/s':>9}")
+    for r in rows:
+        print(f"{r['bench']:<42} {r['instructions']:>7,} {r['cycles']:>12,} {r['wall_s']:>8.3f} "
+              f"{r['cycles_per_s'] / 1e6:>10.2f} {r['insns_per_s']:>9,.0f}")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()
