@@ -123,7 +123,9 @@ class MemInsn(Insn):
 
 
 @dataclass
-class GemmInsn(Insn):
+class LoopInsn(Insn):
+    """The loop nest GEMM and ALU share: iter_out x iter_in x [uop_bgn, uop_end)."""
+
     reset: int = 0
     uop_bgn: int = 0
     uop_end: int = 0
@@ -133,11 +135,6 @@ class GemmInsn(Insn):
     dst_factor_in: int = 0
     src_factor_out: int = 0
     src_factor_in: int = 0
-    wgt_factor_out: int = 0
-    wgt_factor_in: int = 0
-
-    FORMAT = "gemm"
-    OPCODE = OP_GEMM
 
     @property
     def iterations(self) -> int:
@@ -145,24 +142,22 @@ class GemmInsn(Insn):
 
 
 @dataclass
-class AluInsn(Insn):
-    reset: int = 0
-    uop_bgn: int = 0
-    uop_end: int = 0
-    iter_out: int = 1
-    iter_in: int = 1
-    dst_factor_out: int = 0
-    dst_factor_in: int = 0
-    src_factor_out: int = 0
-    src_factor_in: int = 0
+class GemmInsn(LoopInsn):
+    wgt_factor_out: int = 0
+    wgt_factor_in: int = 0
+
+    FORMAT = "gemm"
+    OPCODE = OP_GEMM
+
+
+@dataclass
+class AluInsn(LoopInsn):
     alu_opcode: int = ALU_ADD
     use_imm: int = 0
     imm: int = 0
 
     FORMAT = "alu"
     OPCODE = OP_ALU
-
-    iterations = GemmInsn.iterations
 
 
 @dataclass
@@ -338,7 +333,7 @@ def disasm(insn: Insn) -> str:
                     f"y={insn.y_size} x={insn.x_size} stride={insn.x_stride}")
             if any(insn.pads):
                 body += " pad(y0,y1,x0,x1)=({},{},{},{})".format(*insn.pads)
-    elif isinstance(insn, (GemmInsn, AluInsn)):
+    elif isinstance(insn, LoopInsn):
         if isinstance(insn, AluInsn):
             name = ALU_NAMES.get(insn.alu_opcode, f"op{insn.alu_opcode}")
             head = f"ALU    {name:<8}" + (f" imm={insn.imm}" if insn.use_imm else " tensor")

@@ -77,7 +77,7 @@ def _check_insn(cfg: Config, insn: isa.Insn, dram_bytes: int, last: bool) -> str
                                 + ", ".join(f for f, q in isa.DEP_QUEUES[module].items() if q) + ")")
     if isinstance(insn, isa.MemInsn) and insn.x_size:
         _check_mem(cfg, insn, dram_bytes)
-    elif isinstance(insn, (isa.GemmInsn, isa.AluInsn)):
+    elif isinstance(insn, isa.LoopInsn):
         if isinstance(insn, isa.AluInsn) and insn.alu_opcode not in isa.ALU_NAMES:
             raise EncodingError(f"illegal ALU opcode {insn.alu_opcode} (legal: "
                                 + ", ".join(f"{v}={k}" for k, v in isa.ALU_NAMES.items()) + ")")
