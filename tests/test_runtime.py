@@ -122,3 +122,13 @@ def test_a_dropped_pop_is_caught_by_the_simulator():
     with pytest.raises((HazardError, DeadlockError)) as info:
         Simulator(cfg_name).run(image, insn_addr=prog.insn_addr, insn_count=prog.insn_count)
     assert info.value.index is not None
+
+
+def test_buffers_are_aligned_to_their_element_size():
+    """An 8x8x8 ACC element is 256 B: a buffer after a small one must still start on an element."""
+    rt = Runtime("8x8x8")
+    rt.array(np.ones((1, 8, 8), np.int8), "inp")                 # 64 B
+    bias = np.arange(2 * 8 * 8, dtype=np.int32).reshape(2, 8, 8)
+    acc = rt.array(bias, "acc")
+    assert acc.byte_addr % acc.elem_bytes == 0
+    assert np.array_equal(acc.numpy(), bias)

@@ -133,8 +133,10 @@ class Runtime:
         self._reset_program()
 
     # ------------------------------------------------------------------ DRAM buffers
-    def _alloc_bytes(self, nbytes: int) -> int:
-        addr = -(-self.dram.size // _ALIGN) * _ALIGN
+    def _alloc_bytes(self, nbytes: int, elem_bytes: int = 1) -> int:
+        """Grow DRAM by `nbytes` at an address aligned to the bus and to the element size."""
+        align = max(_ALIGN, elem_bytes)
+        addr = -(-self.dram.size // align) * align
         grown = np.zeros(addr + nbytes, dtype=np.uint8)
         grown[:self.dram.size] = self.dram
         self.dram = grown
@@ -149,7 +151,7 @@ class Runtime:
             raise RuntimeAPIError(f"{mem} buffer shape {shape} must end with the entry shape {entry} "
                                   "after at least one element dimension")
         probe = DramBuffer(self, mem, shape, 0)
-        return DramBuffer(self, mem, shape, self._alloc_bytes(probe.nbytes))
+        return DramBuffer(self, mem, shape, self._alloc_bytes(probe.nbytes, probe.elem_bytes))
 
     def array(self, array, mem: str) -> DramBuffer:
         arr = np.asarray(array)
@@ -263,7 +265,7 @@ class Runtime:
             self._uop_resident, self._uop_next = {}, 0
         if sig not in self._uop_dram:
             words = np.array([isa.encode_uop(u, self.cfg) for u in kernel.uops], dtype="<u4")
-            addr = self._alloc_bytes(words.nbytes)
+            addr = self._alloc_bytes(words.nbytes, isa.UOP_BYTES)
             self.dram[addr:addr + words.nbytes] = words.view(np.uint8)
             self._uop_dram[sig] = addr // isa.UOP_BYTES
         bgn = self._uop_next
@@ -312,7 +314,7 @@ class Runtime:
                 self._noop(module)
         insns = self._insns + [finish]
         code = isa.encode_program(insns, self.cfg)
-        addr = self._alloc_bytes(len(code))
+        addr = self._alloc_bytes(len(code), isa.INSN_BYTES)
         self.dram[addr:addr + len(code)] = np.frombuffer(code, dtype=np.uint8)
         program = Program(self.dram.copy(), addr, len(insns), insns)
         self.dram = self.dram[:addr]                    # the code is not part of the user's data
