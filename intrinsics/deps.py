@@ -1,0 +1,71 @@
+"""Automatic dependency tokens, derived from which module reads and writes which SRAM entries.
+
+An op of module M may start only after every earlier op of another module that conflicts with
+it (M reads what the other wrote, or overwrites what the other read or wrote). The tracker sees
+the whole program before anything is issued, so each token is pushed by exactly the producer op
+that must finish and popped by exactly the first consumer op that needs it: a compute op of one
+virtual thread never waits for the loads of the other. Pairs are made in program order on both
+sides, so the k-th push of a queue meets its k-th pop and every queue balances by construction;
+a producer op already covered by an earlier token is not asked again.
+"""
+from __future__ import annotations
+
+from vta_sim.runtime import DEPS
+
+from .errors import CompileError
+
+#: The modules each module exchanges tokens with (spec section 6).
+NEIGHBOURS = {m: tuple(c for p, c in DEPS if p == m) for m in ("load", "compute", "store")}
+
+
+class DependencyTracker:
+    def __init__(self):
+        self.issued = {m: 0 for m in NEIGHBOURS}      # ops recorded per module
+        self.covered = {pair: 0 for pair in DEPS}      # consumer already waits for ops 1..n
+        self.events = {}                               # sram -> [(lo, hi, module, seq, write)]
+        self.pops = []                                 # per op: the (producer, consumer) it pops
+        self.pushes = {}                               # (module, seq) -> pairs it pushes
+
+    def add(self, module: str, reads=(), writes=()) -> None:
+        """Record the next op of `module`; `reads`/`writes` are (sram, lo, hi) entry ranges."""
+        need = {}
+        for accesses, is_write in ((reads, False), (writes, True)):
+            for sram, lo, hi in accesses:
+                for e_lo, e_hi, other, seq, e_write in self.events.get(sram, ()):
+                    if other != module and e_lo < hi and lo < e_hi and (is_write or e_write):
+                        need[other] = max(need.get(other, 0), seq)
+        pops = []
+        for producer, seq in need.items():
+            pair = (producer, module)
+            if pair not in DEPS:
+                raise CompileError(f"{module} accesses SRAM data of {producer}, but there is no "
+                                   f"token queue between them; route the data through compute")
+            if self.covered[pair] >= seq:
+                continue
+            pops.append(pair)
+            self.pushes.setdefault((producer, seq), []).append(pair)
+            self.covered[pair] = seq
+        self.pops.append(pops)
+        self.issued[module] += 1
+        seq = self.issued[module]
+        for accesses, is_write in ((reads, False), (writes, True)):
+            for sram, lo, hi in accesses:
+                events = self.events.setdefault(sram, [])
+                events[:] = [e for e in events if not self._settled(e)]
+                events.append((lo, hi, module, seq, is_write))
+
+    def issue(self, rt, ops) -> None:
+        """Emit the recorded ops, `(module, emit)` in recording order, with their tokens."""
+        seq = {m: 0 for m in NEIGHBOURS}
+        for (module, emit), pops in zip(ops, self.pops):
+            for producer, consumer in pops:
+                rt.dep_pop(producer, consumer)
+            emit()
+            seq[module] += 1
+            for producer, consumer in self.pushes.get((module, seq[module]), ()):
+                rt.dep_push(producer, consumer)
+
+    def _settled(self, event) -> bool:
+        """Every module that could conflict with this access already waits for it."""
+        module, seq = event[2], event[3]
+        return all(self.covered[(module, n)] >= seq for n in NEIGHBOURS[module])

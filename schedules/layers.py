@@ -1,0 +1,43 @@
+"""The ResNet-18 convolution layers C2-C11 (batch 1), the benchmark table of the compiler path.
+
+One source of truth for the layer shapes: the CLI, the benches and the comparison column
+all read this table.
+"""
+from typing import NamedTuple
+
+
+class ConvLayer(NamedTuple):
+    """A square conv2d layer: H = W input size, channels, square kernel, padding, stride."""
+
+    H: int
+    IC: int
+    OC: int
+    K: int
+    pad: int
+    stride: int
+
+
+RESNET18 = {
+    "C2": ConvLayer(56, 64, 64, 3, 1, 1),
+    "C3": ConvLayer(56, 64, 128, 3, 1, 2),
+    "C4": ConvLayer(56, 64, 128, 1, 0, 2),
+    "C5": ConvLayer(28, 128, 128, 3, 1, 1),
+    "C6": ConvLayer(28, 128, 256, 3, 1, 2),
+    "C7": ConvLayer(28, 128, 256, 1, 0, 2),
+    "C8": ConvLayer(14, 256, 256, 3, 1, 1),
+    "C9": ConvLayer(14, 256, 512, 3, 1, 2),
+    "C10": ConvLayer(14, 256, 512, 1, 0, 2),
+    "C11": ConvLayer(7, 512, 512, 3, 1, 1),
+}
+
+
+def get_layer(name):
+    """Look up 'resnet18.C5' or 'C5'; raises KeyError naming the accepted layer names."""
+    key = name.split(".", 1)[1] if name.lower().startswith("resnet18.") else name
+    key = key.upper()
+    if key not in RESNET18:
+        raise KeyError(
+            f"unknown layer {name!r}; accepted: "
+            + ", ".join(f"resnet18.{k}" for k in RESNET18)
+        )
+    return RESNET18[key]

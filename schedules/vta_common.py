@@ -1,0 +1,64 @@
+"""Schedule steps shared by the packed dense and conv2d schedules.
+
+Both put the int32 accumulator and every epilogue stage in the ACC scope under one output tile
+(`tile_loop`), tensorize the reduction's init (reset), its update (GEMM) and each epilogue stage
+(ALU), and leave the final int8 cast as the store DMA.
+"""
+from __future__ import annotations
+
+from intrinsics.errors import CompileError
+from intrinsics.tensor_intrin import SCOPES, alu_intrin, gemm_intrin, reset_intrin, tensorize_loop
+from vta_sim.config import Config
+
+from .vta_workloads import EPILOGUE
+
+
+def read_index(sch, block, name: str) -> int:
+    """Index of the buffer `name` among a block's reads (cache_read addresses reads by index)."""
+    reads = [r.source.name for r in sch.get(block).reads]
+    return reads.index(name)
+
+
+def schedule_epilogue(sch, cfg: Config, tile_loop, shift: int, bias_name: str = "bias") -> None:
+    """Bias into ACC, the requantisation stages as in-place ALU ops, the int8 result as a store."""
+    for stage, _, _ in EPILOGUE:
+        block = sch.get_sblock(stage)
+        sch.set_scope(block, 0, SCOPES["acc"])
+        sch.reverse_compute_at(block, tile_loop)
+    sch.reverse_compute_at(sch.get_sblock("out"), tile_loop)
+    add = sch.get_sblock("bias_add")
+    bias = sch.cache_read(add, read_index(sch, add, bias_name), SCOPES["acc"])
+    sch.compute_at(bias, tile_loop)
+    for stage, op, imm in EPILOGUE:
+        block = sch.get_sblock(stage)
+        value = shift if imm == "shift" else imm
+        sch.tensorize(tensorize_loop(sch, block, cfg), alu_intrin(cfg, op, value))
+
+
+def tensorize_reduction(sch, cfg: Config, block, init_loop) -> None:
+    """Split the reduction's init off at `init_loop` and map init/update onto reset/GEMM."""
+    init = sch.decompose_reduction(block, init_loop)
+    sch.tensorize(tensorize_loop(sch, init, cfg), reset_intrin(cfg))
+    sch.tensorize(tensorize_loop(sch, block, cfg, reduce_dims=1), gemm_intrin(cfg))
+
+
+def divisors(n: int) -> list:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def best_tiles(candidates, why_not, estimate, what: str):
+    """The candidate with the lowest estimate among those `why_not` accepts (returns None).
+
+    Raises CompileError naming the first reason a candidate was refused when none fits."""
+    best, reason = None, None
+    for t in candidates:
+        why = why_not(t)
+        if why:
+            reason = reason or why
+            continue
+        cost = estimate(t)
+        if best is None or cost < best[0]:
+            best = (cost, t)
+    if best is None:
+        raise CompileError(f"{what} cannot be tiled: {reason or 'no tiling divides the shape'}")
+    return best[1]

@@ -1,0 +1,65 @@
+"""Compiled packed dense (GEMM) on the simulator against numpy int64, on both configs."""
+import numpy as np
+import pytest
+
+from intrinsics.errors import CompileError
+from schedules import packing as pk
+from schedules import vta_dense as vd
+from schedules import vta_workloads as wl
+from vta_sim.config import Config
+
+
+def _run(config, shape, tiles, shift=10, seed=1):
+    cfg = Config.load(config)
+    rng = np.random.default_rng(seed)
+    a = rng.integers(-128, 128, (shape.m, shape.k), dtype=np.int8)
+    w = rng.integers(-128, 128, (shape.n, shape.k), dtype=np.int8)
+    b = rng.integers(-30000, 30000, (shape.n,), dtype=np.int32)
+    B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+    (out,), result = vd.build(cfg, shape, tiles, shift)(
+        pk.pack_rows(a, B, BI, "data"), pk.pack_rows(w, BO, BI, "weight"), pk.pack_bias(b, B, BO))
+    return pk.unpack_rows(out), wl.dense_ref(a, w, b, shift), result
+
+
+@pytest.mark.parametrize("config,shape,tiles", [
+    ("1x8x8", vd.DenseShape(1, 64, 32), vd.DenseTiles(1, 2, 4)),
+    ("1x8x8", vd.DenseShape(3, 48, 24), vd.DenseTiles(3, 1, 6)),
+    ("8x8x8", vd.DenseShape(16, 64, 32), vd.DenseTiles(1, 2, 4)),
+    ("8x8x8", vd.DenseShape(16, 32, 16), vd.DenseTiles(1, 1, 2, 2, "m")),
+])
+def test_dense_matches_numpy(config, shape, tiles):
+    got, ref, _ = _run(config, shape, tiles)
+    assert np.array_equal(got, ref)
+
+
+def test_virtual_threads_change_cycles_not_results():
+    shape = vd.DenseShape(1, 128, 64)
+    one, ref, r1 = _run("1x8x8", shape, vd.DenseTiles(1, 4, 4, 1))
+    two, _, r2 = _run("1x8x8", shape, vd.DenseTiles(1, 2, 4, 2, "n"))
+    assert np.array_equal(one, ref) and np.array_equal(two, ref)
+    assert r1.cycles != r2.cycles
+
+
+def test_shapes_that_cannot_be_mapped_are_refused():
+    cfg = Config.load("8x8x8")
+    with pytest.raises(CompileError, match="m \\(rows\\) = 4 is not a multiple of the block size 8"):
+        wl.dense(cfg, 4, 64, 64, 4)
+    with pytest.raises(CompileError, match="k \\(reduction\\) = 60"):
+        wl.dense(cfg, 8, 60, 64, 4)
+    with pytest.raises(CompileError, match="shift = 40"):
+        wl.dense(cfg, 8, 64, 64, 40)
+    with pytest.raises(CompileError, match="does not divide"):
+        vd.check_tiles(cfg, vd.DenseShape(8, 64, 64), vd.DenseTiles(1, 3, 1))
+
+
+def test_packing_round_trips_and_refuses_partial_blocks():
+    rng = np.random.default_rng(0)
+    m = rng.integers(-128, 128, (16, 24), dtype=np.int8)
+    assert np.array_equal(pk.unpack_rows(pk.pack_rows(m, 8, 8, "x")), m)
+    x = rng.integers(-128, 128, (8, 16, 3, 5), dtype=np.int8)
+    assert np.array_equal(pk.unpack_nchw(pk.pack_nchw(x, 8, 8)), x)
+    packed = pk.pack_oihw(rng.integers(-128, 128, (16, 8, 3, 3), dtype=np.int8), 8, 8)
+    assert packed.shape == (2, 1, 3, 3, 8, 8)
+    assert np.array_equal(pk.pack_bias(np.arange(16, dtype=np.int32), 8, 8)[1, 5], np.arange(8, 16))
+    with pytest.raises(CompileError, match="use a multiple such as 16 or 24"):
+        pk.pack_rows(m[:, :20], 8, 8, "x")
