@@ -116,9 +116,11 @@ def busy(figures: dict, module: str) -> float:
 
 def report(figures: dict) -> str:
     f = figures
+    shape = " ".join(f"{k}={v}" for k, v in f["shape"].items())
+    tiles = " ".join(f"{k}={v}" for k, v in f["tiles"].items())
     lines = [
-        f"{f['workload']} {f['shape']} on {f['config']} ({f['backend']}), {f['vthreads']} virtual "
-        f"thread(s), tiles {f['tiles']}",
+        f"{f['workload']} {shape} on {f['config']} ({f['backend']}), {f['vthreads']} virtual "
+        f"thread(s); tiles {tiles}",
         f"  verified bit-exact     {'yes' if f['verified'] else 'NO'}",
         f"  compile / simulate     {f['compile_s']:.2f} s / {f['sim_s']:.2f} s",
         f"  cycles                 {f['cycles']:,}",
