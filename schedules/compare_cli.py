@@ -1,0 +1,106 @@
+"""`vta-sim compare`: one workload built every way (CPU steps, tensorised, tuned, GPU, the
+accelerator) next to numpy / onnxruntime / PyTorch, verified, timed, tabulated, reported."""
+import json
+import os
+import platform
+import sys
+
+from schedules import compare, workloads
+
+WORKLOADS = ("gemm", "conv2d", "conv1d", "dwsep")
+# Shape defaults of the convolution workloads (conv2d without any of these: resnet18.C5).
+CONV_DEFAULTS = {
+    "conv2d": dict(channels=64, height=28, width=28, filters=64, kernel=3, stride=1, pad=1),
+    "conv1d": dict(channels=64, width=256, filters=64, kernel=3, stride=1, pad=1),
+    "dwsep": dict(channels=64, height=28, width=28, filters=128),
+}
+
+
+def register(subparsers):
+    p = subparsers.add_parser(
+        "compare", help="build one workload for CPU / GPU / accelerator and compare",
+        description=__doc__)
+    p.add_argument("--workload", choices=WORKLOADS, default="gemm")
+    p.add_argument("--dtype", default=None,
+                   help="int8, fp32 or both comma-separated (default: gemm int8,fp32; others int8)")
+    g = p.add_argument_group("shape (defaults: GEMM 1024^3, conv2d resnet18.C5)")
+    g.add_argument("--m", type=int, default=1024)
+    g.add_argument("--n", type=int, default=1024)
+    g.add_argument("--k", type=int, default=1024)
+    g.add_argument("--layer", default=None, help="conv2d: ResNet-18 layer, e.g. resnet18.C5")
+    g.add_argument("--batch", type=int, default=1)
+    for name in CONV_DEFAULTS["conv2d"]:
+        g.add_argument(f"--{name}", type=int, default=None,
+                       help="conv default: " + ", ".join(f"{w} {d[name]}" for w, d in
+                                                          CONV_DEFAULTS.items() if name in d))
+    p.add_argument("--targets", default=",".join(compare.TARGETS),
+                   help="comma-separated subset of " + ",".join(compare.TARGETS))
+    p.add_argument("--repeats", type=int, default=5, help="timed repeats (median reported)")
+    p.add_argument("--trials", type=int, default=16, help="meta_schedule trial budget")
+    p.add_argument("--threads", type=int, default=None, help="threads of the TVM builds and onnxruntime (default: all cores; "
+                        "numpy keeps OpenBLAS's own setting)")
+    p.add_argument("--vta-config", default="1x8x8", help="accelerator configuration (vta column)")
+    p.add_argument("--work-dir", default="build/compare", help="meta_schedule database lives here")
+    p.add_argument("--json", default=None, help="write the rows as a JSON list")
+    p.add_argument("--report", default=None, help="write report.md and charts into this directory")
+    p.set_defaults(func=run)
+
+
+def make_workloads(args):
+    """The workloads named by the arguments (one per dtype)."""
+    default = "int8,fp32" if args.workload == "gemm" else "int8"
+    dtypes = [d.strip() for d in (args.dtype or default).split(",") if d.strip()]
+    given = {k: getattr(args, k) for k in CONV_DEFAULTS["conv2d"] if getattr(args, k) is not None}
+    if args.workload == "conv2d" and (args.layer or not given):
+        return [workloads.conv2d_layer(args.layer or "resnet18.C5", dt, args.batch) for dt in dtypes]
+    if args.workload == "gemm":
+        return [workloads.gemm(args.m, args.n, args.k, dt) for dt in dtypes]
+    s = {**CONV_DEFAULTS[args.workload], **given}
+    if args.workload == "conv2d":
+        return [workloads.conv2d(args.batch, s["channels"], s["height"], s["width"], s["filters"],
+                                 s["kernel"], s["kernel"], s["stride"], s["pad"], dt) for dt in dtypes]
+    if args.workload == "conv1d":
+        return [workloads.conv1d(args.batch, s["channels"], s["width"], s["filters"], s["kernel"],
+                                 s["stride"], s["pad"], dt) for dt in dtypes]
+    return [workloads.dwsep(args.batch, s["channels"], s["height"], s["width"], s["filters"], dt)
+            for dt in dtypes]
+
+
+def machine_line(threads=None):
+    from schedules.cpu_tensorised import host_flags
+
+    flags = host_flags()
+    simd = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni") if f in flags]
+    return (f"Host: {platform.processor() or platform.machine()}, {threads or os.cpu_count()} "
+            f"threads, SIMD: {', '.join(simd) or 'none detected'}.")
+
+
+def run(args):
+    # TVM's pool threads spin-wait after each parallel kernel and would steal the cores from the
+    # numpy / onnxruntime baselines timed next; read when the pool starts, so set it first.
+    os.environ.setdefault("TVM_THREAD_POOL_SPIN_COUNT", "0")
+    if args.threads:
+        os.environ["TVM_NUM_THREADS"] = str(args.threads)
+    try:
+        wls = make_workloads(args)
+        targets = [t.strip() for t in args.targets.split(",") if t.strip()]
+        opts = compare.Options(repeats=args.repeats, trials=args.trials, work_dir=args.work_dir,
+                               threads=args.threads, vta_config=args.vta_config)
+        if args.repeats < 1:
+            raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+        results = {wl: compare.compare(wl, targets, opts) for wl in wls}
+    except ValueError as err:
+        print(f"vta-sim compare: {err}", file=sys.stderr)
+        return 2
+    for wl, rows in results.items():
+        print(f"\n{wl.name}  ({wl.ops / 1e9:.3f} G ops)\n")
+        print(compare.format_table(rows))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([r.to_json() for rows in results.values() for r in rows], f, indent=1)
+        print(f"\nrows written to {args.json}")
+    if args.report:
+        path = compare.write_report(results, args.report, machine_line(args.threads))
+        print(f"report written to {path}")
+    failed = [r for rows in results.values() for r in rows if not r.skipped and not r.verified]
+    return 1 if failed else 0

@@ -1,0 +1,235 @@
+"""Tensorised CPU builds of the int8 workloads: the dot products mapped onto x86 SIMD dot
+instructions, in the optimised build's loop structure (packed weights, local accumulator
+tile, parallel row tiles) with a register tile of 2 rows x 32 columns.
+
+- `avx2`: the int8 x int8 -> int32 dot product is exact with VPMADDWD (int16 pairs -> int32):
+  the intrinsic sign-extends int8 pairs; 8 output columns x 2 reduction elements per instruction.
+- `vnni`: AVX-512 VNNI's VPDPBUSD (as TVM's `dot_16x4_vnni`) multiplies *unsigned* by signed
+  bytes, 16 columns x 4 reduction elements. It runs on the workload's uint8-shifted form
+  (`Workload.te_graph(u8=True)`: operand + 128, then 128 * sum(weights) subtracted), which is
+  exact. Where the host has no avx512_vnni it is built (for -mcpu=cascadelake) but not run, and
+- `vnni_layout` runs the very same schedule with a plain-loop body in place of VPDPBUSD, so the
+  shift, the correction and the 16x4 packing are verified on any host.
+
+(The intrinsics are registered here rather than imported from tvm.s_tir.tensor_intrin, whose
+import parses ~500 TVMScript functions: tens of seconds on this machine.)
+"""
+import tvm
+from tvm import s_tir
+from tvm.s_tir import TensorIntrin
+from tvm.script import tirx as T
+
+from schedules import cpu_schedules
+from schedules.cpu_schedules import (Tiling, apply_steps, has_block, parallel_copies, pick_factor,
+                                     read_index)
+
+AVX2_LANES, AVX2_GROUP = 8, 2
+AVX2_INTRIN = "vta_compare_dot_8x2_i8i8i32_avx2"
+
+
+@T.prim_func(s_tir=True)
+def _dot_8x2_desc(
+    A: T.Buffer((2,), "int8", offset_factor=1),
+    B: T.Buffer((8, 2), "int8", offset_factor=1),
+    C: T.Buffer((8,), "int32", offset_factor=1, scope="local"),
+) -> None:
+    with T.sblock("root"):
+        T.reads(C[0:8], A[0:2], B[0:8, 0:2])
+        T.writes(C[0:8])
+        for i in T.serial(0, 8):
+            for k in T.serial(0, 2):
+                with T.sblock("update"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    C[vi] = C[vi] + T.Cast("int32", A[vk]) * T.Cast("int32", B[vi, vk])
+
+
+@T.prim_func(s_tir=True)
+def _dot_8x2_avx2(
+    A: T.Buffer((2,), "int8", offset_factor=1),
+    B: T.Buffer((8, 2), "int8", offset_factor=1),
+    C: T.Buffer((8,), "int32", offset_factor=1, scope="local"),
+) -> None:
+    with T.sblock("root"):
+        T.reads(C[0:8], A[0:2], B[0:8, 0:2])
+        T.writes(C[0:8])
+        a_pair = T.reinterpret(T.Cast("int16x2", A.vload([0], "int8x2")), dtype="int32")
+        a16 = T.reinterpret(T.broadcast(a_pair, 8), dtype="int16x16")
+        b16 = T.Cast("int16x16", B.vload([0, 0], dtype="int8x16"))
+        C[T.ramp(T.int32(0), 1, 8)] += T.call_llvm_pure_intrin(
+            T.llvm_lookup_intrinsic_id("llvm.x86.avx2.pmadd.wd"), a16, b16, dtype="int32x8")
+
+
+TensorIntrin.register(AVX2_INTRIN, _dot_8x2_desc, _dot_8x2_avx2, override=True)
+
+VNNI_LANES, VNNI_GROUP = 16, 4
+VNNI_INTRIN = "vta_compare_dot_16x4_u8i8i32_vnni"
+VNNI_LAYOUT_INTRIN = "vta_compare_dot_16x4_u8i8i32_loops"
+VNNI_TARGET_CPU = "cascadelake"  # an LLVM CPU with avx512_vnni, for the build-only check
+
+
+@T.prim_func(s_tir=True)
+def _dot_16x4_desc(
+    A: T.Buffer((4,), "uint8", offset_factor=1),
+    B: T.Buffer((16, 4), "int8", offset_factor=1),
+    C: T.Buffer((16,), "int32", offset_factor=1, scope="local"),
+) -> None:
+    with T.sblock("root"):
+        T.reads(C[0:16], A[0:4], B[0:16, 0:4])
+        T.writes(C[0:16])
+        for i in T.serial(0, 16):
+            for k in T.serial(0, 4):
+                with T.sblock("update"):
+                    vi, vk = T.axis.remap("SR", [i, k])
+                    C[vi] = C[vi] + T.Cast("int32", A[vk]) * T.Cast("int32", B[vi, vk])
+
+
+@T.prim_func(s_tir=True)
+def _dot_16x4_vnni(
+    A: T.Buffer((4,), "uint8", offset_factor=1),
+    B: T.Buffer((16, 4), "int8", offset_factor=1),
+    C: T.Buffer((16,), "int32", offset_factor=1, scope="local"),
+) -> None:
+    with T.sblock("root"):
+        T.reads(C[0:16], A[0:4], B[0:16, 0:4])
+        T.writes(C[0:16])
+        # LLVM >= 18 declares the byte operands <64 x i8> (TVM 0.27's own dot_16x4_vnni still
+        # passes <16 x i32> and fails LLVM verification)
+        a_i32 = T.reinterpret(A.vload([0], "uint8x4"), dtype="int32")
+        a_x64 = T.reinterpret(T.broadcast(a_i32, 16), dtype="int8x64")
+        C[T.ramp(T.int32(0), 1, 16)] = T.call_llvm_pure_intrin(
+            T.llvm_lookup_intrinsic_id("llvm.x86.avx512.vpdpbusd.512"),
+            C.vload([0], dtype="int32x16"), a_x64, B.vload([0, 0], dtype="int8x64"),
+            dtype="int32x16")
+
+
+TensorIntrin.register(VNNI_INTRIN, _dot_16x4_desc, _dot_16x4_vnni, override=True)
+TensorIntrin.register(VNNI_LAYOUT_INTRIN, _dot_16x4_desc, _dot_16x4_desc, override=True)
+# isa -> (uint8-shifted graph?, lanes, group, intrinsic)
+ISAS = {
+    "avx2": (False, AVX2_LANES, AVX2_GROUP, AVX2_INTRIN),
+    "vnni": (True, VNNI_LANES, VNNI_GROUP, VNNI_INTRIN),
+    "vnni_layout": (True, VNNI_LANES, VNNI_GROUP, VNNI_LAYOUT_INTRIN),
+}
+
+
+def host_flags():
+    """CPU feature flags of this Linux host (empty elsewhere)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return set(next(l for l in f if l.startswith("flags")).split(":")[1].split())
+    except (OSError, StopIteration):
+        return set()
+
+
+def _tail_map(ndim, moves):
+    """Index map that splits dims {dim: factor} as d // f in place and d % f appended, in order."""
+    from tvm.tirx import IndexMap
+
+    def fn(*ax):
+        head = [ax[d] // moves[d] if d in moves else ax[d] for d in range(ndim)]
+        return (*head, *(ax[d] % f for d, f in moves.items()))
+    return IndexMap.from_func(fn, ndim=ndim, index_dtype="int32")
+
+
+def tensorise_view(sch, view, tiling, lanes, group, intrin):
+    """Tile one block like the optimised build and map (lanes columns x group reduction
+    elements) onto `intrin`."""
+    blk = sch.get_sblock(view.block)
+    # GEMM's uint8 form reads the shifted copy `A_u8` of its input A.
+    stream = view.stream + "_u8" if has_block(sch, view.stream + "_u8") else view.stream
+    # The streamed operand's reduction groups must be adjacent: move its channel dim innermost.
+    ndim_s = len(sch.get(blk).reads[read_index(sch, blk, stream)].source.shape)
+    if view.stream_red_dim != ndim_s - 1:
+        sch.transform_layout(sch.get_sblock(stream), ("write", 0),
+                             _tail_map(ndim_s, {view.stream_red_dim: group}))
+    idx = read_index(sch, blk, view.reused)
+    pack = sch.cache_read(blk, idx, "global")
+    ndim_r = len(sch.get(blk).reads[idx].source.shape)
+    # [col // lanes, red // group, rest..., col % lanes, red % group] (the intrinsic's B tile)
+    sch.transform_layout(blk, ("read", idx), _tail_map(ndim_r, {view.reused_col_dim: lanes,
+                                                                 view.reused_red_dim: group}))
+    loops = sch.get_loops(blk)
+    outer, rows = [loops[i] for i in view.outer], [loops[i] for i in view.rows]
+    col, red = loops[view.col], [loops[i] for i in view.reduce]
+    bm = pick_factor(int(sch.get(rows[-1]).extent), tiling.rows)
+    # Rows are not fused here (blockize cannot see through the fused div/mod bindings).
+    outer = outer + rows[:-1]
+    # register tile: bm rows x (cu x lanes) columns, cu intrinsic calls sharing each row's
+    # broadcast operand (tiling.cols columns in all, as in the optimised build)
+    cu = pick_factor(int(sch.get(col).extent) // lanes, max(1, tiling.cols // lanes))
+    ro, ri = sch.split(rows[-1], [None, bm])
+    co, cj, ci = sch.split(col, [None, cu, lanes])
+    ko, ki = sch.split(red[0], [None, group])
+    sch.reorder(*outer, ro, co, ko, *red[1:], ri, cj, ci, ki)
+    # a local accumulator (the intrinsics' C is local): LLVM keeps it in registers
+    cache = sch.cache_write(blk, 0, "local")
+    sch.reverse_compute_at(cache, co)
+    ndim_o = len(sch.get(blk).writes[0].source.shape)
+    if view.col != ndim_o - 1 and len(view.outer) + len(view.rows) + 1 == ndim_o:
+        # local accumulator with the `lanes` columns innermost, as the intrinsic's C
+        sch.transform_layout(blk, ("write", 0), _tail_map(ndim_o, {view.col: lanes}))
+    sch.unroll(ri)
+    sch.unroll(cj)
+    # Column tiles stay out of the parallel fuse: blockize needs plain `co * lanes + ci` bindings.
+    sch.parallel(sch.fuse(*outer, ro))
+    sch.decompose_reduction(blk, ko)
+    sch.tensorize(ci, intrin)
+    return pack
+
+
+def tensorised_module(wl, isa="avx2", tiling=Tiling(rows=2, cols=32)):
+    """IRModule of `wl` with every dot-product block tensorised for `isa` (see ISAS); the other
+    blocks (depthwise) get the optimised build."""
+    if wl.dtype != "int8":
+        raise ValueError(f"tensorisation applies to int8 workloads, not {wl.dtype}")
+    if isa not in ISAS:
+        raise ValueError(f"unknown tensorisation {isa!r}; accepted: {', '.join(ISAS)}")
+    u8, lanes, group, intrin = ISAS[isa]
+    sch = s_tir.Schedule(tvm.IRModule({"main": wl.prim_func(u8=u8)}))
+    dots = [v for v in wl.views if v.reused is not None]
+    for v in dots:
+        loops = sch.get_loops(sch.get_sblock(v.block))
+        cols, red = (int(sch.get(loops[i]).extent) for i in (v.col, v.reduce[0]))
+        if cols % lanes or red % group:
+            raise ValueError(f"{isa} tensorisation of {wl.name} needs its output columns ({cols}) "
+                             f"divisible by {lanes} and its reduction ({red}) by {group}")
+    others = [v for v in wl.views if v.reused is None]
+    if others:
+        apply_steps(sch, wl, "parallel", tiling, views=others)
+    packs = [tensorise_view(sch, v, tiling, lanes, group, intrin) for v in dots]
+    # the uint8 form's extra stages: shifted copy, weight sums, correction
+    packs += [sch.get_sblock(n) for n in ("A_u8", "comp", "out") if has_block(sch, n)]
+    parallel_copies(sch, packs)
+    return sch.mod
+
+
+def vnni_target():
+    return tvm.target.Target({"kind": "llvm", "mcpu": VNNI_TARGET_CPU})
+
+
+def variants(wl, threads=None):
+    """(variant, mod, target, skipped, note) rows for compare: avx2, vnni, vnni_layout."""
+    target = cpu_schedules.cpu_target(threads)
+    if wl.dtype != "int8":
+        for isa in ISAS:
+            yield isa, None, target, "tensorisation applies to the int8 workloads only", ""
+        return
+    flags = host_flags()
+    notes = {"avx2": "VPMADDWD 8x2 int8 dot (exact), 2x32 register tile",
+             "vnni": "VPDPBUSD 16x4 u8 x s8 dot on the +128-shifted operand, 2x32 register tile",
+             "vnni_layout": "the vnni schedule with a plain-loop dot in place of VPDPBUSD"}
+    for isa in ISAS:
+        try:
+            mod = tensorised_module(wl, isa)
+        except ValueError as err:
+            yield isa, None, target, str(err), ""
+            continue
+        skipped = None
+        if isa == "avx2" and "avx2" not in flags:
+            skipped = "host CPU has no AVX2"
+        if isa == "vnni" and "avx512_vnni" not in flags:
+            asm = tvm.compile(mod, target=vnni_target()).mod.inspect_source("s")
+            found = "VPDPBUSD in the code" if "vpdpbusd" in asm else "yet no VPDPBUSD in the code"
+            skipped = (f"host CPU has no avx512_vnni: built for -mcpu={VNNI_TARGET_CPU} only "
+                       f"({found}); vnni_layout verifies the same schedule here")
+        yield isa, mod, target, skipped, notes[isa]

@@ -1,0 +1,108 @@
+"""Hand-written CUDA schedule of every workload: block / virtual-thread / thread tiling of the
+output, shared-memory tiles of both operands per reduction chunk, a register accumulator.
+
+It uses the same `BlockView` roles as the CPU schedules. CUDA source is generated everywhere
+(`cuda_source`); running and timing it needs a CUDA device (`gpu_present`).
+"""
+from dataclasses import dataclass
+
+import tvm
+from tvm import s_tir
+
+from schedules.cpu_schedules import has_block, pick_factor, read_index, scalar
+
+CUDA_ARCH = "sm_80"  # without a device: any arch compiles, the source is what is checked
+
+
+@dataclass(frozen=True)
+class GpuTiling:
+    """Per-dimension targets: per-thread elements x threads x virtual threads (x blocks)."""
+
+    inner: int = 4
+    threads: int = 8
+    vthreads: int = 2
+    red: int = 8
+    elementwise_threads: int = 256
+
+
+def cuda_target():
+    """CUDA target for the present device's compute capability (CUDA_ARCH without one)."""
+    arch = "sm_" + tvm.cuda(0).compute_version.replace(".", "") if gpu_present() else CUDA_ARCH
+    return tvm.target.Target({"kind": "cuda", "arch": arch})
+
+
+def gpu_present():
+    try:
+        return tvm.cuda(0).exist
+    except Exception:  # noqa: BLE001 - a runtime without CUDA support has no device either
+        return False
+
+
+def _split3(sch, loop, t):
+    """loop -> (block, vthread, thread, inner) with each factor a divisor of what remains."""
+    ext = int(sch.get(loop).extent)
+    inner = pick_factor(ext, t.inner)
+    threads = pick_factor(ext // inner, t.threads)
+    vt = pick_factor(ext // inner // threads, t.vthreads)
+    return sch.split(loop, [None, vt, threads, inner]), threads
+
+
+def _cooperative_fetch(sch, block, at, n_ty, n_tx):
+    sch.compute_at(block, at)
+    loops = sch.get_loops(block)
+    depth = next(i for i, l in enumerate(loops) if sch.get(l).same_as(sch.get(at))) + 1
+    fused = sch.fuse(*loops[depth:])
+    _, ty, tx = sch.split(fused, [None, n_ty, n_tx])
+    sch.bind(ty, "threadIdx.y")
+    sch.bind(tx, "threadIdx.x")
+
+
+def _schedule_view(sch, view, t):
+    blk = sch.get_sblock(view.block)
+    loops = sch.get_loops(blk)
+    rows = [loops[i] for i in view.outer + view.rows]
+    col, red = loops[view.col], [loops[i] for i in view.reduce]
+    sch.reorder(*rows, col)
+    row = sch.fuse(*rows) if len(rows) > 1 else rows[0]
+    (by, vy, ty, yi), n_ty = _split3(sch, row, t)
+    (bx, vx, tx, xi), n_tx = _split3(sch, col, t)
+    ko, ki = sch.split(red[0], [None, pick_factor(int(sch.get(red[0]).extent), t.red)])
+    sch.reorder(by, bx, vy, vx, ty, tx, ko, *red[1:], ki, yi, xi)
+    for loop, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (vy, "vthread.y"),
+                      (vx, "vthread.x"), (ty, "threadIdx.y"), (tx, "threadIdx.x")):
+        sch.bind(loop, tag)
+    sch.reverse_compute_at(sch.cache_write(blk, 0, "local"), tx)
+    operands = [view.stream, view.reused] if view.reused else [view.stream]
+    for name in [n for n in operands if n]:
+        _cooperative_fetch(sch, sch.cache_read(blk, read_index(sch, blk, name), "shared"),
+                           ko, n_ty, n_tx)
+    sch.decompose_reduction(blk, ko)
+
+
+def _schedule_elementwise(sch, name, t):
+    blk = sch.get_sblock(name)
+    fused = sch.fuse(*sch.get_loops(blk))
+    bx, tx = sch.split(fused, [None, t.elementwise_threads])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+
+
+def schedule(wl, tiling=GpuTiling()):
+    """IRModule of `wl` scheduled for CUDA."""
+    sch = s_tir.Schedule(scalar(wl))
+    for view in wl.views:
+        _schedule_view(sch, view, tiling)
+    for name in ("pad", "requant"):
+        if has_block(sch, name):
+            _schedule_elementwise(sch, name, tiling)
+    return sch.mod
+
+
+def build(mod):
+    return tvm.compile(mod, target=cuda_target())
+
+
+def cuda_source(mod):
+    """The generated CUDA C of a scheduled module."""
+    exe = build(mod)
+    return "\n".join(m.inspect_source() for m in exe.mod.imports)

@@ -1,0 +1,39 @@
+"""The CUDA schedules: source generated and checked everywhere; run and verified on a GPU."""
+import re
+
+import numpy as np
+import pytest
+import tvm
+
+from schedules import gpu_schedules, workloads
+
+WORKLOADS = [
+    workloads.gemm(64, 48, 40, "int8"),
+    workloads.gemm(64, 64, 32, "fp32"),
+    workloads.conv2d(1, 8, 10, 10, 16, 3, 3, 1, 1, "int8"),
+    workloads.conv2d(1, 8, 9, 9, 16, 3, 3, 2, 1, "fp32"),
+    workloads.conv1d(2, 8, 20, 16, 3, 1, 1, "int8"),
+    workloads.dwsep(1, 8, 8, 8, 16, "int8"),
+    workloads.dwsep(1, 8, 8, 8, 16, "fp32"),
+]
+
+
+@pytest.mark.parametrize("wl", WORKLOADS, ids=lambda w: w.name)
+def test_cuda_source(wl):
+    mod = gpu_schedules.schedule(wl)
+    src = gpu_schedules.cuda_source(mod)
+    assert "__global__" in src and "__shared__" in src
+    assert "threadIdx.x" in src and "threadIdx.y" in src
+    for bound in re.findall(r"__launch_bounds__\((\d+)\)", src):
+        assert 1 <= int(bound) <= 1024
+    if gpu_schedules.gpu_present():
+        inputs = wl.random_inputs()
+        dev = tvm.cuda()
+        f = gpu_schedules.build(mod)
+        out = tvm.runtime.tensor(np.zeros(wl.output_shape, wl.out_dtype), device=dev)
+        f(*[tvm.runtime.tensor(a, device=dev) for a in inputs], out)
+        ref = wl.reference(inputs)
+        if wl.dtype == "int8":
+            np.testing.assert_array_equal(out.numpy(), ref)
+        else:
+            np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-4)
