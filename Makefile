@@ -24,5 +24,9 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(RUN) $(PY) bench/run_all.py
 
+# Line/toggle coverage of hw/ merged over the RTL benches (tests/hw), target >= 90 % of lines.
+coverage: $(STAMP)
+	$(RUN) $(PY) -m vta_sim hw coverage
+
 clean:
 	rm -rf build .pytest_cache

@@ -86,3 +86,12 @@ def test_token_handoff_is_immediate_and_fetch_waits_for_a_full_queue(cfg):
     per = cfg.GEMM_PIPELINE + 100
     assert res.cycles == fetch(cfg) + n * per + 1
     assert res.stats["fetch_stall_queue_cycles"] > 0
+
+
+def test_a_transfer_of_no_entries_takes_one_cycle(cfg):
+    """y_size = 0 (no y pads) moves nothing; like the x_size = 0 no-op it costs one cycle."""
+    insns = [store(0, 0, 0, 4, push_prev=1), load(MEM_INP, 0, 0, 0, 4, push_next=1),
+             isa.FinishInsn(pop_prev=1, pop_next=1)]
+    image, addr, count = image_with(cfg, insns, b"", 4096)
+    res = Simulator(cfg).run(image, insn_addr=addr, insn_count=count)
+    assert res.stats["store_busy_cycles"] == 1 and res.stats["load_busy_cycles"] == 1

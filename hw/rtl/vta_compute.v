@@ -1,0 +1,300 @@
+// Compute module: LOAD UOP/ACC/ACC_8BIT through the DMA, GEMM and ALU through a three-stage
+// pipeline, FINISH (spec sections 4-6). Pops l2c/s2c, pushes c2l/c2s.
+//
+// Pipeline, one micro-op iteration per cycle (one per two for an ALU with a tensor operand):
+//   S0  loop counters -> UOP SRAM read
+//   S1  indices = micro-op + loop offsets -> INP/WGT/ACC reads (ALU tensor: ACC[dst], then S1b ACC[src])
+//   S2  GEMM core or ALU -> ACC and OUT write
+// The SRAMs are write-first, so an iteration reading the entry that the previous one writes in
+// the same cycle sees the new value. The instruction is done GEMM_PIPELINE (ALU_PIPELINE) cycles
+// after its last issue slot, as docs/timing.md models it.
+`default_nettype none
+`include "vta_cfg.vh"
+module vta_compute (
+    input  wire         clk,
+    input  wire         rst,
+    input  wire         enable,
+    input  wire         head_valid,
+    input  wire [127:0] head,
+    output wire         head_ready,
+    input  wire         l2c_avail,
+    input  wire         l2c_queued,
+    output wire         l2c_pop,
+    input  wire         s2c_avail,
+    input  wire         s2c_queued,
+    output wire         s2c_pop,
+    output wire         c2l_push,
+    input  wire         c2l_push_ok,
+    input  wire         c2l_free_ok,      // c2l not full, or load starts popping it (early)
+    input  wire         c2l_not_full,
+    output wire         c2s_push,
+    input  wire         c2s_push_ok,
+    input  wire         c2s_free_ok,
+    input  wire         c2s_not_full,
+    output wire         port_req,
+    input  wire         port_gnt,
+    output wire         port_done,
+    output wire         ar_valid,
+    output wire [31:0]  ar_addr,
+    output wire [7:0]   ar_len,
+    input  wire         ar_ready,
+    input  wire         r_valid,
+    input  wire [`VTA_BUS_BYTES*8-1:0] r_data,
+    output wire         r_ready,
+    output wire [K-1:0]                 uop_we,
+    output wire [15:0]                  uop_waddr,
+    output wire [K*32-1:0]              uop_wdata,
+    output wire [`VTA_LU-1:0]           uop_raddr,
+    input  wire [31:0]                  uop_rdata,
+    output wire                         acc_we,
+    output wire [`VTA_LA-1:0]           acc_waddr,
+    output wire [`VTA_ACC_BYTES*8-1:0]  acc_wdata,
+    output wire [`VTA_LA-1:0]           acc_raddr,
+    input  wire [`VTA_ACC_BYTES*8-1:0]  acc_rdata,
+    output wire                         out_we,
+    output wire [`VTA_OUT_BYTES*8-1:0]  out_wdata,
+    output wire [`VTA_LI-1:0]           inp_raddr,
+    input  wire [`VTA_INP_BYTES*8-1:0]  inp_rdata,
+    output wire [`VTA_LW-1:0]           wgt_raddr,
+    input  wire [`VTA_WGT_BYTES*8-1:0]  wgt_rdata,
+    output wire         finish,          // FINISH retires this cycle
+    output reg          err,             // a GEMM/ALU index left its SRAM
+    output reg  [31:0]  acc_bytes,
+    output reg  [31:0]  uop_bytes,
+    output reg  [31:0]  gemm_count,
+    output reg  [31:0]  alu_count,
+    output reg  [31:0]  busy_cycles,
+    output reg  [31:0]  stall_token,
+    output reg  [31:0]  stall_port,
+    output reg  [31:0]  stall_push,
+    output reg  [31:0]  insn_count,
+    output wire         running       // an instruction's body is under way
+);
+    localparam K = `VTA_BUS_BYTES / `VTA_UOP_BYTES;
+    localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
+    localparam KIND_NOP = 2'd0, KIND_LOAD = 2'd1, KIND_EXEC = 2'd2;
+
+    // ------------------------------------------------------------ instruction life cycle
+    wire start, body_done, in_body, retire, st_tok, st_push;
+    vta_dep_ctrl ctrl (
+        .clk(clk), .rst(rst), .enable(enable),
+        .head_valid(head_valid),
+        .head_pop_prev(`VTA_FINISH_POP_PREV(head)), .head_pop_next(`VTA_FINISH_POP_NEXT(head)),
+        .head_push_prev(`VTA_FINISH_PUSH_PREV(head)), .head_push_next(`VTA_FINISH_PUSH_NEXT(head)),
+        .prev_avail(l2c_avail), .next_avail(s2c_avail), .prev_queued(l2c_queued), .next_queued(s2c_queued),
+        .prev_push_ok(c2l_push_ok), .next_push_ok(c2s_push_ok),
+        .prev_free_ok(c2l_free_ok), .next_free_ok(c2s_free_ok),
+        .prev_not_full(c2l_not_full), .next_not_full(c2s_not_full),
+        .body_done(body_done), .start(start),
+        /* verilator lint_off PINCONNECTEMPTY */ .start_early(), /* verilator lint_on PINCONNECTEMPTY */
+        .pop_prev(l2c_pop), .pop_next(s2c_pop), .push_prev(c2l_push), .push_next(c2s_push),
+        .retire(retire), .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
+    assign head_ready = start;
+    assign running = in_body;
+
+    wire [2:0] h_op = head[2:0];
+    wire h_load = (h_op == `VTA_OP_LOAD);
+    wire h_exec = (h_op == `VTA_OP_GEMM) || (h_op == `VTA_OP_ALU);
+    wire h_dma = h_load && (`VTA_MEM_X_SIZE(head) != 16'd0);
+
+    reg [1:0]   kind;
+    reg         is_finish, waiting;
+    reg [2:0]   mt;        // memory type of the running LOAD
+    reg [47:0]  dur, elapsed;
+
+    // ------------------------------------------------------------ LOAD UOP / ACC / ACC_8BIT
+    wire [2:0] h_mt = `VTA_MEM_MEMORY_TYPE(head);
+    wire [3:0] h_elog = (h_mt == `VTA_MEM_UOP) ? 4'($clog2(`VTA_UOP_BYTES)) :
+                        (h_mt == `VTA_MEM_ACC) ? 4'($clog2(`VTA_ACC_BYTES)) : 4'($clog2(`VTA_ACC8_BYTES));
+    wire dma_we, dma_done;
+    wire [15:0] dma_idx;
+    wire [`VTA_ACC_BYTES*8-1:0] dma_data;
+    wire [K-1:0] dma_lanes;
+    vta_dma_read #(.MAXE(`VTA_ACC_BYTES), .K(K)) dma (
+        .clk(clk), .rst(rst), .go(start && h_dma), .insn(head), .elog(h_elog),
+        .port_req(port_req), .port_gnt(port_gnt), .port_done(port_done),
+        .ar_valid(ar_valid), .ar_addr(ar_addr), .ar_len(ar_len), .ar_ready(ar_ready),
+        .r_valid(r_valid), .r_data(r_data), .r_ready(r_ready),
+        .wr_en(dma_we), .wr_idx(dma_idx), .wr_data(dma_data), .wr_lanes(dma_lanes),
+        .done_now(dma_done));
+    assign uop_we = (dma_we && mt == `VTA_MEM_UOP) ? dma_lanes : {K{1'b0}};
+    assign uop_waddr = dma_idx;
+    assign uop_wdata = dma_data[K*32-1:0];
+    reg [`VTA_ACC_BYTES*8-1:0] acc8;
+    integer l;
+    always @(*)
+        for (l = 0; l < LANES; l = l + 1)
+            acc8[l * 32 +: 32] = {{24{dma_data[l * 8 + 7]}}, dma_data[l * 8 +: 8]};
+
+    // ------------------------------------------------------------ GEMM / ALU loop (S0)
+    reg                        is_alu, reset, tensor, slot;
+    reg [2:0]                  alu_op;
+    reg [31:0]                 imm;
+    reg [`VTA_GEMM_UOP_END_W-1:0] u, u_bgn, u_end;
+    reg [13:0]                 i, j, n_out, n_in;
+    reg [31:0]                 dfo, dfi, sfo, sfi, wfo, wfi;
+    reg [31:0]                 d_i, s_i, w_i, d_ij, s_ij, w_ij;
+    reg                        g_active;
+
+    wire [`VTA_GEMM_UOP_END_W-1:0] h_bgn = `VTA_GEMM_UOP_END_W'(`VTA_GEMM_UOP_BGN(head));
+    wire [`VTA_GEMM_UOP_END_W-1:0] h_end = `VTA_GEMM_UOP_END(head);
+    wire [13:0] h_out = `VTA_GEMM_ITER_OUT(head), h_in = `VTA_GEMM_ITER_IN(head);
+    wire h_alu = (h_op == `VTA_OP_ALU);
+    wire h_tensor = h_alu && !`VTA_ALU_USE_IMM(head);
+    wire [47:0] h_n = (h_end > h_bgn) ? 48'(h_out) * 48'(h_in) * 48'(h_end - h_bgn) : 48'd0;
+    wire [47:0] h_pipe = h_alu ? `VTA_ALU_PIPELINE : `VTA_GEMM_PIPELINE;
+
+    wire issue = (kind == KIND_EXEC) && in_body && g_active && !(tensor && slot);
+    assign uop_raddr = `VTA_LU'(u);
+    wire last_u = (u + 1 == u_end), last_j = (j + 1 == n_in), last_i = (i + 1 == n_out);
+
+    // ------------------------------------------------------------ S1 / S1b / S2
+    reg        s1_valid, s1b_valid, s2_valid;
+    reg [31:0] s1_d, s1_s, s1_w, s1b_a;
+    /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM
+    reg [31:0] s1b_src, s2_a;
+    /* verilator lint_on UNUSEDSIGNAL */
+    reg [`VTA_ACC_BYTES*8-1:0] x_r;
+    wire [31:0] a = 32'(`VTA_UOP_DST_IDX(uop_rdata)) + s1_d;
+    wire [31:0] src = 32'(`VTA_UOP_SRC_IDX(uop_rdata)) + s1_s;
+    wire [31:0] wg = 32'(`VTA_UOP_WGT_IDX(uop_rdata)) + s1_w;
+    wire bad_index = s1_valid && ((a >= `VTA_ACC_DEPTH) ||
+        (!reset && !is_alu && (src >= `VTA_INP_DEPTH || wg >= `VTA_WGT_DEPTH)) ||
+        (!reset && tensor && src >= `VTA_ACC_DEPTH));
+    assign inp_raddr = `VTA_LI'(src);
+    assign wgt_raddr = `VTA_LW'(wg);
+    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : `VTA_LA'(a);
+
+    wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z;
+    vta_gemm_core gemm (.reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_rdata), .acc_out(gemm_z));
+    wire [`VTA_ACC_BYTES*8-1:0] y_vec = tensor ? acc_rdata : {LANES{imm}};
+    vta_alu_core alu (.reset(reset), .op(alu_op), .x(tensor ? x_r : acc_rdata), .y(y_vec), .z(alu_z));
+    wire [`VTA_ACC_BYTES*8-1:0] z = is_alu ? alu_z : gemm_z;
+
+    assign acc_we = s2_valid || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
+    assign acc_waddr = s2_valid ? `VTA_LA'(s2_a) : `VTA_LA'(dma_idx);
+    assign acc_wdata = s2_valid ? z : (mt == `VTA_MEM_ACC) ? dma_data : acc8;
+    assign out_we = s2_valid;
+    genvar g;
+    generate
+        for (g = 0; g < LANES; g = g + 1) begin : g_out
+            assign out_wdata[g * 8 +: 8] = z[g * 32 +: 8];
+        end
+    endgenerate
+
+    // ------------------------------------------------------------ completion
+    wire exec_done = !g_active && !s1_valid && !s1b_valid && (elapsed + 1 >= dur);
+    assign body_done = in_body && ((kind == KIND_NOP) || (kind == KIND_LOAD && dma_done) ||
+                                   (kind == KIND_EXEC && exec_done));
+    assign finish = retire && is_finish;
+
+    always @(posedge clk) begin
+        if (rst) begin
+            kind <= KIND_NOP;
+            is_finish <= 1'b0;
+            waiting <= 1'b0;
+            g_active <= 1'b0;
+            s1_valid <= 1'b0;
+            s1b_valid <= 1'b0;
+            s2_valid <= 1'b0;
+            err <= 1'b0;
+            {acc_bytes, uop_bytes, gemm_count, alu_count, busy_cycles} <= 0;
+            {stall_token, stall_port, stall_push, insn_count} <= 0;
+        end else begin
+            waiting <= port_req && !port_gnt;
+            if (port_req && !port_gnt) stall_port <= stall_port + 1;
+            if (in_body && !waiting) busy_cycles <= busy_cycles + 1;
+            if (st_tok) stall_token <= stall_token + 1;
+            if (st_push) stall_push <= stall_push + 1;
+            if (in_body) elapsed <= elapsed + 1;
+            if (bad_index) err <= 1'b1;
+
+            // pipeline registers
+            s1_valid <= issue;
+            s2_valid <= (s1_valid && !tensor) || s1b_valid;
+            s1b_valid <= s1_valid && tensor;
+            if (issue) begin
+                s1_d <= d_ij;
+                s1_s <= s_ij;
+                s1_w <= w_ij;
+            end
+            if (s1_valid) begin
+                s1b_a <= a;
+                s1b_src <= src;
+                if (!tensor) s2_a <= a;
+            end
+            if (s1b_valid) begin
+                x_r <= acc_rdata;
+                s2_a <= s1b_a;
+            end
+            if (issue && !reset) begin
+                if (is_alu) alu_count <= alu_count + 1;
+                else gemm_count <= gemm_count + 1;
+            end
+
+            // loop counters
+            if (kind == KIND_EXEC && in_body && g_active) slot <= tensor && !slot;
+            if (issue) begin
+                if (!last_u) begin
+                    u <= u + 1;
+                end else begin
+                    u <= u_bgn;
+                    if (!last_j) begin
+                        j <= j + 1;
+                        d_ij <= d_ij + dfi;
+                        s_ij <= s_ij + sfi;
+                        w_ij <= w_ij + wfi;
+                    end else begin
+                        j <= 0;
+                        i <= i + 1;
+                        d_i <= d_i + dfo;
+                        s_i <= s_i + sfo;
+                        w_i <= w_i + wfo;
+                        d_ij <= d_i + dfo;
+                        s_ij <= s_i + sfo;
+                        w_ij <= w_i + wfo;
+                        if (last_i) g_active <= 1'b0;
+                    end
+                end
+            end
+
+            if (start) begin
+                mt <= h_mt;
+                insn_count <= insn_count + 1;
+                is_finish <= (h_op == `VTA_OP_FINISH);
+                kind <= h_dma ? KIND_LOAD : h_exec ? KIND_EXEC : KIND_NOP;
+                elapsed <= 0;
+                if (h_dma && `VTA_MEM_MEMORY_TYPE(head) == `VTA_MEM_UOP)
+                    uop_bytes <= uop_bytes + 32'(`VTA_MEM_X_SIZE(head)) * 32'(`VTA_MEM_Y_SIZE(head)) * `VTA_UOP_BYTES;
+                else if (h_dma && `VTA_MEM_MEMORY_TYPE(head) == `VTA_MEM_ACC)
+                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(head)) * 32'(`VTA_MEM_Y_SIZE(head)) * `VTA_ACC_BYTES;
+                else if (h_dma)
+                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(head)) * 32'(`VTA_MEM_Y_SIZE(head)) * `VTA_ACC8_BYTES;
+                // GEMM / ALU operands (ALU's word 1 differs from GEMM's)
+                is_alu <= h_alu;
+                reset <= `VTA_GEMM_RESET(head);
+                tensor <= h_tensor;
+                slot <= 1'b0;
+                alu_op <= `VTA_ALU_ALU_OPCODE(head);
+                imm <= 32'($signed(`VTA_ALU_IMM(head)));
+                u <= h_bgn;
+                u_bgn <= h_bgn;
+                u_end <= h_end;
+                n_out <= h_out;
+                n_in <= h_in;
+                i <= 0;
+                j <= 0;
+                {d_i, s_i, w_i, d_ij, s_ij, w_ij} <= 0;
+                dfo <= 32'(`VTA_GEMM_DST_FACTOR_OUT(head));
+                dfi <= 32'(`VTA_GEMM_DST_FACTOR_IN(head));
+                sfo <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_OUT(head)) : 32'(`VTA_GEMM_SRC_FACTOR_OUT(head));
+                sfi <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_IN(head)) : 32'(`VTA_GEMM_SRC_FACTOR_IN(head));
+                wfo <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_OUT(head));
+                wfi <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_IN(head));
+                g_active <= h_exec && (h_n != 0);
+                dur <= h_pipe + (h_tensor ? h_n << 1 : h_n);
+            end
+        end
+    end
+endmodule
+`default_nettype wire

@@ -1,0 +1,168 @@
+// Fetch: reads the program one instruction (one read burst) at a time, checks it and appends it
+// to its module's queue (spec section 4). It requests the read port at cycle 0 and again in the
+// cycle it enqueues an instruction; an instruction is ready DMA_READ_LATENCY + beats cycles after
+// the grant (docs/timing.md "Hand-offs"). A word that breaks a static rule of the spec is not
+// enqueued: fetch reports it (error code and index) and the device halts.
+`default_nettype none
+`include "vta_cfg.vh"
+module vta_fetch (
+    input  wire         clk,
+    input  wire         rst,
+    input  wire         launch,       // start of a run
+    input  wire [31:0]  insn_addr,
+    input  wire [31:0]  insn_count,
+    output wire         port_req,
+    input  wire         port_gnt,
+    output wire         port_done,
+    output wire         ar_valid,
+    output wire [31:0]  ar_addr,
+    output wire [7:0]   ar_len,
+    input  wire         ar_ready,
+    input  wire         r_valid,
+    input  wire [`VTA_BUS_BYTES*8-1:0] r_data,
+    output wire         r_ready,
+    output wire [127:0] q_data,
+    output wire [2:0]   q_valid,      // load, compute, store
+    input  wire [2:0]   q_ready,
+    output reg          err,
+    output reg  [3:0]   err_code,
+    output reg  [31:0]  err_index,
+    output wire         busy,         // fetching, or enqueuing this cycle
+    output reg  [31:0]  stall_queue,
+    output reg  [31:0]  stall_port
+);
+    localparam BB = `VTA_BUS_BYTES;
+    localparam IB = (BB >= 16) ? 1 : 16 / BB;           // beats per instruction
+    localparam S_IDLE = 2'd0, S_REQ = 2'd1, S_RUN = 2'd2, S_HOLD = 2'd3;
+
+    reg [1:0]   state;
+    reg [31:0]  k, addr, count;
+    reg [15:0]  elapsed;
+    reg [4:0]   got;
+    reg         ar_pend;
+    reg [127:0] word_r;
+
+    // ------------------------------------------------------------ the burst of one instruction
+    assign ar_valid = (state == S_RUN) && ar_pend;
+    assign ar_addr  = addr & ~(BB - 1);
+    assign ar_len   = 8'(IB - 1);
+    assign r_ready  = (state == S_RUN) && (got != 5'(IB));
+    wire beat = r_ready && r_valid;
+    reg [127:0] word;
+    generate
+        if (IB == 1) begin : g_wide
+            always @(*) word = beat ? 128'(r_data >> {(addr & (BB - 1)), 3'b000}) : word_r;
+        end else begin : g_narrow
+            always @(*) begin
+                word = word_r;
+                if (beat) word[32'(got) * BB * 8 +: BB * 8] = r_data;
+            end
+        end
+    endgenerate
+    wire data_done = (state == S_RUN) && (got + 5'(beat) == 5'(IB)) &&
+                     (32'(elapsed) + 1 >= `VTA_DMA_READ_LATENCY + IB);
+    assign port_done = data_done;
+
+    // ------------------------------------------------------------ decode, route, check
+    wire have = data_done || (state == S_HOLD);
+    wire [127:0] w = (state == S_HOLD) ? word_r : word;
+    wire last = (k + 1 == count);
+    wire [2:0] op = w[2:0];
+    wire [2:0] mt = `VTA_MEM_MEMORY_TYPE(w);
+    wire is_mem = (op == `VTA_OP_LOAD) || (op == `VTA_OP_STORE);
+    wire is_exec = (op == `VTA_OP_GEMM) || (op == `VTA_OP_ALU);
+    wire to_load = (op == `VTA_OP_LOAD) && (mt == `VTA_MEM_INP || mt == `VTA_MEM_WGT);
+    wire to_store = (op == `VTA_OP_STORE);
+    wire [2:0] target = to_load ? 3'b001 : to_store ? 3'b100 : 3'b010;
+
+    wire [15:0] y = `VTA_MEM_Y_SIZE(w), x = `VTA_MEM_X_SIZE(w);
+    wire [3:0] y0 = `VTA_MEM_Y_PAD_0(w), y1 = `VTA_MEM_Y_PAD_1(w);
+    wire [3:0] x0 = `VTA_MEM_X_PAD_0(w), x1 = `VTA_MEM_X_PAD_1(w);
+    wire pads = (y0 | y1 | x0 | x1) != 4'd0;
+    wire [39:0] entries = (op == `VTA_OP_STORE) ? 40'(y) * 40'(x)
+                        : (40'(y0) + 40'(y) + 40'(y1)) * (40'(x0) + 40'(x) + 40'(x1));
+    reg [31:0] depth;
+    always @(*) begin
+        case (mt)
+            `VTA_MEM_UOP: depth = `VTA_UOP_DEPTH;
+            `VTA_MEM_WGT: depth = `VTA_WGT_DEPTH;
+            `VTA_MEM_INP: depth = `VTA_INP_DEPTH;
+            default:      depth = `VTA_ACC_DEPTH;       // ACC, ACC_8BIT, OUT
+        endcase
+    end
+    wire [`VTA_GEMM_UOP_BGN_W-1:0] ubgn = `VTA_GEMM_UOP_BGN(w);
+    wire [`VTA_GEMM_UOP_END_W-1:0] uend = `VTA_GEMM_UOP_END(w);
+    wire dep_bad = (to_load && (`VTA_MEM_POP_PREV(w) || `VTA_MEM_PUSH_PREV(w))) ||
+                   (to_store && (`VTA_MEM_POP_NEXT(w) || `VTA_MEM_PUSH_NEXT(w)));
+    reg [3:0] code;
+    always @(*) begin
+        code = `VTA_ERR_NONE;
+        if (op > `VTA_OP_ALU) code = `VTA_ERR_OPCODE;
+        else if ((op == `VTA_OP_FINISH) != last) code = `VTA_ERR_FINISH;
+        else if (is_mem && (mt > `VTA_MEM_ACC_8BIT || (op == `VTA_OP_STORE) != (mt == `VTA_MEM_OUT)))
+            code = `VTA_ERR_MEM_TYPE;
+        else if (is_mem && `VTA_MEM_UNUSED(w) != 0) code = `VTA_ERR_MALFORMED;
+        else if (dep_bad) code = `VTA_ERR_DEP_FLAG;
+        else if (is_mem && x != 0 && (to_store || mt == `VTA_MEM_UOP) &&
+                 (pads || (mt == `VTA_MEM_UOP && y != 1))) code = `VTA_ERR_MALFORMED;
+        else if (is_mem && x != 0 && 40'(`VTA_MEM_SRAM_BASE(w)) + entries > 40'(depth))
+            code = `VTA_ERR_SRAM_RANGE;
+        else if (op == `VTA_OP_ALU && `VTA_ALU_ALU_OPCODE(w) > `VTA_ALU_MUL) code = `VTA_ERR_ALU_OPCODE;
+        else if (is_exec && 32'(uend) > `VTA_UOP_DEPTH) code = `VTA_ERR_SRAM_RANGE;
+        else if (is_exec && 32'(ubgn) > 32'(uend)) code = `VTA_ERR_MALFORMED;
+    end
+    wire bad = have && (code != `VTA_ERR_NONE);
+
+    assign q_data = w;
+    assign q_valid = (have && !bad) ? target : 3'b000;
+    wire enq = |(q_valid & q_ready);
+    assign port_req = (state == S_REQ) || (enq && !last);
+    assign busy = (state == S_REQ) || (state == S_RUN) || enq;
+
+    always @(posedge clk) begin
+        if (rst) begin
+            state <= S_IDLE;
+            err <= 1'b0;
+        end else if (launch) begin
+            addr <= insn_addr;
+            count <= insn_count;
+            k <= 0;
+            stall_queue <= 0;
+            stall_port <= 0;
+            err <= (insn_addr[3:0] != 4'd0) || (insn_count == 0);
+            err_code <= `VTA_ERR_INSN_ADDR;
+            err_index <= 0;
+            state <= ((insn_addr[3:0] != 4'd0) || (insn_count == 0)) ? S_IDLE : S_REQ;
+        end else begin
+            if (port_req && !port_gnt) stall_port <= stall_port + 1;
+            if (have && !bad && !enq) stall_queue <= stall_queue + 1;
+            if (state == S_RUN) begin
+                elapsed <= elapsed + 1;
+                if (ar_valid && ar_ready) ar_pend <= 1'b0;
+                if (beat) begin
+                    got <= got + 1;
+                    word_r <= word;
+                end
+            end
+            if (bad) begin
+                err <= 1'b1;
+                err_code <= code;
+                err_index <= k;
+                state <= S_IDLE;
+            end else if (enq) begin
+                k <= k + 1;
+                addr <= addr + 16;
+                state <= last ? S_IDLE : S_REQ;
+            end else if (data_done) begin
+                state <= S_HOLD;
+            end
+            if (port_gnt) begin
+                state <= S_RUN;
+                elapsed <= 0;
+                got <= 0;
+                ar_pend <= 1'b1;
+            end
+        end
+    end
+endmodule
+`default_nettype wire

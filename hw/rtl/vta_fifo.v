@@ -1,0 +1,56 @@
+// Synchronous FIFO with a same-cycle bypass: an entry written into an empty FIFO is visible at
+// the output in that cycle, and a full FIFO accepts an entry in the cycle its head leaves. This
+// is what docs/timing.md asks of the instruction queues ("enqueued at e, can start at e"; "a slot
+// frees when the module starts an instruction").
+`default_nettype none
+module vta_fifo #(
+    parameter WIDTH = 8,
+    parameter DEPTH = 4
+) (
+    input  wire             clk,
+    input  wire             rst,
+    input  wire             in_valid,
+    input  wire [WIDTH-1:0] in_data,
+    output wire             in_ready,
+    output wire             out_valid,
+    output wire [WIDTH-1:0] out_data,
+    input  wire             out_ready,
+    output wire [CW-1:0]    count
+);
+    localparam AW = (DEPTH > 1) ? $clog2(DEPTH) : 1;
+    localparam CW = $clog2(DEPTH + 1);
+
+    reg [WIDTH-1:0] mem [0:DEPTH-1];
+    reg [AW-1:0] rd_ptr, wr_ptr;
+    reg [CW-1:0] cnt;
+
+    wire empty = (cnt == 0);
+    assign count     = cnt;
+    assign in_ready  = (cnt != DEPTH[CW-1:0]) || out_ready;
+    assign out_valid = !empty || in_valid;
+    assign out_data  = empty ? in_data : mem[rd_ptr];
+
+    wire deq = out_valid && out_ready;
+    wire enq = in_valid && in_ready;
+    wire bypass = empty && enq && deq;   // passes straight through, never stored
+
+    function [AW-1:0] next_ptr(input [AW-1:0] p);
+        next_ptr = (p == AW'(DEPTH - 1)) ? {AW{1'b0}} : p + 1'b1;
+    endfunction
+
+    always @(posedge clk) begin
+        if (rst) begin
+            rd_ptr <= 0;
+            wr_ptr <= 0;
+            cnt <= 0;
+        end else begin
+            if (enq && !bypass) begin
+                mem[wr_ptr] <= in_data;
+                wr_ptr <= next_ptr(wr_ptr);
+            end
+            if (deq && !bypass) rd_ptr <= next_ptr(rd_ptr);
+            cnt <= cnt + CW'(enq && !bypass) - CW'(deq && !bypass);
+        end
+    end
+endmodule
+`default_nettype wire

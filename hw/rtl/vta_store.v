@@ -1,0 +1,180 @@
+// Store module: executes STORE OUT (spec section 5), popping c2s and pushing s2c. The AW issuer
+// walks rows and bursts and sums the model duration (beats + DMA_WRITE_LATENCY per burst); the
+// OUT reader streams the y_size x x_size entries, which are contiguous in OUT, onto W; the
+// instruction is done when every burst is acknowledged and the modelled duration has passed.
+`default_nettype none
+`include "vta_cfg.vh"
+module vta_store (
+    input  wire         clk,
+    input  wire         rst,
+    input  wire         enable,
+    input  wire         head_valid,
+    /* verilator lint_off UNUSEDSIGNAL */  // a STORE uses only some fields of the word
+    input  wire [127:0] head,
+    /* verilator lint_on UNUSEDSIGNAL */
+    output wire         head_ready,
+    input  wire         c2s_avail,
+    input  wire         c2s_queued,
+    output wire         c2s_pop,
+    output wire         c2s_pop_early,
+    output wire         s2c_push,
+    input  wire         s2c_push_ok,
+    input  wire         s2c_not_full,
+    output wire         out_re,
+    output wire [15:0]  out_raddr,
+    input  wire [`VTA_OUT_BYTES*8-1:0] out_rdata,
+    output wire         aw_valid,
+    output wire [31:0]  aw_addr,
+    output wire [7:0]   aw_len,
+    input  wire         aw_ready,
+    output wire         w_valid,
+    output wire [`VTA_BUS_BYTES*8-1:0] w_data,
+    output wire         w_last,
+    input  wire         w_ready,
+    input  wire         b_valid,
+    output reg  [31:0]  out_bytes,
+    output reg  [31:0]  busy_cycles,
+    output reg  [31:0]  stall_token,
+    output reg  [31:0]  stall_push,
+    output reg  [31:0]  insn_count,
+    output wire         running       // an instruction's body is under way
+);
+    localparam BB = `VTA_BUS_BYTES;
+    localparam LBB = `VTA_LOG_BUS_BYTES;
+    localparam BOUND = `VTA_BURST_BOUNDARY;
+    localparam EB = `VTA_OUT_BYTES / BB;                 // beats per OUT entry
+    localparam LE = $clog2(`VTA_OUT_BYTES);
+
+    wire start, body_done, in_body, st_tok, st_push;
+    wire start_early;
+    vta_dep_ctrl ctrl (
+        .clk(clk), .rst(rst), .enable(enable),
+        .head_valid(head_valid),
+        .head_pop_prev(`VTA_MEM_POP_PREV(head)), .head_pop_next(1'b0),
+        .head_push_prev(`VTA_MEM_PUSH_PREV(head)), .head_push_next(1'b0),
+        .prev_avail(c2s_avail), .next_avail(1'b0), .prev_queued(c2s_queued), .next_queued(1'b0),
+        .prev_push_ok(s2c_push_ok), .next_push_ok(1'b0), .prev_free_ok(s2c_push_ok), .next_free_ok(1'b0),
+        .prev_not_full(s2c_not_full), .next_not_full(1'b0),
+        .body_done(body_done), .start(start), .start_early(start_early),
+        // the store module has no next queue and needs no retire strobe
+        /* verilator lint_off PINCONNECTEMPTY */
+        .pop_prev(c2s_pop), .pop_next(), .push_prev(s2c_push), .push_next(),
+        .retire(), /* verilator lint_on PINCONNECTEMPTY */
+        .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
+    assign head_ready = start;
+    assign running = in_body;
+    assign c2s_pop_early = start_early && `VTA_MEM_POP_PREV(head);
+
+    wire [15:0] f_y = `VTA_MEM_Y_SIZE(head), f_x = `VTA_MEM_X_SIZE(head);
+    wire [31:0] f_base = `VTA_MEM_DRAM_BASE(head) << LE;
+
+    reg         nop;
+    reg [47:0]  dur, elapsed;
+    reg [15:0]  y_size;
+    reg [31:0]  row_bytes, stride_bytes;
+
+    // ------------------------------------------------------------ AW issuer
+    reg         aw_active;
+    reg [15:0]  aw_row;
+    reg [31:0]  aw_cur, aw_end, aw_count, b_count;
+    wire [31:0] to_bound = BOUND - (aw_cur & (BOUND - 1));
+    wire [31:0] left = aw_end - aw_cur;
+    wire [31:0] blen = (left < to_bound) ? left : to_bound;
+    wire [8:0]  beats = 9'(blen >> LBB);
+    wire [2:0]  wl_count;
+    assign aw_valid = aw_active && (wl_count != 3'd4);   // not in_ready: that would loop through W
+    assign aw_addr = aw_cur;
+    assign aw_len = 8'(beats - 1);
+    wire aw_fire = aw_valid && aw_ready;
+
+    // burst lengths for WLAST
+    wire       wl_valid;
+    wire [8:0] wl_len;
+    reg  [8:0] w_in_burst;
+    wire       w_fire = w_valid && w_ready;
+    assign w_last = (w_in_burst + 1 == wl_len);
+    vta_fifo #(.WIDTH(9), .DEPTH(4)) wlen_q (
+        .clk(clk), .rst(rst), .in_valid(aw_fire), .in_data(beats),
+        /* verilator lint_off PINCONNECTEMPTY */ .in_ready(), /* verilator lint_on PINCONNECTEMPTY */
+        .out_valid(wl_valid), .out_data(wl_len), .out_ready(w_fire && w_last), .count(wl_count));
+
+    // ------------------------------------------------------------ OUT reader and W beats
+    reg  [31:0] rd_left;
+    reg  [15:0] rd_idx;
+    reg         rd_inflight;
+    wire        e_valid;
+    wire [`VTA_OUT_BYTES*8-1:0] e_data;
+    wire [2:0]  e_count;
+    reg  [7:0]  wb;
+    wire        e_last_beat = (wb == 8'(EB - 1));
+    assign out_re = (rd_left != 0) && (32'(e_count) + 32'(rd_inflight) < 4);
+    assign out_raddr = rd_idx;
+    vta_fifo #(.WIDTH(`VTA_OUT_BYTES*8), .DEPTH(4)) ent_q (
+        .clk(clk), .rst(rst), .in_valid(rd_inflight), .in_data(out_rdata),
+        /* verilator lint_off PINCONNECTEMPTY */ .in_ready(), /* verilator lint_on PINCONNECTEMPTY */
+        .out_valid(e_valid), .out_data(e_data), .out_ready(w_fire && e_last_beat), .count(e_count));
+    assign w_valid = e_valid && wl_valid;
+    assign w_data = e_data[32'(wb) * BB * 8 +: BB * 8];
+
+    // ------------------------------------------------------------ completion
+    wire acked = (b_count + 32'(b_valid) == aw_count);
+    assign body_done = in_body && (nop || (!aw_active && acked && elapsed + 1 >= dur));
+
+    always @(posedge clk) begin
+        if (rst) begin
+            aw_active <= 1'b0;
+            rd_left <= 0;
+            rd_inflight <= 1'b0;
+            nop <= 1'b0;
+            wb <= 0;
+            w_in_burst <= 0;
+            {out_bytes, busy_cycles, stall_token, stall_push, insn_count} <= 0;
+        end else begin
+            rd_inflight <= out_re;
+            if (out_re) begin
+                rd_idx <= rd_idx + 1;
+                rd_left <= rd_left - 1;
+            end
+            if (w_fire) begin
+                wb <= e_last_beat ? 8'd0 : wb + 1;
+                w_in_burst <= w_last ? 9'd0 : w_in_burst + 1;
+            end
+            if (b_valid) b_count <= b_count + 1;
+            if (in_body) elapsed <= elapsed + 1;
+            if (aw_fire) begin
+                aw_count <= aw_count + 1;
+                dur <= dur + 48'(beats) + `VTA_DMA_WRITE_LATENCY;
+                if (blen == left) begin
+                    aw_row <= aw_row + 1;
+                    aw_active <= (aw_row + 1 != y_size);
+                    aw_cur <= aw_end - row_bytes + stride_bytes;
+                    aw_end <= aw_end + stride_bytes;
+                end else begin
+                    aw_cur <= aw_cur + blen;
+                end
+            end
+            if (start) begin
+                insn_count <= insn_count + 1;
+                out_bytes <= out_bytes + 32'(f_y) * 32'(f_x) * `VTA_OUT_BYTES;
+                nop <= (f_x == 0);
+                y_size <= f_y;
+                row_bytes <= 32'(f_x) << LE;
+                stride_bytes <= 32'(`VTA_MEM_X_STRIDE(head)) << LE;
+                dur <= 0;
+                elapsed <= 0;
+                aw_active <= (f_x != 0) && (f_y != 0);
+                aw_row <= 0;
+                aw_cur <= f_base;
+                aw_end <= f_base + (32'(f_x) << LE);
+                aw_count <= 0;
+                b_count <= 0;
+                rd_idx <= `VTA_MEM_SRAM_BASE(head);
+                rd_left <= 32'(f_y) * 32'(f_x);
+            end
+            if (in_body) busy_cycles <= busy_cycles + 1;
+            if (st_tok) stall_token <= stall_token + 1;
+            if (st_push) stall_push <= stall_push + 1;
+        end
+    end
+endmodule
+`default_nettype wire

@@ -1,0 +1,239 @@
+"""Programs the RTL benches run: instruction-level programs (one instruction and FINISH, or a short
+load/compute/store chain), blocked GEMM with double buffering, and seeded random valid programs.
+
+Every builder returns (name, image, insn_addr, insn_count). Data are random but seeded, so a
+failing case replays by name.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from programs import Layout, chain, image_with, load, store, uop_words
+from vta_sim import isa
+from vta_sim.config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_UOP, MEM_WGT
+
+
+def _rand_bytes(rng, n):
+    return rng.integers(0, 256, size=n, dtype=np.uint8).tobytes()
+
+
+def _prog(cfg, name, insns, lay, size=None):
+    image, addr, count = image_with(cfg, insns, bytes(lay.data), size)
+    return name, image, addr, count
+
+
+def single_instruction_programs(cfg):
+    """One instruction and FINISH (plus the tokens that order them): the cycle-exact set."""
+    rng = np.random.default_rng(7)
+    wb = cfg.buffers["wgt"].entry_bytes
+    lay = Layout()
+    lay.put(_rand_bytes(rng, 64 * 1024), 64)
+    F = isa.FinishInsn
+    # SRAMs start at zero once per simulation, as in vta_sim at each run: the programs that read
+    # SRAM come first, before any LOAD of this batch fills it.
+    progs = [("finish", [F()]),
+             ("store", [isa.MemInsn(opcode=isa.OP_STORE, memory_type=4, sram_base=1, dram_base=40, y_size=3,
+                                    x_size=4, x_stride=6, push_prev=1), F(pop_next=1)]),
+             ("store_nop", [isa.MemInsn(opcode=isa.OP_STORE, memory_type=4, push_prev=1), F(pop_next=1)]),
+             ("gemm", [isa.GemmInsn(uop_bgn=0, uop_end=3, iter_out=4, iter_in=5, dst_factor_out=3,
+                                    dst_factor_in=1, src_factor_out=2, src_factor_in=1, wgt_factor_in=1), F()]),
+             ("gemm_reset", [isa.GemmInsn(reset=1, uop_bgn=1, uop_end=2, iter_out=7, dst_factor_out=1), F()]),
+             ("gemm_empty", [isa.GemmInsn(uop_bgn=2, uop_end=2), F()]),
+             ("alu_imm", [isa.AluInsn(uop_bgn=0, uop_end=2, iter_out=20, dst_factor_out=1, alu_opcode=isa.ALU_ADD,
+                                      use_imm=1, imm=-3), F()]),
+             ("alu_tensor", [isa.AluInsn(uop_bgn=0, uop_end=2, iter_out=20, dst_factor_out=1, src_factor_out=1,
+                                         alu_opcode=isa.ALU_MAX), F()])]
+    for pads in [(0, 0, 0, 0), (1, 2, 0, 0), (0, 0, 2, 1), (2, 1, 3, 4)]:
+        progs.append((f"load_inp_pads{''.join(map(str, pads))}",
+                      [load(MEM_INP, 3, 5, 3, 4, 7, pads, push_next=1), F(pop_prev=1)]))
+    progs += [
+        ("load_wgt", [load(MEM_WGT, 1, 2, 2, 3, 5, push_next=1), F(pop_prev=1)]),
+        ("load_wgt_long_row", [load(MEM_WGT, 0, 0, 1, 4096 // wb + 3, push_next=1), F(pop_prev=1)]),
+        ("load_inp_nop", [load(MEM_INP, 0, 0, 0, 0, push_next=1), F(pop_prev=1)]),
+        ("load_uop_aligned", [load(MEM_UOP, 0, 2, 1, 9), F()]),
+        ("load_uop_misaligned", [load(MEM_UOP, 5, 3, 1, 6), F()]),
+        ("load_acc_pads", [load(MEM_ACC, 2, 1, 2, 3, 4, (1, 0, 1, 2)), F()]),
+        ("load_acc8", [load(MEM_ACC_8BIT, 0, 3, 3, 2, 5, (0, 1, 0, 1)), F()]),
+    ]
+    return [_prog(cfg, name, insns, lay, None) for name, insns in progs]
+
+
+def chain_programs(cfg):
+    """Short load -> compute -> store chains with data that reach DRAM (bit-exactness)."""
+    rng = np.random.default_rng(11)
+    ib, wb, ab, ob = (cfg.buffers[b].entry_bytes for b in ("inp", "wgt", "acc", "out"))
+    out = []
+    for op, imm in [(isa.ALU_MIN, None), (isa.ALU_MAX, 3), (isa.ALU_ADD, None), (isa.ALU_SHR, 2),
+                    (isa.ALU_SHR, -3), (isa.ALU_SHR, None), (isa.ALU_MUL, None), (isa.ALU_MUL, -7)]:
+        lay = Layout()
+        acc = rng.integers(-2**31, 2**31, size=16 * ab // 4, dtype=np.int64).astype("<i4")
+        if op == isa.ALU_SHR and imm is None:   # shift amounts, both signs and beyond 31
+            acc[len(acc) // 2:] = rng.integers(-40, 40, size=len(acc) - len(acc) // 2)
+        a = lay.put(acc.tobytes(), ab)
+        u = lay.put(uop_words(cfg, [(0, 8, 0), (1, 9, 0)]), 4)
+        o = lay.reserve(8 * ob, ob)
+        alu = isa.AluInsn(uop_bgn=0, uop_end=2, iter_out=4, dst_factor_out=2, src_factor_out=2,
+                          alu_opcode=op, use_imm=int(imm is not None), imm=imm or 0)
+        insns = chain(compute_part=[load(MEM_ACC, 0, a, 1, 16), load(MEM_UOP, 0, u, 1, 2), alu],
+                      store_part=[store(0, o, 2, 4, 5)])
+        out.append(_prog(cfg, f"alu_{isa.ALU_NAMES[op].lower()}_{'tensor' if imm is None else imm}", insns, lay))
+    # GEMM through padded INP loads, weights, reset, accumulate, ACC_8BIT bias
+    lay = Layout()
+    inp = lay.put(_rand_bytes(rng, 24 * ib), ib)
+    wgt = lay.put(_rand_bytes(rng, 4 * wb), wb)
+    bias = lay.put(_rand_bytes(rng, 12 * cfg.BATCH * cfg.BLOCK_OUT), cfg.BATCH * cfg.BLOCK_OUT)
+    u = lay.put(uop_words(cfg, [(0, 0, 0), (0, 1, 1), (1, 2, 2), (1, 3, 3)]), 4)
+    o = lay.reserve(12 * ob, ob)
+    loads = [load(MEM_INP, 0, inp, 3, 4, 6, (1, 1, 1, 0)), load(MEM_WGT, 0, wgt, 1, 4)]
+    compute = [load(MEM_UOP, 0, u, 1, 4), load(MEM_ACC_8BIT, 0, bias, 2, 6, 6),
+               isa.GemmInsn(uop_bgn=0, uop_end=4, iter_out=3, iter_in=2, dst_factor_out=4, dst_factor_in=2,
+                            src_factor_out=5, src_factor_in=2, wgt_factor_out=0, wgt_factor_in=0)]
+    out.append(_prog(cfg, "gemm_padded_inp_acc8_bias", chain(loads, compute, [store(0, o, 1, 12)]), lay))
+    return out + token_queue_full_programs(cfg) + [queue_full_program(cfg)]
+
+
+def queue_full_program(cfg):
+    """More ALU instructions than the compute queue holds while a long INP load runs beside them
+    (no data shared): fetch stalls on the full queue, and when a slot frees it waits for the
+    load's burst on the read port."""
+    n = cfg.CMD_QUEUE_DEPTH + 8
+    lay = Layout()
+    data = lay.put(bytes(64 * 4 * cfg.buffers["inp"].entry_bytes), cfg.buffers["inp"].entry_bytes)
+    alus = [isa.AluInsn(uop_bgn=0, uop_end=1, iter_out=100, alu_opcode=isa.ALU_ADD, use_imm=1, imm=1)] * n
+    insns = [load(MEM_INP, 0, data, 64, 2, 4, push_next=1)] + alus + [isa.FinishInsn(pop_prev=1)]
+    return _prog(cfg, "queue_full", insns, lay)
+
+
+def token_queue_full_programs(cfg):
+    """Producers that run TOKEN_DEPTH + 4 tokens ahead of a slower consumer, on each of the four
+    queues: pushes wait for a full queue and land in the cycle the consumer pops."""
+    n = cfg.TOKEN_DEPTH + 4
+    lay = Layout()
+    zero_uop = lay.put(uop_words(cfg, [(0, 0, 0)]), 4)
+    o = lay.reserve(8 * cfg.buffers["out"].entry_bytes, cfg.buffers["out"].entry_bytes)
+    F = isa.FinishInsn
+    clear_out = [load(MEM_UOP, 0, zero_uop, 1, 1),    # OUT[0:4) = 0: what the stores read
+                 isa.GemmInsn(reset=1, uop_bgn=0, uop_end=1, iter_out=4, dst_factor_out=1)]
+    nop_load, nop_uop = load(MEM_INP, 0, 0, 0, 0), load(MEM_UOP, 0, 0, 0, 0)
+    slow_gemm = isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=6)
+    slow_store = store(0, o, 1, 4)
+    progs = {
+        "l2c_full": [nop_load.replace(push_next=1)] * n + [slow_gemm.replace(pop_prev=1)] * n + [F()],
+        "c2s_full": clear_out + [nop_uop.replace(push_next=1)] * n + [slow_store.replace(pop_prev=1)] * (n - 1)
+                    + [slow_store.replace(pop_prev=1, push_prev=1), F(pop_next=1)],
+        "s2c_full": [store(0, o, 0, 0, push_prev=1)] * n + [slow_gemm.replace(pop_next=1)] * n + [F()],
+        "c2l_full": [nop_uop.replace(push_prev=1)] * n + [load(MEM_INP, 0, 0, 2, 3, pop_next=1)] * (n - 1)
+                    + [load(MEM_INP, 0, 0, 2, 3, pop_next=1, push_next=1), F(pop_prev=1)],
+    }
+    return [_prog(cfg, f"token_{name}", insns, lay) for name, insns in progs.items()]
+
+
+def blocked_gemm_program(cfg, m_blocks=4, n_blocks=2, k_blocks=3, seed=3):
+    """C = A . B tiled over output blocks with double-buffered INP/WGT/ACC and tokens between every
+    stage (the pattern of VTA's blocked GEMM): loads of tile t wait for the compute of tile t-2,
+    the compute of tile t for the store of tile t-2."""
+    rng = np.random.default_rng(seed)
+    ib, wb, ob = (cfg.buffers[b].entry_bytes for b in ("inp", "wgt", "out"))
+    kb = k_blocks
+    lay = Layout()
+    a = lay.put(_rand_bytes(rng, m_blocks * kb * ib), ib)
+    b = lay.put(_rand_bytes(rng, n_blocks * kb * wb), wb)
+    # micro-ops [buf*kb, (buf+1)*kb) accumulate buffer buf; 2kb + buf resets it
+    uops = [(buf, buf * kb + k, buf * kb + k) for buf in (0, 1) for k in range(kb)] + [(0, 0, 0), (1, 0, 0)]
+    u = lay.put(uop_words(cfg, uops), 4)
+    c = lay.reserve(m_blocks * n_blocks * ob, ob)
+    tiles = [(m, n) for m in range(m_blocks) for n in range(n_blocks)]
+    insns = [load(MEM_UOP, 0, u, 1, len(uops))]
+    for t, (m, n) in enumerate(tiles):
+        buf = t % 2
+        insns += [
+            load(MEM_INP, buf * kb, a + m * kb, 1, kb, pop_next=int(t >= 2)),
+            load(MEM_WGT, buf * kb, b + n * kb, 1, kb, push_next=1),
+            isa.GemmInsn(reset=1, uop_bgn=2 * kb + buf, uop_end=2 * kb + buf + 1, pop_prev=1,
+                         pop_next=int(t >= 2)),
+            isa.GemmInsn(uop_bgn=buf * kb, uop_end=(buf + 1) * kb, push_prev=int(t + 2 < len(tiles)),
+                         push_next=1),
+            store(buf, c + m * n_blocks + n, 1, 1, pop_prev=1, push_prev=1),
+        ]
+    # FINISH waits for the last stores: pop the s2c tokens no compute consumed
+    left = min(2, len(tiles))
+    insns += [load(MEM_UOP, 0, 0, 0, 0, pop_next=1)] * (left - 1) + [isa.FinishInsn(pop_next=1)]
+    return _prog(cfg, f"blocked_gemm_{m_blocks}x{n_blocks}x{kb}", insns, lay)
+
+
+def random_program(cfg, seed: int, rounds: int | None = None):
+    """A random valid, race-free program: rounds of load -> compute -> store ordered by tokens
+    (loads of round k+1 wait for compute k, compute k+1 for store k), with random pads, strides,
+    misaligned micro-op loads, GEMM/ALU loops and every ALU operation. Replay with the same seed."""
+    rng = np.random.default_rng(seed)
+    ib, wb, ab, ob = (cfg.buffers[b].entry_bytes for b in ("inp", "wgt", "acc", "out"))
+    a8 = cfg.BATCH * cfg.BLOCK_OUT
+    n_inp, n_wgt, n_acc, n_uop = 32, 16, 32, 16
+    lay = Layout()
+    inp = lay.put(_rand_bytes(rng, 2 * n_inp * ib), ib)
+    wgt = lay.put(_rand_bytes(rng, 2 * n_wgt * wb), wb)
+    acc_vals = rng.integers(-2**20, 2**20, size=2 * n_acc * ab // 4).astype("<i4")
+    acc = lay.put(acc_vals.tobytes(), ab)
+    acc8 = lay.put(_rand_bytes(rng, 2 * n_acc * a8), a8)
+    uops = [(int(rng.integers(0, 8)), int(rng.integers(0, 8)), int(rng.integers(0, 4))) for _ in range(2 * n_uop)]
+    uop = lay.put(uop_words(cfg, uops + [(0, 0, 0)]), 4)   # the zero micro-op last, at uop + 2 n_uop
+    out = lay.reserve(4 * n_acc * ob, ob)
+    r = lambda lo, hi: int(rng.integers(lo, hi + 1))
+
+    def rand_load(mem, base, n_dram, limit):
+        pads = tuple(r(0, 2) for _ in range(4)) if rng.random() < 0.6 else (0, 0, 0, 0)
+        y, x = r(1, 3), r(1, 4)
+        stride = x + r(0, 3)
+        entries = (pads[0] + y + pads[1]) * (pads[2] + x + pads[3])
+        if entries > limit:
+            pads, entries = (0, 0, 0, 0), y * x
+        dram = base + r(0, n_dram - (y - 1) * stride - x)
+        return load(mem, r(0, limit - entries), dram, y, x, stride, pads)
+
+    def rand_compute():
+        kind = rng.choice(["uop", "acc", "acc8", "gemm", "gemm", "alu", "alu"])
+        if kind == "uop":
+            x = r(1, n_uop)
+            return load(MEM_UOP, r(0, n_uop - x), uop + r(0, n_uop), 1, x)
+        if kind in ("acc", "acc8"):
+            return rand_load(MEM_ACC if kind == "acc" else MEM_ACC_8BIT, acc if kind == "acc" else acc8,
+                             2 * n_acc, n_acc)
+        bgn = r(0, n_uop - 1)
+        loop = dict(uop_bgn=bgn, uop_end=r(bgn, min(n_uop, bgn + 4)), iter_out=r(1, 3), iter_in=r(1, 3),
+                    dst_factor_out=r(0, 4), dst_factor_in=r(0, 4), src_factor_out=r(0, 4), src_factor_in=r(0, 4))
+        if kind == "gemm":
+            return isa.GemmInsn(reset=int(rng.random() < 0.2), wgt_factor_out=r(0, 2), wgt_factor_in=r(0, 2), **loop)
+        use_imm = int(rng.random() < 0.5)
+        return isa.AluInsn(reset=int(rng.random() < 0.1), alu_opcode=r(0, 4), use_imm=use_imm,
+                           imm=r(-40, 40) if use_imm else 0, **loop)
+
+    def rand_store():
+        y, x = r(1, 2), r(1, 4)
+        stride = x + r(0, 2)
+        return store(r(0, n_acc - y * x), out + r(0, 3 * n_acc - (y - 1) * stride - x), y, x, stride)
+
+    n_rounds = rounds or r(1, 3)
+    insns = []
+    for k in range(n_rounds):
+        loads = [rand_load(MEM_INP, inp, 2 * n_inp, n_inp), rand_load(MEM_WGT, wgt, 2 * n_wgt, n_wgt)][:r(1, 2)]
+        compute = [rand_compute() for _ in range(r(1, 4))]
+        if k == 0:   # define every SRAM entry the program may read
+            loads = [load(MEM_INP, 0, inp, 1, n_inp), load(MEM_WGT, 0, wgt, 1, n_wgt)] + loads
+            compute = [load(MEM_UOP, 0, uop, 1, n_uop), load(MEM_ACC, 0, acc, 1, n_acc),
+                       isa.AluInsn(uop_bgn=0, uop_end=1, iter_out=n_acc, dst_factor_out=1, src_factor_out=1,
+                                   use_imm=1, imm=0)] + compute
+            # a zero micro-op makes the ALU above walk ACC/OUT[0:n_acc) through its loop factors
+            compute[1:1] = [load(MEM_UOP, n_uop, uop + 2 * n_uop, 1, 1)]
+            compute[3] = compute[3].replace(uop_bgn=n_uop, uop_end=n_uop + 1)
+        stores = [rand_store() for _ in range(r(1, 2))]
+        loads[0].pop_next = int(k > 0)
+        loads[-1].push_next = 1
+        compute[0].pop_prev = 1
+        compute[0].pop_next = int(k > 0)
+        compute[-1].push_next = 1
+        compute[-1].push_prev = int(k < n_rounds - 1)
+        stores[0].pop_prev = 1
+        stores[-1].push_prev = 1
+        insns += loads + compute + stores
+    insns.append(isa.FinishInsn(pop_next=1))
+    return _prog(cfg, f"random_{seed}", insns, lay)

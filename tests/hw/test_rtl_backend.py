@@ -1,0 +1,85 @@
+"""`--backend rtl`: the runtime and the CLI run programs on the Verilated RTL like on vta_sim."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from examples.blocked_gemm import blocked_gemm, random_operands
+from programs import image_with
+from rtl_programs import chain_programs
+from vta_sim import Config, cli, isa
+from vta_sim.backends import get_backend
+from vta_sim.runtime import Runtime
+
+
+def _numpy_gemm(a, w, shift):
+    """int64 reference, independent of the simulator: clip((A . W^T) >> shift) in packed layout."""
+    mb, kb, b, bi = a.shape
+    nb, _, bo, _ = w.shape
+    a2 = a.transpose(0, 2, 1, 3).reshape(mb * b, kb * bi).astype(np.int64)
+    w2 = w.transpose(0, 2, 1, 3).reshape(nb * bo, kb * bi).astype(np.int64)
+    c = np.clip((a2 @ w2.T) >> 6, -128, 127).astype(np.int8)
+    return c.reshape(mb, b, nb, bo).transpose(0, 2, 1, 3)
+
+
+def test_runtime_blocked_gemm_on_rtl_matches_numpy():
+    cfg = Config.load("1x8x8")
+    a, w = random_operands(cfg, 2 * cfg.BATCH, 3 * cfg.BLOCK_IN, 2 * cfg.BLOCK_OUT, seed=5)
+    got, res = blocked_gemm(Runtime(cfg, backend="rtl"), a, w, shift=6, vthreads=2, tiles=(1, 1))
+    assert np.array_equal(got, _numpy_gemm(a, w, 6))
+    _, ref = blocked_gemm(Runtime(cfg, backend="sim"), a, w, shift=6, vthreads=2, tiles=(1, 1))
+    assert res.backend == "rtl" and res.cycles == ref.cycles
+
+
+def test_cli_run_with_backend_rtl_writes_what_the_simulator_writes(tmp_path, capsys):
+    cfg = Config.load("8x8x8")
+    name, image, addr, count = chain_programs(cfg)[-1]
+    path = tmp_path / "prog.bin"
+    image.tofile(path)
+    outs = {}
+    for backend in ("sim", "rtl"):
+        out, stats = tmp_path / f"{backend}.bin", tmp_path / f"{backend}.json"
+        assert cli.main(["run", str(path), "--insn-addr", str(addr), "--insn-count", str(count),
+                         "--config", cfg.name, "--backend", backend, "--out", str(out),
+                         "--stats", str(stats)]) == 0
+        outs[backend] = (out.read_bytes(), json.loads(stats.read_text()))
+    assert outs["rtl"] == outs["sim"]
+    assert "(rtl)" in capsys.readouterr().out
+
+
+def test_backend_leaves_the_callers_image_untouched():
+    cfg = Config.load("1x8x8")
+    image, addr, count = image_with(cfg, [isa.FinishInsn()])
+    before = image.copy()
+    res = get_backend("rtl", cfg).run(image, insn_addr=addr, insn_count=count)
+    assert np.array_equal(image, before) and res.dram is not image
+
+
+def _program_file(cfg, tmp_path):
+    name, image, addr, count = chain_programs(cfg)[0]
+    path = tmp_path / "prog.bin"
+    image.tofile(path)
+    return path, image, addr, count
+
+
+def test_hw_run_with_backpressure_compares_and_writes_dram(tmp_path):
+    from vta_sim import Simulator
+    cfg = Config.load("1x8x8")
+    path, image, addr, count = _program_file(cfg, tmp_path)
+    out = tmp_path / "out.bin"
+    assert cli.main(["hw", "run", str(path), "--insn-addr", str(addr), "--insn-count", str(count),
+                     "--backpressure", "3", "--compare", "--out", str(out), "--workdir", str(tmp_path / "w")]) == 0
+    assert np.array_equal(np.fromfile(out, np.uint8), Simulator(cfg).run(image, addr, count).dram)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("VTA_HW_SLOW"), reason="builds a tracing model; set VTA_HW_SLOW=1")
+def test_hw_run_dumps_waves(tmp_path):
+    cfg = Config.load("1x8x8")
+    path, image, addr, count = _program_file(cfg, tmp_path)
+    waves = tmp_path / "fail.fst"
+    assert cli.main(["hw", "run", str(path), "--insn-addr", str(addr), "--insn-count", str(count),
+                     "--waves", str(waves), "--workdir", str(tmp_path / "w")]) == 0
+    dumped = list(tmp_path.glob("fail.*"))
+    assert dumped and dumped[0].stat().st_size > 10_000
