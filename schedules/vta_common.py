@@ -9,6 +9,7 @@ from __future__ import annotations
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES, alu_intrin, gemm_intrin, reset_intrin, tensorize_loop
 from vta_sim.config import Config
+from vta_sim.timing import DmaCost
 
 from .vta_workloads import EPILOGUE
 
@@ -62,3 +63,29 @@ def best_tiles(candidates, why_not, estimate, what: str):
     if best is None:
         raise CompileError(f"{what} cannot be tiled: {reason or 'no tiling divides the shape'}")
     return best[1]
+
+
+# ---------------------------------------------------------------- tile cost estimates
+def row_read_cycles(cfg: Config, nbytes: float) -> float:
+    """An aligned DMA row read without contention: its bursts' latencies plus beats (timing.md)."""
+    return sum(DmaCost(cfg).read_bursts(0, int(nbytes)))
+
+
+def epilogue_cycles(cfg: Config, entries: int) -> int:
+    """Bias load plus the requantisation ALU stages over `entries` ACC entries (tensor operand: 2/entry)."""
+    per_entry = 1 + sum(2 if imm is None else 1 for _, _, imm in EPILOGUE)
+    return per_entry * entries + (len(EPILOGUE) + 1) * cfg.ALU_PIPELINE
+
+
+def pipelined_cycles(vthreads: int, tiles: int, chunks: int, gemm: float, load: float, epilogue: float,
+                     store: float) -> float:
+    """Estimated cycles of `tiles` output tiles of `chunks` (load, GEMM) steps each.
+
+    One thread serialises everything; two overlap one thread's loads with the other's GEMM, and
+    at each tile boundary about one chunk stays exposed (reset waits for the store, the first
+    GEMM for its loads)."""
+    if vthreads == 1:
+        return tiles * (chunks * (gemm + load) + epilogue + store)
+    compute = tiles * (chunks * gemm + epilogue)
+    exposed = tiles / vthreads * (gemm + load + store)
+    return max(compute, tiles * (chunks * load + store)) + exposed

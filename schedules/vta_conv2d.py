@@ -19,8 +19,8 @@ from intrinsics.tensor_intrin import SCOPES
 from vta_sim.config import Config
 
 from . import vta_workloads as wl
-from .vta_common import (best_tiles, divisors, read_index, schedule_epilogue,
-                         tensorize_reduction)
+from .vta_common import (best_tiles, divisors, epilogue_cycles, pipelined_cycles, read_index,
+                          row_read_cycles, schedule_epilogue, tensorize_reduction)
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def fits(cfg: Config, s: ConvShape, t: ConvTiles) -> str | None:
 
 def estimate_cycles(cfg: Config, s: ConvShape, t: ConvTiles) -> float:
     """A rough cycle model (docs/timing.md) used only to rank candidate tiles."""
-    lr, bus = cfg.DMA_READ_LATENCY, cfg.bus_bytes
+    bus = cfg.bus_bytes
     oc_b, ic_b = s.oc // cfg.BLOCK_OUT, s.ic // cfg.BLOCK_IN
     nb = s.n // cfg.BATCH
     tiles = (oc_b // t.oc_blocks) * (s.oh // t.rows)
@@ -101,18 +101,11 @@ def estimate_cycles(cfg: Config, s: ConvShape, t: ConvTiles) -> float:
     rows_in = input_rows(s, t.rows)
     inp_entry = cfg.buffers["inp"].entry_bytes
     wgt_bytes = t.ic_blocks * s.k * s.k * cfg.buffers["wgt"].entry_bytes
-    load = (t.ic_blocks * nb * rows_in * (lr + s.w * inp_entry / bus + 2 * s.pad)
-            + t.oc_blocks * (lr * (1 + wgt_bytes // 2048) + wgt_bytes / bus))
+    load = (t.ic_blocks * nb * rows_in * (row_read_cycles(cfg, s.w * inp_entry) + 2 * s.pad)
+            + t.oc_blocks * row_read_cycles(cfg, wgt_bytes))
     out_entries = nb * t.oc_blocks * t.rows * s.ow
-    epilogue = 6 * out_entries + 5 * cfg.ALU_PIPELINE
     store = out_entries * cfg.buffers["out"].entry_bytes / bus + t.oc_blocks * cfg.DMA_WRITE_LATENCY
-    if t.vthreads == 1:
-        return tiles * (chunks * (gemm + load) + epilogue + store)
-    # Two threads overlap one's loads with the other's GEMM; at each tile boundary about one
-    # chunk stays exposed (reset waits for the store, the first GEMM for its loads).
-    compute = tiles * (chunks * gemm + epilogue)
-    exposed = tiles / t.vthreads * (gemm + load + store)
-    return max(compute, tiles * (chunks * load + store)) + exposed
+    return pipelined_cycles(t.vthreads, tiles, chunks, gemm, load, epilogue_cycles(cfg, out_entries), store)
 
 
 def choose_tiles(cfg: Config, s: ConvShape, vthreads: int = 1) -> ConvTiles:

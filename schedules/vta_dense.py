@@ -16,7 +16,8 @@ from intrinsics.tensor_intrin import SCOPES
 from vta_sim.config import Config
 
 from . import vta_workloads as wl
-from .vta_common import best_tiles, divisors, read_index, schedule_epilogue, tensorize_reduction
+from .vta_common import (best_tiles, divisors, epilogue_cycles, pipelined_cycles, read_index,
+                          row_read_cycles, schedule_epilogue, tensorize_reduction)
 
 #: Largest GEMM kernel (micro-ops), leaving UOP room for the epilogue kernels of every thread.
 MAX_KERNEL_UOPS = 1024
@@ -59,22 +60,16 @@ def fits(cfg: Config, s: DenseShape, t: DenseTiles) -> str | None:
 def estimate_cycles(cfg: Config, s: DenseShape, t: DenseTiles) -> float:
     """A rough cycle model (docs/timing.md) used only to rank candidate tiles."""
     mb, kb, nb = _blocks(cfg, s)
-    lr, bus = cfg.DMA_READ_LATENCY, cfg.bus_bytes
+    bus = cfg.bus_bytes
     tiles = (mb // t.rows) * (nb // t.cols)
     chunks = kb // t.k_blocks
     gemm = t.rows * t.cols * t.k_blocks + cfg.GEMM_PIPELINE
     inp_row = t.k_blocks * cfg.buffers["inp"].entry_bytes
     wgt_row = t.k_blocks * cfg.buffers["wgt"].entry_bytes
-    load = (t.rows * (lr * (1 + inp_row // 2048) + inp_row / bus)
-            + t.cols * (lr * (1 + wgt_row // 2048) + wgt_row / bus))
+    load = t.rows * row_read_cycles(cfg, inp_row) + t.cols * row_read_cycles(cfg, wgt_row)
     out_entries = t.rows * t.cols
-    epilogue = 6 * out_entries + 5 * cfg.ALU_PIPELINE
     store = out_entries * cfg.buffers["out"].entry_bytes / bus + t.rows * cfg.DMA_WRITE_LATENCY
-    if t.vthreads == 1:
-        return tiles * (chunks * (gemm + load) + epilogue + store)
-    compute = tiles * (chunks * gemm + epilogue)
-    exposed = tiles / t.vthreads * (gemm + load + store)
-    return max(compute, tiles * (chunks * load + store)) + exposed
+    return pipelined_cycles(t.vthreads, tiles, chunks, gemm, load, epilogue_cycles(cfg, out_entries), store)
 
 
 def choose_tiles(cfg: Config, s: DenseShape, vthreads: int = 1) -> DenseTiles:
