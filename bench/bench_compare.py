@@ -25,6 +25,8 @@ os.environ.setdefault("TVM_THREAD_POOL_SPIN_COUNT", "0")
 if "--threads" in sys.argv:  # the thread pools read these once, when numpy / TVM load
     _n = sys.argv[sys.argv.index("--threads") + 1]
     os.environ.update(TVM_NUM_THREADS=_n, OPENBLAS_NUM_THREADS=_n, OMP_NUM_THREADS=_n)
+else:  # unset, TVM's pool would take half the hardware threads (it assumes hyper-threading)
+    os.environ.setdefault("TVM_NUM_THREADS", str(os.cpu_count()))
 
 import numpy as np  # noqa: E402
 import tvm  # noqa: E402

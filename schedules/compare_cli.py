@@ -79,8 +79,12 @@ def run(args):
     # TVM's pool threads spin-wait after each parallel kernel and would steal the cores from the
     # numpy / onnxruntime baselines timed next; read when the pool starts, so set it first.
     os.environ.setdefault("TVM_THREAD_POOL_SPIN_COUNT", "0")
+    # Unset, TVM's pool takes half the hardware threads (it assumes hyper-threading): one of
+    # this machine's two cores. The default is all cores, as for the baselines.
     if args.threads:
         os.environ["TVM_NUM_THREADS"] = str(args.threads)
+    else:
+        os.environ.setdefault("TVM_NUM_THREADS", str(os.cpu_count()))
     try:
         wls = make_workloads(args)
         targets = [t.strip() for t in args.targets.split(",") if t.strip()]
