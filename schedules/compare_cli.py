@@ -4,6 +4,7 @@ import json
 import os
 import platform
 import sys
+from pathlib import Path
 
 from schedules import compare, workloads
 
@@ -100,8 +101,9 @@ def run(args):
         print(f"\n{wl.name}  ({wl.ops / 1e9:.3f} G ops)\n")
         print(compare.format_table(rows))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump([r.to_json() for rows in results.values() for r in rows], f, indent=1)
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps([r.to_json() for rows in results.values() for r in rows], indent=1))
         print(f"\nrows written to {args.json}")
     if args.report:
         path = compare.write_report(results, args.report, machine_line(args.threads))
