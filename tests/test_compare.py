@@ -86,7 +86,7 @@ def _cli(argv):
 
 
 def test_cli_json_and_report(tmp_path, capsys):
-    out = tmp_path / "rows.json"
+    out = tmp_path / "new_dir" / "rows.json"  # a directory that does not exist yet
     rc = _cli(["--workload", "conv2d", "--channels", "4", "--height", "6", "--width", "6",
                "--filters", "8", "--targets", "cpu,reference", "--repeats", "1", "--trials", "0",
                "--json", str(out), "--report", str(tmp_path / "rep")])
