@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from examples.blocked_conv2d import conv2d, pack_data, pack_kernel
-from vta_sim import Simulator
+from examples.blocked_conv2d import conv2d
+from vta_sim import Simulator, packing
 from vta_sim.runtime import Runtime, UopKernel
 
 
@@ -66,7 +66,8 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     x = rng.integers(-128, 128, (1, 64, 56, 56), dtype=np.int8)
     k = rng.integers(-128, 128, (64, 64, 3, 3), dtype=np.int8)
-    conv2d(rt, pack_data(x, rt.cfg), pack_kernel(k, rt.cfg), 1, 1, 10, 2)
+    cfg = rt.cfg
+    conv2d(rt, packing.pack_nchw(x, cfg.BATCH, cfg.BLOCK_IN)[0], packing.pack_oihw(k, cfg.BLOCK_OUT, cfg.BLOCK_IN), 1, 1, 10, 2)
     wall, res = timed(rt.last_program)
     rows.append({"bench": "conv2d 56x56x64->64 3x3 (hand-written)", "instructions": rt.last_program.insn_count,
                  "cycles": res.cycles, "wall_s": wall, "cycles_per_s": res.cycles / wall,

@@ -1,6 +1,6 @@
 """A hand-written blocked 2-D convolution on VTA-8 with `vta_sim.runtime` (no compiler).
 
-Packed layouts (batch = BATCH images at once):
+Packed layouts (batch = BATCH images at once; `vta_sim.packing` converts from NCHW / OIHW):
 data (IC/BI, H, W, BATCH, BI), kernel (OC/BO, IC/BI, KH, KW, BO, BI), out (OC/BO, HO, WO, BATCH, BO).
 
 Output tiles of th x tw pixels x tn output-channel blocks. A tile's input window (with the
@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from vta_sim import packing
 from vta_sim.runtime import Runtime, UopKernel
 
 
@@ -125,19 +126,6 @@ def conv2d(rt: Runtime, data: np.ndarray, kernel: np.ndarray, stride=1, pad=1, s
     return out.numpy(), result
 
 
-def pack_data(x, cfg):
-    """NCHW (N = BATCH) int8 -> (IC/BI, H, W, BATCH, BI)."""
-    n, c, h, w = x.shape
-    return x.reshape(n, c // cfg.BLOCK_IN, cfg.BLOCK_IN, h, w).transpose(1, 3, 4, 0, 2).copy()
-
-
-def pack_kernel(k, cfg):
-    """OIHW int8 -> (OC/BO, IC/BI, KH, KW, BO, BI)."""
-    o, i, kh, kw = k.shape
-    return k.reshape(o // cfg.BLOCK_OUT, cfg.BLOCK_OUT, i // cfg.BLOCK_IN, cfg.BLOCK_IN, kh, kw).transpose(
-        0, 2, 4, 5, 1, 3).copy()
-
-
 def reference(x, k, stride, pad, shift):
     """NCHW int64 direct convolution, requantised: (N, OC, HO, WO) int8."""
     n, c, h, w = x.shape
@@ -152,12 +140,6 @@ def reference(x, k, stride, pad, shift):
     return np.clip(acc >> shift, -128, 127).astype(np.int8)
 
 
-def unpack_out(y, cfg):
-    """(OC/BO, HO, WO, BATCH, BO) -> NCHW."""
-    ocb, ho, wo, b, bo = y.shape
-    return y.transpose(3, 0, 4, 1, 2).reshape(b, ocb * bo, ho, wo)
-
-
 def run_and_report(config="1x8x8", h=56, ic=64, oc=64, k=3, pad=1, stride=1, vthreads=2, shift=10,
                    timeline=None, out=print):
     rt = Runtime(config)
@@ -166,10 +148,11 @@ def run_and_report(config="1x8x8", h=56, ic=64, oc=64, k=3, pad=1, stride=1, vth
     x = rng.integers(-128, 128, (cfg.BATCH, ic, h, h), dtype=np.int8)
     wts = rng.integers(-128, 128, (oc, ic, k, k), dtype=np.int8)
     t0 = time.perf_counter()
-    got, res = conv2d(rt, pack_data(x, cfg), pack_kernel(wts, cfg), stride, pad, shift, vthreads,
-                      trace=timeline is not None)
+    data = packing.pack_nchw(x, cfg.BATCH, cfg.BLOCK_IN)[0]          # one batch block
+    got, res = conv2d(rt, data, packing.pack_oihw(wts, cfg.BLOCK_OUT, cfg.BLOCK_IN), stride, pad, shift,
+                      vthreads, trace=timeline is not None)
     wall = time.perf_counter() - t0
-    ok = np.array_equal(unpack_out(got, cfg), reference(x, wts, stride, pad, shift))
+    ok = np.array_equal(packing.unpack_nchw(got[None]), reference(x, wts, stride, pad, shift))
     ho = out_size(h, k, pad, stride)
     ideal = cfg.BATCH * ho * ho * oc * ic * k * k // cfg.macs_per_cycle
     out(f"conv2d {h}x{h}x{ic} -> {oc}, {k}x{k} pad {pad} stride {stride} on {cfg.name}, {vthreads} vthread(s): "

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from vta_sim import packing
 from vta_sim.runtime import Runtime, UopKernel
 
 
@@ -98,22 +99,18 @@ def blocked_gemm(rt: Runtime, a_packed: np.ndarray, w_packed: np.ndarray, shift:
 
 def reference(a_packed, w_packed, shift):
     """numpy int64 reference in the packed layout."""
-    mb, kb, b, bi = a_packed.shape
-    nb, _, bo, _ = w_packed.shape
-    a = a_packed.transpose(0, 2, 1, 3).reshape(mb * b, kb * bi).astype(np.int64)
-    w = w_packed.transpose(0, 2, 1, 3).reshape(nb * bo, kb * bi).astype(np.int64)
+    a = packing.unpack_rows(a_packed).astype(np.int64)
+    w = packing.unpack_rows(w_packed).astype(np.int64)
     c = np.clip((a @ w.T) >> shift, -128, 127).astype(np.int8)
-    return c.reshape(mb, b, nb, bo).transpose(0, 2, 1, 3)
+    return packing.pack_rows(c, a_packed.shape[2], w_packed.shape[2], "C")
 
 
 def random_operands(cfg, m, k, n, seed=0):
-    for dim, block, name in ((m, cfg.BATCH, "M"), (k, cfg.BLOCK_IN, "K"), (n, cfg.BLOCK_OUT, "N")):
-        if dim % block:
-            raise ValueError(f"{name}={dim} is not a multiple of the {block}-wide block of config {cfg.name}")
+    """Random int8 A (m, k) and W (n, k), packed; refuses dimensions that are not whole blocks."""
     rng = np.random.default_rng(seed)
-    a = rng.integers(-128, 128, (m // cfg.BATCH, k // cfg.BLOCK_IN, cfg.BATCH, cfg.BLOCK_IN), dtype=np.int8)
-    w = rng.integers(-128, 128, (n // cfg.BLOCK_OUT, k // cfg.BLOCK_IN, cfg.BLOCK_OUT, cfg.BLOCK_IN), dtype=np.int8)
-    return a, w
+    a = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    return (packing.pack_rows(a, cfg.BATCH, cfg.BLOCK_IN, "A"), packing.pack_rows(w, cfg.BLOCK_OUT, cfg.BLOCK_IN, "W"))
 
 
 def run_and_report(config="1x8x8", m=64, k=256, n=256, vthreads=2, shift=8, timeline=None, image=None,

@@ -20,9 +20,9 @@ import numpy as np
 
 from intrinsics.errors import CompileError
 from vta_sim import backends
+from vta_sim import packing as pk
 from vta_sim.config import Config
 
-from . import packing as pk
 from . import vta_conv2d as vc
 from . import vta_dense as vd
 from . import vta_workloads as wl

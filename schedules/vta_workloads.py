@@ -16,8 +16,8 @@ from tvm import te, tirx
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import ALU_EXPRS
 from vta_sim.config import Config
+from vta_sim.packing import check_blocks
 
-from .packing import check_blocks
 
 INT8_MIN, INT8_MAX = -128, 127
 
@@ -62,7 +62,7 @@ def dense(cfg: Config, m: int, k: int, n: int, shift: int) -> Workload:
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     dims = {"m (rows)": (m, B), "k (reduction)": (k, BI), "n (columns)": (n, BO)}
     for name, (v, block) in dims.items():
-        check_blocks(name, v, block)
+        check_blocks(name, v, block, CompileError)
     a = te.placeholder((m // B, k // BI, B, BI), "int8", name="data")
     w = te.placeholder((n // BO, k // BI, BO, BI), "int8", name="weight")
     bias = te.placeholder((n // BO, B, BO), "int32", name="bias")
@@ -84,9 +84,9 @@ def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: i
     Stage "pad" is the input as the GEMM reads it (zero-padded, or row-subsampled for a
     strided 1x1 conv); it becomes the input DMA."""
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
-    check_blocks("batch", n, B)
-    check_blocks("input channels", ic, BI)
-    check_blocks("output channels", oc, BO)
+    check_blocks("batch", n, B, CompileError)
+    check_blocks("input channels", ic, BI, CompileError)
+    check_blocks("output channels", oc, BO, CompileError)
     oh, ow = out_size(h, k, pad, stride), out_size(w, k, pad, stride)
     data = te.placeholder((n // B, ic // BI, h, w, B, BI), "int8", name="data")
     kernel = te.placeholder((oc // BO, ic // BI, k, k, BO, BI), "int8", name="weight")

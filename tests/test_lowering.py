@@ -8,10 +8,10 @@ from intrinsics import host, lower
 from intrinsics.build import attach_config
 from intrinsics.deps import DependencyTracker
 from intrinsics.errors import CompileError
-from schedules import packing as pk
 from schedules import vta_conv2d as vc
 from schedules import vta_workloads as wl
 from vta_sim import isa
+from vta_sim import packing as pk
 from vta_sim.config import MEM_INP, MEM_OUT, MEM_UOP, MEM_WGT, Config
 from vta_sim.errors import DeadlockError, HazardError, VTAError
 from vta_sim.simulator import Simulator

@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 
 from intrinsics.errors import CompileError
-from schedules import packing as pk
 from schedules import vta_conv2d as vc
 from schedules import vta_workloads as wl
+from vta_sim import packing as pk
 from vta_sim.config import Config
 
 

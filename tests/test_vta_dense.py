@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 from intrinsics.errors import CompileError
-from schedules import packing as pk
 from schedules import vta_dense as vd
+from vta_sim import packing as pk
+from vta_sim.errors import MappingError
 from schedules import vta_workloads as wl
 from vta_sim.config import Config
 
@@ -61,5 +62,5 @@ def test_packing_round_trips_and_refuses_partial_blocks():
     packed = pk.pack_oihw(rng.integers(-128, 128, (16, 8, 3, 3), dtype=np.int8), 8, 8)
     assert packed.shape == (2, 1, 3, 3, 8, 8)
     assert np.array_equal(pk.pack_bias(np.arange(16, dtype=np.int32), 8, 8)[1, 5], np.arange(8, 16))
-    with pytest.raises(CompileError, match="use a multiple such as 16 or 24"):
+    with pytest.raises(MappingError, match="use a multiple such as 16 or 24"):
         pk.pack_rows(m[:, :20], 8, 8, "x")

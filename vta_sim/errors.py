@@ -13,6 +13,10 @@ class VTAError(Exception):
         super().__init__(message)
 
 
+class MappingError(VTAError):
+    """A shape or layout that cannot be mapped onto the accelerator's blocks and buffers."""
+
+
 class ConfigError(VTAError):
     """A configuration that cannot be loaded or does not fit the encoding."""
 

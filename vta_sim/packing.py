@@ -1,5 +1,7 @@
 """Packing between plain numpy layouts and the blocked layouts the accelerator reads.
 
+Shared by the hand-written examples and the compiler path.
+
 Data NCHW -> NCHW{B}n{BI}c, kernel OIHW -> OIHW{BO}o{BI}i, GEMM operands (M, K) -> (M/B, K/BI, B, BI)
 and (N, K) -> (N/BO, K/BI, BO, BI), bias (C,) -> (C/BO, B, BO) replicated over the batch lanes
 (an ALU tensor operand is a whole ACC entry). Shapes that are not whole blocks are refused,
@@ -9,15 +11,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from intrinsics.errors import CompileError
+from .errors import MappingError
 
 
-def check_blocks(what: str, n: int, block: int) -> int:
-    """n // block, refusing a dimension that is not a whole number of blocks."""
+def check_blocks(what: str, n: int, block: int, error: type = MappingError) -> int:
+    """n // block, refusing (with `error`) a dimension that is not a whole number of blocks."""
     if n <= 0 or n % block:
         lo = n // block * block
         hint = f"{lo} or {lo + block}" if lo > 0 else f"{block}"
-        raise CompileError(f"{what} = {n} is not a multiple of the block size {block}; "
+        raise error(f"{what} = {n} is not a multiple of the block size {block}; "
                            f"use a multiple such as {hint}")
     return n // block
 
