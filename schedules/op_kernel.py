@@ -1,0 +1,35 @@
+"""One compiled accelerator op on plain numpy layouts: what the graph level calls.
+
+The TVM artefact (`intrinsics.CompiledKernel`) takes the packed, block-padded layouts the
+accelerator reads. `OpKernel` wraps it with the op's packing (plain NCHW / (rows, cols) int8,
+int32 bias per channel, any shape) and unpacking (crop back to the plain shape), so a caller
+never sees blocks. The caller's arrays are never modified.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from intrinsics.build import CompiledKernel
+from vta_sim.result import RunResult
+
+
+@dataclass
+class OpKernel:
+    op: str                                   # "conv2d", "dense", "max_pool", "add", ...
+    kernel: CompiledKernel                    # the packed-layout TVM artefact
+    pack: Callable[..., tuple]                # plain numpy inputs -> the kernel's packed inputs
+    unpack: Callable[[np.ndarray], np.ndarray]  # packed output -> plain numpy output
+    macs: int = 0                             # multiply-accumulates of the plain op (0: none)
+    tiles: object = None                      # the tiling chosen, for reports
+
+    @property
+    def compile_s(self) -> float:
+        return self.kernel.compile_s
+
+    def __call__(self, *inputs: np.ndarray, backend="sim", trace: bool = False
+                 ) -> tuple[np.ndarray, RunResult]:
+        (out,), result = self.kernel(*self.pack(*inputs), backend=backend, trace=trace)
+        return self.unpack(out), result
