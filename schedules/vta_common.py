@@ -11,7 +11,7 @@ from intrinsics.tensor_intrin import SCOPES, alu_intrin, gemm_intrin, reset_intr
 from vta_sim.config import Config
 from vta_sim.timing import DmaCost
 
-from .vta_workloads import EPILOGUE
+from .vta_workloads import EPILOGUE, INT8_MAX, INT8_MIN, epilogue
 
 
 def read_index(sch, block, name: str) -> int:
@@ -20,7 +20,8 @@ def read_index(sch, block, name: str) -> int:
     return reads.index(name)
 
 
-def schedule_epilogue(sch, cfg: Config, tile_loop, shift: int, bias_name: str = "bias") -> None:
+def schedule_epilogue(sch, cfg: Config, tile_loop, shift: int, bias_name: str = "bias",
+                      lo: int = INT8_MIN, hi: int = INT8_MAX) -> None:
     """Bias into ACC, the requantisation stages as in-place ALU ops, the int8 result as a store."""
     for stage, _, _ in EPILOGUE:
         block = sch.get_sblock(stage)
@@ -30,9 +31,8 @@ def schedule_epilogue(sch, cfg: Config, tile_loop, shift: int, bias_name: str = 
     add = sch.get_sblock("bias_add")
     bias = sch.cache_read(add, read_index(sch, add, bias_name), SCOPES["acc"])
     sch.compute_at(bias, tile_loop)
-    for stage, op, imm in EPILOGUE:
+    for stage, op, value in epilogue(shift, lo, hi):
         block = sch.get_sblock(stage)
-        value = shift if imm == "shift" else imm
         sch.tensorize(tensorize_loop(sch, block, cfg), alu_intrin(cfg, op, value))
 
 
@@ -45,6 +45,37 @@ def tensorize_reduction(sch, cfg: Config, block, init_loop) -> None:
 
 def divisors(n: int) -> list:
     return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def tile_sizes(n: int) -> list:
+    """The candidate tile sizes of a dimension of n: for each tile count, the smallest tile.
+
+    Remainder tiles are allowed, so any size works; a larger tile with the same count only adds
+    padding. Contains every divisor, and about 2 sqrt(n) sizes in all."""
+    return sorted({-(-n // g) for g in range(1, n + 1)})
+
+
+def padded_extent(total: int, tile: int, threads: int = 1) -> int:
+    """`total` rounded up to whole tiles of `tile` per thread times `threads` threads."""
+    step = tile * threads
+    return -(-total // step) * step
+
+
+def tile_waste(name: str, tile: int, total: int, unit: str, threads: int = 1) -> str | None:
+    """None when `tile` (per thread, `threads` threads) is usable on a dimension of `total`, else why.
+
+    The dimension is padded to whole tiles (remainder tiles compute padding, cropped later);
+    refused are non-positive tiles, tiles larger than a thread's share of the dimension, and
+    tiles with which a thread would compute padding only."""
+    if tile < 1:
+        return f"tile {name} = {tile}: must be at least 1"
+    most = min(-(-total // threads), total - 1 if threads > 1 else total)
+    if tile <= most:
+        return None
+    if most < 1:
+        return f"{threads} threads cannot share the {total} {unit}: one would compute padding only"
+    return (f"tile {name} = {tile} with {threads} thread(s) exceeds the {total} {unit} "
+            f"(a thread would compute padding only); use 1 to {most}")
 
 
 def best_tiles(candidates, why_not, estimate, what: str):
@@ -61,7 +92,7 @@ def best_tiles(candidates, why_not, estimate, what: str):
         if best is None or cost < best[0]:
             best = (cost, t)
     if best is None:
-        raise CompileError(f"{what} cannot be tiled: {reason or 'no tiling divides the shape'}")
+        raise CompileError(f"{what} cannot be tiled: {reason or 'no candidate tiling'}")
     return best[1]
 
 
@@ -71,7 +102,7 @@ def row_read_cycles(cfg: Config, nbytes: float) -> float:
     return sum(DmaCost(cfg).read_bursts(0, int(nbytes)))
 
 
-def epilogue_cycles(cfg: Config, entries: int) -> int:
+def epilogue_cycles(cfg: Config, entries: float) -> float:
     """Bias load plus the requantisation ALU stages over `entries` ACC entries (tensor operand: 2/entry)."""
     per_entry = 1 + sum(2 if imm is None else 1 for _, _, imm in EPILOGUE)
     return per_entry * entries + (len(EPILOGUE) + 1) * cfg.ALU_PIPELINE

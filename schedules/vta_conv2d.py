@@ -1,11 +1,15 @@
 """Blocked conv2d on VTA-8: tile choice, the TensorIR schedule, and compile.
 
-One output tile is `oc_blocks` output-channel blocks x `rows` output rows x the full output
-width, accumulated over chunks of `ic_blocks` input-channel blocks. Per chunk the input rows
-(with their halo, zero-padded by the DMA) and the weights are loaded and one GEMM instruction
-runs rows x width iterations of an (oc x ic x kh x kw)-uop kernel that is the same for every
-tile. Virtual threads split the output rows (or the channel blocks when there is one row tile)
-so that one thread's loads overlap the other's GEMM.
+One output tile is `batch_blocks` batch blocks x `oc_blocks` output-channel blocks x `rows`
+output rows x the full output width, accumulated over chunks of `ic_blocks` input-channel
+blocks. Per chunk the input rows (with their halo, zero-padded by the DMA) and the weights are
+loaded and one GEMM instruction runs rows x width iterations of an (oc x ic x kh x kw)-uop
+kernel that is the same for every tile. Virtual threads split the output rows (or the channel
+blocks) so that one thread's loads overlap the other's GEMM.
+
+Any shape: tiles need not divide it. The kernel computes `computed_shape(cfg, s, t)`: batch and
+channels padded to whole blocks and whole tiles, output rows rounded up to whole tiles by extra
+zero input rows at the bottom; `vta_ops` pads the plain inputs to it and crops the output.
 """
 from __future__ import annotations
 
@@ -19,8 +23,9 @@ from intrinsics.tensor_intrin import SCOPES
 from vta_sim.config import Config
 
 from . import vta_workloads as wl
-from .vta_common import (best_tiles, divisors, epilogue_cycles, pipelined_cycles, read_index,
-                          row_read_cycles, schedule_epilogue, tensorize_reduction)
+from .vta_common import (best_tiles, epilogue_cycles, padded_extent, pipelined_cycles, read_index,
+                          row_read_cycles, schedule_epilogue, tensorize_reduction, tile_sizes,
+                          tile_waste)
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,37 @@ class ConvTiles:
     ic_blocks: int       # input-channel blocks per reduction chunk
     vthreads: int = 1
     split: str = "h"     # the dimension the virtual threads divide: "h" or "oc"
+    batch_blocks: int | None = None   # batch blocks per tile; None: the whole batch
+
+    def threads_on(self, dim: str) -> int:
+        return self.vthreads if self.split == dim else 1
+
+
+def blocks(cfg: Config, s: ConvShape) -> tuple:
+    """(batch, input-channel, output-channel) blocks of the shape, partial blocks counted whole."""
+    return -(-s.n // cfg.BATCH), -(-s.ic // cfg.BLOCK_IN), -(-s.oc // cfg.BLOCK_OUT)
+
+
+def batch_tile(cfg: Config, s: ConvShape, t: ConvTiles) -> int:
+    return blocks(cfg, s)[0] if t.batch_blocks is None else t.batch_blocks
+
+
+def computed_shape(cfg: Config, s: ConvShape, t: ConvTiles) -> ConvShape:
+    """The shape the kernel computes for `s` with tiles `t`: whole blocks and whole tiles.
+
+    Padded batch and channels are zeros (zero weights and bias for padded output channels); the
+    output rows are rounded up by adding zero input rows at the bottom, which read like the
+    conv's own zero padding, so the first `s.oh` rows are exact. The rest is cropped."""
+    nb, ib, ob = blocks(cfg, s)
+    oh = padded_extent(s.oh, t.rows, t.threads_on("h"))
+    if wl.subsamples_rows(s.k, s.pad, s.stride):
+        h = (oh - 1) * s.stride + 1
+    else:
+        h = (oh - 1) * s.stride + s.k - 2 * s.pad
+    return ConvShape(padded_extent(nb, batch_tile(cfg, s, t)) * cfg.BATCH, max(s.h, h), s.w,
+                     padded_extent(ib, t.ic_blocks) * cfg.BLOCK_IN,
+                     padded_extent(ob, t.oc_blocks, t.threads_on("oc")) * cfg.BLOCK_OUT,
+                     s.k, s.pad, s.stride)
 
 
 #: Upper bound of one kernel's micro-ops, so a GEMM kernel and the epilogue kernels of every
@@ -70,10 +106,27 @@ def input_rows(s: ConvShape, rows: int) -> int:
 def footprint(cfg: Config, s: ConvShape, t: ConvTiles) -> dict:
     """SRAM entries one thread needs, and the GEMM kernel's micro-ops."""
     rows_in = input_rows(s, t.rows)
-    return {"inp": t.ic_blocks * rows_in * (s.w + 2 * s.pad) * (s.n // cfg.BATCH),
+    nb = batch_tile(cfg, s, t)
+    return {"inp": t.ic_blocks * rows_in * (s.w + 2 * s.pad) * nb,
             "wgt": t.oc_blocks * t.ic_blocks * s.k * s.k,
-            "acc": t.oc_blocks * t.rows * s.ow * (s.n // cfg.BATCH) + t.oc_blocks,
+            "acc": t.oc_blocks * t.rows * s.ow * nb + t.oc_blocks,
             "uop": t.oc_blocks * t.ic_blocks * s.k * s.k}
+
+
+def usable(cfg: Config, s: ConvShape, t: ConvTiles) -> str | None:
+    """None when the tiles suit the shape (see vta_common.tile_waste) and fit, else the reason."""
+    if t.split not in ("h", "oc") or t.vthreads not in (1, 2):
+        return f"vthreads = {t.vthreads} on {t.split!r}: use 1 or 2 threads on 'h' or 'oc'"
+    nb, ib, ob = blocks(cfg, s)
+    for name, tile, total, unit, threads in (
+            ("batch_blocks", batch_tile(cfg, s, t), nb, "batch blocks", 1),
+            ("oc_blocks", t.oc_blocks, ob, "output-channel blocks", t.threads_on("oc")),
+            ("rows", t.rows, s.oh, "output rows", t.threads_on("h")),
+            ("ic_blocks", t.ic_blocks, ib, "input-channel blocks", 1)):
+        why = tile_waste(name, tile, total, unit, threads)
+        if why:
+            return why
+    return fits(cfg, s, t)
 
 
 def fits(cfg: Config, s: ConvShape, t: ConvTiles) -> str | None:
@@ -91,12 +144,14 @@ def fits(cfg: Config, s: ConvShape, t: ConvTiles) -> str | None:
 
 
 def estimate_cycles(cfg: Config, s: ConvShape, t: ConvTiles) -> float:
-    """A rough cycle model (docs/timing.md) used only to rank candidate tiles."""
+    """A rough cycle model (docs/timing.md) used only to rank candidate tiles.
+
+    Counts the tiles of the computed (padded) shape, so remainder tiles cost their waste."""
     bus = cfg.bus_bytes
-    oc_b, ic_b = s.oc // cfg.BLOCK_OUT, s.ic // cfg.BLOCK_IN
-    nb = s.n // cfg.BATCH
-    tiles = (oc_b // t.oc_blocks) * (s.oh // t.rows)
-    chunks = ic_b // t.ic_blocks
+    c = computed_shape(cfg, s, t)
+    nb = batch_tile(cfg, s, t)
+    tiles = (c.n // cfg.BATCH // nb) * (c.oc // cfg.BLOCK_OUT // t.oc_blocks) * (c.oh // t.rows)
+    chunks = c.ic // cfg.BLOCK_IN // t.ic_blocks
     gemm = nb * t.rows * s.ow * t.oc_blocks * t.ic_blocks * s.k * s.k + cfg.GEMM_PIPELINE
     rows_in = input_rows(s, t.rows)
     inp_entry = cfg.buffers["inp"].entry_bytes
@@ -109,54 +164,53 @@ def estimate_cycles(cfg: Config, s: ConvShape, t: ConvTiles) -> float:
 
 
 def choose_tiles(cfg: Config, s: ConvShape, vthreads: int = 1) -> ConvTiles:
-    """The feasible tiling with the lowest estimated cycles; refuses shapes that cannot fit."""
+    """The usable tiling with the lowest estimated cycles; refuses shapes that cannot fit.
+
+    With two threads requested but no two-thread tiling usable (too few rows and channel blocks
+    to share, or the SRAMs cannot hold two tiles), falls back to one thread."""
     if vthreads not in (1, 2):
         raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
-    oc_b, ic_b = s.oc // cfg.BLOCK_OUT, s.ic // cfg.BLOCK_IN
-    splits = ["h"] if vthreads == 1 else [d for d, n in (("h", s.oh), ("oc", oc_b)) if n % vthreads == 0]
-    if not splits:
-        raise CompileError(f"{vthreads} virtual threads need an even number of output rows "
-                           f"({s.oh}) or output-channel blocks ({oc_b}); use --vthreads 1")
-    candidates = [ConvTiles(to, th, ci, vthreads, split)
-                  for split in splits
-                  for to in divisors(oc_b // (vthreads if split == "oc" else 1))
-                  for th in divisors(s.oh // (vthreads if split == "h" else 1))
-                  for ci in divisors(ic_b)]
-    return best_tiles(candidates, lambda t: fits(cfg, s, t), lambda t: estimate_cycles(cfg, s, t),
-                      f"conv2d {s} on {cfg.name} with {vthreads} virtual thread(s)")
+    nb, ib, ob = blocks(cfg, s)
+
+    def candidates(v):
+        return [ConvTiles(to, th, ci, v, split, bb)
+                for split in (("h", "oc") if v > 1 else ("h",))
+                for bb in tile_sizes(nb)
+                for to in tile_sizes(-(-ob // (v if split == "oc" else 1)))
+                for th in tile_sizes(-(-s.oh // (v if split == "h" else 1)))
+                for ci in tile_sizes(ib)]
+    what = f"conv2d {s} on {cfg.name} with {vthreads} virtual thread(s)"
+    try:
+        return best_tiles(candidates(vthreads), lambda t: usable(cfg, s, t),
+                          lambda t: estimate_cycles(cfg, s, t), what)
+    except CompileError:
+        if vthreads == 1:
+            raise
+    return best_tiles(candidates(1), lambda t: usable(cfg, s, t), lambda t: estimate_cycles(cfg, s, t),
+                      f"conv2d {s} on {cfg.name} with 1 virtual thread (2 do not fit)")
 
 
 def check_tiles(cfg: Config, s: ConvShape, t: ConvTiles) -> None:
-    oc_b, ic_b = s.oc // cfg.BLOCK_OUT, s.ic // cfg.BLOCK_IN
-    parts = {"oc": (oc_b, t.oc_blocks * (t.vthreads if t.split == "oc" else 1), "oc_blocks"),
-             "h": (s.oh, t.rows * (t.vthreads if t.split == "h" else 1), "rows"),
-             "ic": (ic_b, t.ic_blocks, "ic_blocks")}
-    for dim, (total, step, name) in parts.items():
-        if step < 1 or total % step:
-            raise CompileError(f"tile {name} = {getattr(t, name)} (x{t.vthreads} threads on "
-                               f"{t.split}) does not divide the {total} {dim} "
-                               f"{'rows' if dim == 'h' else 'blocks'}; use one of "
-                               f"{[d for d in divisors(total)]}")
-    if t.split not in ("h", "oc") or t.vthreads not in (1, 2):
-        raise CompileError(f"vthreads = {t.vthreads} on {t.split!r}: use 1 or 2 threads on 'h' or 'oc'")
-    why = fits(cfg, s, t)
+    why = usable(cfg, s, t)
     if why:
-        raise CompileError(f"tiles {t} do not fit {cfg.name}: {why}")
+        raise CompileError(f"tiles {t} for conv2d {s} on {cfg.name}: {why}")
 
 
-def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift: int):
-    """The scheduled, tensorized TensorIR module of a packed conv2d."""
+def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift: int, lo: int = wl.INT8_MIN,
+             hi: int = wl.INT8_MAX):
+    """The scheduled, tensorized TensorIR module of a packed conv2d computing
+    `computed_shape(cfg, s, t)`."""
     check_tiles(cfg, s, t)
-    work = wl.conv2d(cfg, s.n, s.h, s.w, s.ic, s.oc, s.k, s.pad, s.stride, shift)
+    c = computed_shape(cfg, s, t)
+    work = wl.conv2d(cfg, c.n, c.h, c.w, c.ic, c.oc, c.k, c.pad, c.stride, shift, lo, hi)
     sch = s_tir.Schedule(te.create_prim_func(work.tensors))
     conv = sch.get_sblock("conv")
-    n, c, y, x, b, o, ric, rkh, rkw, rii = sch.get_loops(conv)
-    vt_c = t.vthreads if t.split == "oc" else 1
-    vt_h = t.vthreads if t.split == "h" else 1
-    c_t, c_v, c_i = sch.split(c, [None, vt_c, t.oc_blocks])
-    y_t, y_v, y_i = sch.split(y, [None, vt_h, t.rows])
+    n, ch, y, x, b, o, ric, rkh, rkw, rii = sch.get_loops(conv)
+    n_t, n_i = sch.split(n, [None, batch_tile(cfg, s, t)])
+    c_t, c_v, c_i = sch.split(ch, [None, t.threads_on("oc"), t.oc_blocks])
+    y_t, y_v, y_i = sch.split(y, [None, t.threads_on("h"), t.rows])
     ic_t, ic_c = sch.split(ric, [None, t.ic_blocks])
-    sch.reorder(c_t, y_t, c_v, y_v, n, ic_t, y_i, x, c_i, ic_c, rkh, rkw, b, o, rii)
+    sch.reorder(n_t, c_t, y_t, c_v, y_v, n_i, ic_t, y_i, x, c_i, ic_c, rkh, rkw, b, o, rii)
     tile = sch.fuse(c_v, y_v)
     if t.vthreads > 1:
         sch.bind(tile, "vthread.x")
@@ -166,10 +220,12 @@ def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift: int):
     sch.compute_at(pad, ic_t)
     wgt = sch.cache_read(conv, read_index(sch, conv, "weight"), SCOPES["wgt"])
     sch.compute_at(wgt, ic_t)
-    schedule_epilogue(sch, cfg, n, shift)
+    schedule_epilogue(sch, cfg, n_i, shift, lo=lo, hi=hi)
     tensorize_reduction(sch, cfg, conv, ic_t)
     return sch.mod
 
 
-def build(cfg: Config, s: ConvShape, t: ConvTiles, shift: int):
-    return compile_vta(schedule(cfg, s, t, shift), cfg)
+def build(cfg: Config, s: ConvShape, t: ConvTiles, shift: int, lo: int = wl.INT8_MIN,
+          hi: int = wl.INT8_MAX):
+    """The compiled kernel on the packed layouts of `computed_shape(cfg, s, t)`."""
+    return compile_vta(schedule(cfg, s, t, shift, lo, hi), cfg)

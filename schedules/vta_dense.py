@@ -3,6 +3,10 @@
 A tile is `rows` row blocks (of BATCH rows) x `cols` column blocks (of BLOCK_OUT), accumulated
 over chunks of `k_blocks` reduction blocks; per chunk one GEMM instruction runs rows x cols
 iterations of a `k_blocks`-uop kernel. Virtual threads split the row or the column blocks.
+
+Any M, K, N: the kernel computes `computed_shape(cfg, s, t)`, each dimension padded with zeros
+to whole blocks and whole tiles (row tiles are also the batch tiling); `vta_ops` pads the plain
+operands and crops the result.
 """
 from __future__ import annotations
 
@@ -16,8 +20,9 @@ from intrinsics.tensor_intrin import SCOPES
 from vta_sim.config import Config
 
 from . import vta_workloads as wl
-from .vta_common import (best_tiles, divisors, epilogue_cycles, pipelined_cycles, read_index,
-                          row_read_cycles, schedule_epilogue, tensorize_reduction)
+from .vta_common import (best_tiles, epilogue_cycles, padded_extent, pipelined_cycles, read_index,
+                          row_read_cycles, schedule_epilogue, tensorize_reduction, tile_sizes,
+                          tile_waste)
 
 #: Largest GEMM kernel (micro-ops), leaving UOP room for the epilogue kernels of every thread.
 MAX_KERNEL_UOPS = 1024
@@ -41,9 +46,36 @@ class DenseTiles:
     vthreads: int = 1
     split: str = "n"     # "m" or "n": the dimension the threads divide
 
+    def threads_on(self, dim: str) -> int:
+        return self.vthreads if self.split == dim else 1
+
 
 def _blocks(cfg: Config, s: DenseShape):
-    return s.m // cfg.BATCH, s.k // cfg.BLOCK_IN, s.n // cfg.BLOCK_OUT
+    """(row, reduction, column) blocks, partial blocks counted whole."""
+    return -(-s.m // cfg.BATCH), -(-s.k // cfg.BLOCK_IN), -(-s.n // cfg.BLOCK_OUT)
+
+
+def computed_shape(cfg: Config, s: DenseShape, t: DenseTiles) -> DenseShape:
+    """The shape the kernel computes for `s` with tiles `t`: zero-padded to whole blocks and tiles."""
+    mb, kb, nb = _blocks(cfg, s)
+    return DenseShape(padded_extent(mb, t.rows, t.threads_on("m")) * cfg.BATCH,
+                      padded_extent(kb, t.k_blocks) * cfg.BLOCK_IN,
+                      padded_extent(nb, t.cols, t.threads_on("n")) * cfg.BLOCK_OUT)
+
+
+def usable(cfg: Config, s: DenseShape, t: DenseTiles) -> str | None:
+    """None when the tiles suit the shape (see vta_common.tile_waste) and fit, else the reason."""
+    if t.split not in ("m", "n") or t.vthreads not in (1, 2):
+        return f"vthreads = {t.vthreads} on {t.split!r}: use 1 or 2 threads on 'm' or 'n'"
+    mb, kb, nb = _blocks(cfg, s)
+    for name, tile, total, unit, threads in (
+            ("rows", t.rows, mb, "row blocks", t.threads_on("m")),
+            ("cols", t.cols, nb, "column blocks", t.threads_on("n")),
+            ("k_blocks", t.k_blocks, kb, "reduction blocks", 1)):
+        why = tile_waste(name, tile, total, unit, threads)
+        if why:
+            return why
+    return fits(cfg, s, t)
 
 
 def fits(cfg: Config, s: DenseShape, t: DenseTiles) -> str | None:
@@ -58,11 +90,13 @@ def fits(cfg: Config, s: DenseShape, t: DenseTiles) -> str | None:
 
 
 def estimate_cycles(cfg: Config, s: DenseShape, t: DenseTiles) -> float:
-    """A rough cycle model (docs/timing.md) used only to rank candidate tiles."""
-    mb, kb, nb = _blocks(cfg, s)
+    """A rough cycle model (docs/timing.md) used only to rank candidate tiles.
+
+    Counts the tiles of the computed (padded) shape, so remainder tiles cost their waste."""
+    c = computed_shape(cfg, s, t)
     bus = cfg.bus_bytes
-    tiles = (mb // t.rows) * (nb // t.cols)
-    chunks = kb // t.k_blocks
+    tiles = (c.m // cfg.BATCH // t.rows) * (c.n // cfg.BLOCK_OUT // t.cols)
+    chunks = c.k // cfg.BLOCK_IN // t.k_blocks
     gemm = t.rows * t.cols * t.k_blocks + cfg.GEMM_PIPELINE
     inp_row = t.k_blocks * cfg.buffers["inp"].entry_bytes
     wgt_row = t.k_blocks * cfg.buffers["wgt"].entry_bytes
@@ -73,48 +107,47 @@ def estimate_cycles(cfg: Config, s: DenseShape, t: DenseTiles) -> float:
 
 
 def choose_tiles(cfg: Config, s: DenseShape, vthreads: int = 1) -> DenseTiles:
+    """The usable tiling with the lowest estimated cycles; falls back to one thread when no
+    two-thread tiling is usable (a single row and column block, or SRAMs too small)."""
     if vthreads not in (1, 2):
         raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
     mb, kb, nb = _blocks(cfg, s)
-    splits = ["n"] if vthreads == 1 else [d for d, n in (("n", nb), ("m", mb)) if n % vthreads == 0]
-    if not splits:
-        raise CompileError(f"{vthreads} virtual threads need an even number of row blocks ({mb}) "
-                           f"or column blocks ({nb}); use --vthreads 1")
-    candidates = [DenseTiles(r, c, kc, vthreads, split)
-                  for split in splits
-                  for r in divisors(mb // (vthreads if split == "m" else 1))
-                  for c in divisors(nb // (vthreads if split == "n" else 1))
-                  for kc in divisors(kb)]
-    return best_tiles(candidates, lambda t: fits(cfg, s, t), lambda t: estimate_cycles(cfg, s, t),
-                      f"dense {s} on {cfg.name} with {vthreads} virtual thread(s)")
+
+    def candidates(v):
+        return [DenseTiles(r, c, kc, v, split)
+                for split in (("n", "m") if v > 1 else ("n",))
+                for r in tile_sizes(-(-mb // (v if split == "m" else 1)))
+                for c in tile_sizes(-(-nb // (v if split == "n" else 1)))
+                for kc in tile_sizes(kb)]
+    try:
+        return best_tiles(candidates(vthreads), lambda t: usable(cfg, s, t),
+                          lambda t: estimate_cycles(cfg, s, t),
+                          f"dense {s} on {cfg.name} with {vthreads} virtual thread(s)")
+    except CompileError:
+        if vthreads == 1:
+            raise
+    return best_tiles(candidates(1), lambda t: usable(cfg, s, t), lambda t: estimate_cycles(cfg, s, t),
+                      f"dense {s} on {cfg.name} with 1 virtual thread (2 do not fit)")
 
 
 def check_tiles(cfg: Config, s: DenseShape, t: DenseTiles) -> None:
-    mb, kb, nb = _blocks(cfg, s)
-    if t.split not in ("m", "n") or t.vthreads not in (1, 2):
-        raise CompileError(f"vthreads = {t.vthreads} on {t.split!r}: use 1 or 2 threads on 'm' or 'n'")
-    parts = {"rows": (mb, t.rows * (t.vthreads if t.split == "m" else 1)),
-             "cols": (nb, t.cols * (t.vthreads if t.split == "n" else 1)),
-             "k_blocks": (kb, t.k_blocks)}
-    for name, (total, step) in parts.items():
-        if step < 1 or total % step:
-            raise CompileError(f"tile {name} = {getattr(t, name)} (x{t.vthreads} threads on "
-                               f"{t.split}) does not divide the {total} blocks; use one of "
-                               f"{divisors(total)}")
-    why = fits(cfg, s, t)
+    why = usable(cfg, s, t)
     if why:
-        raise CompileError(f"tiles {t} do not fit {cfg.name}: {why}")
+        raise CompileError(f"tiles {t} for dense {s} on {cfg.name}: {why}")
 
 
-def schedule(cfg: Config, s: DenseShape, t: DenseTiles, shift: int):
-    """The scheduled, tensorized TensorIR module of a packed dense layer."""
-    work = wl.dense(cfg, s.m, s.k, s.n, shift)
+def schedule(cfg: Config, s: DenseShape, t: DenseTiles, shift: int, lo: int = wl.INT8_MIN,
+             hi: int = wl.INT8_MAX):
+    """The scheduled, tensorized TensorIR module of a packed dense layer computing
+    `computed_shape(cfg, s, t)`."""
     check_tiles(cfg, s, t)
+    c = computed_shape(cfg, s, t)
+    work = wl.dense(cfg, c.m, c.k, c.n, shift, lo, hi)
     sch = s_tir.Schedule(te.create_prim_func(work.tensors))
     gemm = sch.get_sblock("gemm")
     i, j, b, o, ko, ki = sch.get_loops(gemm)
-    i_t, i_v, i_i = sch.split(i, [None, t.vthreads if t.split == "m" else 1, t.rows])
-    j_t, j_v, j_i = sch.split(j, [None, t.vthreads if t.split == "n" else 1, t.cols])
+    i_t, i_v, i_i = sch.split(i, [None, t.threads_on("m"), t.rows])
+    j_t, j_v, j_i = sch.split(j, [None, t.threads_on("n"), t.cols])
     k_t, k_c = sch.split(ko, [None, t.k_blocks])
     sch.reorder(i_t, j_t, i_v, j_v, k_t, i_i, j_i, k_c, b, o, ki)
     tile = sch.fuse(i_v, j_v)
@@ -124,10 +157,12 @@ def schedule(cfg: Config, s: DenseShape, t: DenseTiles, shift: int):
     for name, scope in (("data", "inp"), ("weight", "wgt")):
         cache = sch.cache_read(gemm, read_index(sch, gemm, name), SCOPES[scope])
         sch.compute_at(cache, k_t)
-    schedule_epilogue(sch, cfg, tile, shift)
+    schedule_epilogue(sch, cfg, tile, shift, lo=lo, hi=hi)
     tensorize_reduction(sch, cfg, gemm, k_t)
     return sch.mod
 
 
-def build(cfg: Config, s: DenseShape, t: DenseTiles, shift: int):
-    return compile_vta(schedule(cfg, s, t, shift), cfg)
+def build(cfg: Config, s: DenseShape, t: DenseTiles, shift: int, lo: int = wl.INT8_MIN,
+          hi: int = wl.INT8_MAX):
+    """The compiled kernel on the packed layouts of `computed_shape(cfg, s, t)`."""
+    return compile_vta(schedule(cfg, s, t, shift, lo, hi), cfg)

@@ -2,8 +2,8 @@
 numpy int64 references.
 
 Epilogue of real int8 inference: accumulate int32, add an int32 bias, arithmetic shift right,
-clip to [-128, 127], store int8. Each step is its own TE stage so the schedule can tensorize it
-onto one ALU instruction; the ALU expressions come from intrinsics.tensor_intrin so the stages
+clip to [lo, hi] (default [-128, 127]; lo = 0 folds a ReLU), store int8. Each step is its own
+TE stage so the schedule can tensorize it onto one ALU instruction; the ALU expressions come from intrinsics.tensor_intrin so the stages
 match the intrinsic descriptions exactly.
 """
 from __future__ import annotations
@@ -30,21 +30,36 @@ class Workload(NamedTuple):
 
 
 #: The epilogue stages in order: block name, ALU op, immediate (None: the bias tensor;
-#: "shift": the workload's shift). The schedules tensorize each onto one ALU instruction.
+#: "shift": the workload's shift; a number: the default clip bound, which `epilogue` replaces by
+#: the op's lo/hi). The schedules tensorize each onto one ALU instruction.
 EPILOGUE = (("bias_add", "add", None), ("shr", "shr", "shift"), ("clip_lo", "max", INT8_MIN),
             ("clip_hi", "min", INT8_MAX))
 
 
-def requantize(acc, bias, shift: int, bias_index):
-    """The epilogue after an int32 accumulator `acc`; returns the int8 output stage "out"."""
+def check_requant(shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> None:
+    """Refuse epilogue parameters the ALU or the int8 store cannot honour."""
     if not 0 <= shift <= 31:
         raise CompileError(f"shift = {shift}: the ALU shifts by 0..31")
+    if not INT8_MIN <= lo <= hi <= INT8_MAX:
+        raise CompileError(f"clip bounds lo = {lo}, hi = {hi}: need {INT8_MIN} <= lo <= hi <= "
+                           f"{INT8_MAX} (the result is stored as int8)")
+
+
+def epilogue(shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> tuple:
+    """EPILOGUE with each immediate resolved: (block name, ALU op, value or None for the bias)."""
+    check_requant(shift, lo, hi)
+    values = {"shr": shift, "clip_lo": lo, "clip_hi": hi}
+    return tuple((name, op, None if imm is None else values[name]) for name, op, imm in EPILOGUE)
+
+
+def requantize(acc, bias, shift: int, bias_index, lo: int = INT8_MIN, hi: int = INT8_MAX):
+    """The epilogue after an int32 accumulator `acc`; returns the int8 output stage "out"."""
     x = acc
-    for name, op, imm in EPILOGUE:
-        if imm is None:
+    for name, op, value in epilogue(shift, lo, hi):
+        if value is None:
             x = _alu_stage(x, op, lambda i: bias(*bias_index(i)), name)
         else:
-            x = _alu_stage(x, op, _constant(shift if imm == "shift" else imm), name)
+            x = _alu_stage(x, op, _constant(value), name)
     return te.compute(acc.shape, lambda *i: x(*i).astype("int8"), name="out")
 
 
@@ -57,8 +72,10 @@ def _constant(value: int):
     return lambda i: imm
 
 
-def dense(cfg: Config, m: int, k: int, n: int, shift: int) -> Workload:
-    """out[M, N] = requant(A[M, K] . W[N, K]^T + bias[N]) in packed layout."""
+def dense(cfg: Config, m: int, k: int, n: int, shift: int, lo: int = INT8_MIN,
+          hi: int = INT8_MAX) -> Workload:
+    """out[M, N] = requant(A[M, K] . W[N, K]^T + bias[N]) in packed layout (whole blocks only:
+    vta_dense pads other shapes before they get here)."""
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     dims = {"m (rows)": (m, B), "k (reduction)": (k, BI), "n (columns)": (n, BO)}
     for name, (v, block) in dims.items():
@@ -73,13 +90,14 @@ def dense(cfg: Config, m: int, k: int, n: int, shift: int) -> Workload:
         lambda i, j, b, o: te.sum(a[i, ko, b, ki].astype("int32") * w[j, ko, o, ki].astype("int32"),
                                   axis=[ko, ki]),
         name="gemm")
-    out = requantize(gemm, bias, shift, lambda i: (i[1], i[2], i[3]))
+    out = requantize(gemm, bias, shift, lambda i: (i[1], i[2], i[3]), lo, hi)
     return Workload([a, w, bias, out])
 
 
 def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: int, stride: int,
-           shift: int) -> Workload:
-    """Blocked NCHW{B}n{BI}c x OIHW{BO}o{BI}i conv2d with requantisation.
+           shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> Workload:
+    """Blocked NCHW{B}n{BI}c x OIHW{BO}o{BI}i conv2d with requantisation (whole blocks only:
+    vta_conv2d pads other shapes before they get here).
 
     Stage "pad" is the input as the GEMM reads it (zero-padded, or row-subsampled for a
     strided 1x1 conv); it becomes the input DMA."""
@@ -116,7 +134,7 @@ def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: i
             * kernel[c, ric, rkh, rkw, o, rii].astype("int32"),
             axis=[ric, rkh, rkw, rii]),
         name="conv")
-    out = requantize(conv, bias, shift, lambda i: (i[1], i[4], i[5]))
+    out = requantize(conv, bias, shift, lambda i: (i[1], i[4], i[5]), lo, hi)
     return Workload([data, kernel, bias, out])
 
 
@@ -135,18 +153,19 @@ def out_size(size: int, k: int, pad: int, stride: int) -> int:
 
 
 # ----------------------------------------------------------------------------- references
-def requantize_ref(acc: np.ndarray, shift: int) -> np.ndarray:
-    return np.clip(acc >> shift, INT8_MIN, INT8_MAX).astype(np.int8)
+def requantize_ref(acc: np.ndarray, shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> np.ndarray:
+    return np.clip(acc >> shift, lo, hi).astype(np.int8)
 
 
-def dense_ref(a: np.ndarray, w: np.ndarray, bias: np.ndarray, shift: int) -> np.ndarray:
+def dense_ref(a: np.ndarray, w: np.ndarray, bias: np.ndarray, shift: int, lo: int = INT8_MIN,
+              hi: int = INT8_MAX) -> np.ndarray:
     """a (M, K) int8, w (N, K) int8, bias (N,) int32 -> (M, N) int8, computed in int64."""
     acc = a.astype(np.int64) @ w.astype(np.int64).T + bias.astype(np.int64)
-    return requantize_ref(acc, shift)
+    return requantize_ref(acc, shift, lo, hi)
 
 
 def conv2d_ref(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, pad: int, stride: int,
-               shift: int) -> np.ndarray:
+               shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> np.ndarray:
     """NCHW int8 x OIHW int8 + bias (O,) -> NCHW int8, computed in int64."""
     n, c, h, w = data.shape
     o, _, k, _ = kernel.shape
@@ -159,4 +178,4 @@ def conv2d_ref(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, pad: int,
         for dx in range(k):
             patch = x[:, :, dy:dy + stride * oh:stride, dx:dx + stride * ow:stride]
             acc += np.einsum("nchw,oc->nohw", patch, wk[:, :, dy, dx], optimize=True)
-    return requantize_ref(acc + bias.astype(np.int64)[None, :, None, None], shift)
+    return requantize_ref(acc + bias.astype(np.int64)[None, :, None, None], shift, lo, hi)

@@ -4,8 +4,9 @@ Shared by the hand-written examples and the compiler path.
 
 Data NCHW -> NCHW{B}n{BI}c, kernel OIHW -> OIHW{BO}o{BI}i, GEMM operands (M, K) -> (M/B, K/BI, B, BI)
 and (N, K) -> (N/BO, K/BI, BO, BI), bias (C,) -> (C/BO, B, BO) replicated over the batch lanes
-(an ALU tensor operand is a whole ACC entry). Shapes that are not whole blocks are refused,
-never padded; the caller's arrays are never modified.
+(an ALU tensor operand is a whole ACC entry). The pack functions refuse shapes that are not
+whole blocks; a caller that wants padding says so with `zero_pad` first (the compiler's ops
+pad channels, batch and remainder tiles that way). The caller's arrays are never modified.
 """
 from __future__ import annotations
 
@@ -22,6 +23,15 @@ def check_blocks(what: str, n: int, block: int, error: type = MappingError) -> i
         raise error(f"{what} = {n} is not a multiple of the block size {block}; "
                            f"use a multiple such as {hint}")
     return n // block
+
+
+def zero_pad(array: np.ndarray, shape: tuple) -> np.ndarray:
+    """A new array of `shape` holding `array` at the start of every axis and zeros elsewhere."""
+    if array.ndim != len(shape) or any(a > s for a, s in zip(array.shape, shape)):
+        raise MappingError(f"cannot zero-pad an array of shape {array.shape} to {tuple(shape)}")
+    out = np.zeros(shape, array.dtype)
+    out[tuple(slice(0, a) for a in array.shape)] = array
+    return out
 
 
 def pack_nchw(data: np.ndarray, B: int, BI: int) -> np.ndarray:

@@ -1,0 +1,107 @@
+"""conv2d and dense of any shape as `OpKernel`s: what the graph level compiles a layer into.
+
+The packed kernels (`vta_conv2d`, `vta_dense`) compute whole blocks and whole tiles. These
+wrappers choose the tiles, compile, and give the kernel a plain-numpy interface: the inputs
+are checked, zero-padded (batch, channels, reduction, remainder tiles; zero bias for padded
+output channels) and packed into new arrays, and the output is cropped back to the plain
+shape, so padded lanes never reach the caller.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intrinsics.errors import CompileError
+from vta_sim import packing as pk
+from vta_sim.config import Config
+
+from . import vta_conv2d as vc
+from . import vta_dense as vd
+from . import vta_workloads as wl
+from .op_kernel import OpKernel
+
+
+@dataclass(frozen=True)
+class Requant:
+    """The requantisation epilogue: (acc + bias) >> shift, clipped to [lo, hi], stored int8."""
+
+    shift: int        # 0..31
+    lo: int = wl.INT8_MIN   # clip bounds after the shift; lo=0 folds a ReLU
+    hi: int = wl.INT8_MAX
+
+    def __post_init__(self):
+        wl.check_requant(self.shift, self.lo, self.hi)
+
+
+def _positive(op: str, **dims) -> None:
+    bad = {k: v for k, v in dims.items() if not isinstance(v, (int, np.integer)) or v < 1}
+    if bad:
+        raise CompileError(f"{op}: {', '.join(f'{k} = {v!r}' for k, v in bad.items())}; "
+                           "every dimension must be a positive integer")
+
+
+def _inputs(op: str, inputs: tuple, expected: dict) -> list:
+    """The call's arrays, checked against `expected` {name: (shape, dtype)}; refuses anything else."""
+    if len(inputs) != len(expected):
+        raise CompileError(f"{op}: expected {len(expected)} inputs ({', '.join(expected)}), "
+                           f"got {len(inputs)}")
+    arrays = []
+    for array, (name, (shape, dtype)) in zip(inputs, expected.items()):
+        array = np.asarray(array)
+        if array.shape != tuple(shape) or array.dtype != np.dtype(dtype):
+            raise CompileError(f"{op} input {name}: expected {dtype}{list(shape)}, got "
+                               f"{array.dtype}{list(array.shape)}")
+        arrays.append(array)
+    return arrays
+
+
+def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant, vthreads=2,
+                  tiles=None) -> OpKernel:
+    """A compiled conv2d: (N,IC,H,W) int8 data, (OC,IC,K,K) int8 weight, (OC,) int32 bias ->
+    (N,OC,OH,OW) int8. `tiles` (a vta_conv2d.ConvTiles) overrides the automatic choice and
+    carries its own thread count; otherwise two threads fall back to one where they cannot help."""
+    _positive("conv2d", n=n, h=h, w=w, ic=ic, oc=oc, k=k, stride=stride)
+    for size in (h, w):
+        wl.out_size(size, k, pad, stride)      # refuses impossible kernel/pad/stride early
+    s = vc.ConvShape(n, h, w, ic, oc, k, pad, stride)
+    t = tiles if tiles is not None else vc.choose_tiles(cfg, s, vthreads)
+    kernel = vc.build(cfg, s, t, requant.shift, requant.lo, requant.hi)
+    c = vc.computed_shape(cfg, s, t)
+    B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+
+    def pack(*inputs):
+        data, weight, bias = _inputs("conv2d", inputs, {
+            "data": ((n, ic, h, w), "int8"), "weight": ((oc, ic, k, k), "int8"),
+            "bias": ((oc,), "int32")})
+        return (pk.pack_nchw(pk.zero_pad(data, (c.n, c.ic, c.h, c.w)), B, BI),
+                pk.pack_oihw(pk.zero_pad(weight, (c.oc, c.ic, k, k)), BO, BI),
+                pk.pack_bias(pk.zero_pad(bias, (c.oc,)), B, BO))
+
+    def unpack(out):
+        return np.ascontiguousarray(pk.unpack_nchw(out)[:n, :oc, :s.oh, :s.ow])
+
+    return OpKernel("conv2d", kernel, pack, unpack, macs=s.macs(), tiles=t)
+
+
+def dense_kernel(cfg: Config, m, k, n, requant: Requant, vthreads=2, tiles=None) -> OpKernel:
+    """A compiled dense: (M,K) int8 data, (N,K) int8 weight, (N,) int32 bias -> (M,N) int8.
+    `tiles` (a vta_dense.DenseTiles) overrides the automatic choice."""
+    _positive("dense", m=m, k=k, n=n)
+    s = vd.DenseShape(m, k, n)
+    t = tiles if tiles is not None else vd.choose_tiles(cfg, s, vthreads)
+    kernel = vd.build(cfg, s, t, requant.shift, requant.lo, requant.hi)
+    c = vd.computed_shape(cfg, s, t)
+    B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
+
+    def pack(*inputs):
+        data, weight, bias = _inputs("dense", inputs, {
+            "data": ((m, k), "int8"), "weight": ((n, k), "int8"), "bias": ((n,), "int32")})
+        return (pk.pack_rows(pk.zero_pad(data, (c.m, c.k)), B, BI, "data"),
+                pk.pack_rows(pk.zero_pad(weight, (c.n, c.k)), BO, BI, "weight"),
+                pk.pack_bias(pk.zero_pad(bias, (c.n,)), B, BO))
+
+    def unpack(out):
+        return np.ascontiguousarray(pk.unpack_rows(out)[:m, :n])
+
+    return OpKernel("dense", kernel, pack, unpack, macs=s.macs(), tiles=t)
