@@ -2,8 +2,9 @@
 
 A copy is recognised by what it does, not by an annotation: a perfect loop nest around one
 store whose one side is an on-chip buffer and whose other side is a DRAM parameter, optionally
-guarded by `if_then_else(inside, x, 0)` (zero padding) or narrowed by a cast to int8 (the OUT
-SRAM holds the low byte of each accumulator). The innermost loops must cover whole SRAM entries
+guarded by `if_then_else(inside, x, 0)` (zero padding), narrowed by a cast to int8 (the OUT
+SRAM holds the low byte of each accumulator) or widened from int8 DRAM to the int32 ACC scope
+(a LOAD of memory type ACC_8BIT sign-extends). The innermost loops must cover whole SRAM entries
 with the same layout on both sides; the rest are matched to the instruction's 2-D pattern
 (x: contiguous elements, y: strided rows, pads from the guard's clip bounds) and any loops left
 over stay as host loops around the call.
@@ -43,15 +44,16 @@ def scope_of(buf) -> str:
 
 
 def lower_copy(loops, store, params, entry_elems, describe):
-    """([node], (direction, DRAM buffer, SRAM name)) for a copy nest: host loops, if any,
-    around one `load_2d`/`store_2d` op. `describe()` names the copy in error messages."""
-    value, cond = store.value, None
+    """([node], (direction, DRAM buffer, DRAM kind)) for a copy nest: host loops, if any,
+    around one `load_2d`/`store_2d` op. The kind is the runtime's memory kind of the DRAM
+    tensor: the SRAM name for a load ("acc8" for int8 widened into ACC), "out" for a store.
+    `describe()` names the copy in error messages."""
+    value, cond = _strip_cast(store.value), None
     if isinstance(value, Call) and value.op.name == "prim.if_then_else":
         cond, value, zero = value.args
         if not (isinstance(zero, (tirx.IntImm, tirx.FloatImm)) and zero.value == 0):
             raise CompileError(f"{describe()}: a padded copy must fill with zero, got {zero}")
-    if isinstance(value, tirx.Cast):
-        value = value.value
+    value = _strip_cast(value)
     if not isinstance(value, TensorLoad):
         raise CompileError(f"{describe()}: neither a DMA copy nor a tensorized operation "
                            f"(stores {type(value).__name__}); tensorize it or make it a plain copy")
@@ -67,8 +69,13 @@ def lower_copy(loops, store, params, entry_elems, describe):
                            f"{scope_of(dst) or 'global'} have no DMA; one side must be an "
                            "on-chip scope and the other a function parameter")
     sram = SCOPE_SRAM[scope_of(onchip)]
+    kind = "out" if direction == "store" else sram
     if direction == "load" and str(dram.dtype) != str(onchip.dtype):
-        raise CompileError(f"{describe()}: loads cannot convert {dram.dtype} to {onchip.dtype}")
+        if (sram, str(dram.dtype), str(onchip.dtype)) != ("acc", "int8", "int32"):
+            raise CompileError(f"{describe()}: loads cannot convert {dram.dtype} to {onchip.dtype} "
+                               f"in {sram.upper()}; the only widening load is int8 DRAM into the "
+                               "int32 ACC scope (ACC_8BIT)")
+        kind = "acc8"
     entry = entry_elems[sram]
     lvars = [lp.loop_var for lp in loops]
     extents = []
@@ -152,7 +159,13 @@ def lower_copy(loops, store, params, entry_elems, describe):
     node = op
     for hv, n in reversed(host_nodes_vars):
         node = Loop(hv, n, [node])
-    return [node], (direction, dram, sram)
+    return [node], (direction, dram, kind)
+
+
+def _strip_cast(value):
+    """The value under a cast: int8 out of ACC is what OUT holds, int8 into ACC is ACC_8BIT
+    (lower_copy checks which conversions a DMA can make)."""
+    return value.value if isinstance(value, tirx.Cast) else value
 
 
 def _linear(index, lvars, describe):

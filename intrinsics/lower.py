@@ -84,7 +84,7 @@ class _Translator:
         if isinstance(s, tirx.For):
             return self._for(s)
         if isinstance(s, tirx.Evaluate) and _push_of(s) is not None:
-            return [self._fold([], s)]
+            return self._fold([], s)
         if isinstance(s, tirx.Evaluate) and isinstance(s.value, tirx.IntImm):
             return []
         if isinstance(s, tirx.BufferStore):
@@ -105,14 +105,13 @@ class _Translator:
         if parts is not None:
             return self._copy(*parts)
         if _only_pushes(loop):
-            return [self._fold_loops(loop)]
+            return self._fold_loops(loop)
         return [Loop(loop.loop_var, loop.extent, self.stmts(loop.body))]
 
     def _copy(self, loops, store):
-        nodes, (direction, dram, sram) = dma.lower_copy(
+        nodes, (_, dram, kind) = dma.lower_copy(
             loops, store, self.params, self.entry, lambda: f"copy into {store.buffer.name}")
         index = self.params[dram]
-        kind = sram if direction == "load" else "out"
         if self.kinds[index] not in (None, kind):
             raise CompileError(f"parameter {self.param_bufs[index].name} is used both as "
                                f"{self.kinds[index]} and {kind}; give each DRAM tensor one role")
@@ -127,18 +126,27 @@ class _Translator:
             body = body.body
         return self._fold(loops, body)
 
-    def _fold(self, loops, body) -> Op:
-        """One GEMM/ALU op: `loops` fold into iter_out/iter_in, `body` is enumerated into uops."""
+    def _fold(self, loops, body) -> list:
+        """GEMM/ALU ops: `loops` fold into iter_out/iter_in, `body` is enumerated into uops.
+
+        One op per loop nest, except an intrinsic implemented as a sequence of different
+        operations (e.g. `fill_intrin`: reset, then ADD imm): each becomes its own op over the
+        same loops, which is only equivalent when the operations touch nothing but their own,
+        distinct destination entries (`_split_kinds`)."""
         for lp in loops:
             if not isinstance(lp.extent, tirx.IntImm):
                 raise CompileError(f"loop {lp.loop_var} around a tensorized block has a "
                                    "non-constant extent; micro-op loops need constant trip counts")
         pushes = list(_enumerate(body, {}))
-        kinds = {(_push_of(ev)[0], _push_of(ev)[1]) for ev, _ in pushes}
-        if len(kinds) != 1:
-            raise CompileError(f"one micro-op kernel mixes operations {sorted(kinds)}; "
-                               "give each tensorized block its own loop nest")
-        kind, imm = kinds.pop()
+        groups = {}
+        for ev, bind in pushes:
+            push = _push_of(ev)
+            groups.setdefault((push[0], push[1]), []).append((ev, bind))
+        if len(groups) == 1:
+            return [self._fold_one(loops, pushes, *next(iter(groups)))]
+        return _split_kinds([self._fold_one(loops, group, *kind) for kind, group in groups.items()])
+
+    def _fold_one(self, loops, pushes, kind, imm) -> Op:
         lvars = [lp.loop_var for lp in loops]
         operands = []                       # per operand: (buffer, base expr, factors, rel list)
         for slot in range(3):
@@ -208,6 +216,26 @@ class _Translator:
             raise CompileError(f"{kind}: result {dst[0].name} must be laid out like its operand "
                                f"{x[0].name} (the ALU writes in place)")
         self.aliases[dst[0]] = x[0]
+
+
+def _split_kinds(ops: list) -> list:
+    """Ops of one loop nest issued one after the other instead of interleaved per entry: valid
+    when each is a reset or an ALU op with an immediate (it reads only its destination) and
+    no two of its iterations write the same entry."""
+    for op in ops:
+        kind, use_imm = op.args[0], op.args[1]
+        if not (kind == "reset" or (op.name == "alu" and use_imm)):
+            raise CompileError(f"one micro-op kernel mixes operations "
+                               f"{[o.args[0] for o in ops]}; a kernel may only combine resets and "
+                               "ALU ops with an immediate; give each tensorized block its own loop nest")
+        iters, factors, n = op.args[6:8], op.args[8:14], op.args[14]
+        dst_rels = op.args[15::3][:n]
+        entries = [d + i * factors[0] + j * factors[3]
+                   for i in range(iters[0]) for j in range(iters[1]) for d in dst_rels]
+        if len(set(entries)) != len(entries):
+            raise CompileError(f"a kernel combining {[o.args[0] for o in ops]} writes some ACC "
+                               "entries twice; it cannot be split into one instruction per operation")
+    return ops
 
 
 def _push_of(stmt):

@@ -207,3 +207,86 @@ def tensorize_loop(sch, block, cfg: Config, reduce_dims: int = 0):
     TensorIR drops unit dimensions (see the module docstring)."""
     n = 2 + reduce_dims - (cfg.BATCH == 1)
     return sch.get_loops(block)[-n]
+
+
+def alu_update_intrin(cfg: Config, op: str) -> str:
+    """D[b, o] = op(D[b, o], Y[b, o]) on one ACC entry: a reduction's update in place.
+
+    What a max-pool's window walk is (spec section 5: the ALU's destination is its first
+    operand), so the reduction over the window folds into one ALU instruction's micro-ops."""
+    if op not in ALU_EXPRS or op == "shl":
+        raise CompileError(f"ALU op {op!r} cannot update in place with a tensor operand; accepted: "
+                           f"{', '.join(o for o in ALU_EXPRS if o != 'shl')}")
+    B, BO = cfg.BATCH, cfg.BLOCK_OUT
+    acc = SCOPES["acc"]
+    fn = ALU_EXPRS[op]
+
+    @T.prim_func(s_tir=True)
+    def desc(y: T.handle, d: T.handle):
+        Y = T.match_buffer(y, (B, BO), "int32", scope=acc, offset_factor=1)
+        D = T.match_buffer(d, (B, BO), "int32", scope=acc, offset_factor=1)
+        with T.sblock("root"):
+            T.reads(D[0:B, 0:BO], Y[0:B, 0:BO])
+            T.writes(D[0:B, 0:BO])
+            if B > 1:
+                for i, j in T.grid(B, BO):
+                    with T.sblock("alu"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        D[vi, vj] = fn(D[vi, vj], Y[vi, vj])
+            else:
+                for j in T.serial(BO):
+                    with T.sblock("alu"):
+                        vj = T.axis.remap("S", [j])
+                        D[0, vj] = fn(D[0, vj], Y[0, vj])
+
+    @T.prim_func(s_tir=True)
+    def impl(y: T.handle, d: T.handle):
+        Y = T.match_buffer(y, (B, BO), "int32", scope=acc, offset_factor=1)
+        D = T.match_buffer(d, (B, BO), "int32", scope=acc, offset_factor=1)
+        with T.sblock("root"):
+            T.reads(D[0:B, 0:BO], Y[0:B, 0:BO])
+            T.writes(D[0:B, 0:BO])
+            T.evaluate(T.call_extern("int32", UOP_PUSH, f"alu.{op}.tensor", 0, D.access_ptr("rw"),
+                                     D.access_ptr("r"), Y.access_ptr("r")))
+
+    return _register(f"vta.{_key(cfg)}.alu_{op}_update", desc, impl)
+
+
+def fill_intrin(cfg: Config, value: int) -> str:
+    """C[b, o] = value on one ACC entry: reset, then ADD imm (two instructions over the same loops).
+
+    A reduction whose identity is not 0 (max over int8 values starts at -128) needs it as init."""
+    value = int(value)
+    if not -(1 << 15) <= value < (1 << 15):
+        raise CompileError(f"fill value {value} does not fit the ALU's signed 16-bit immediate")
+    B, BO = cfg.BATCH, cfg.BLOCK_OUT
+    acc = SCOPES["acc"]
+
+    @T.prim_func(s_tir=True)
+    def desc(c: T.handle):
+        C = T.match_buffer(c, (B, BO), "int32", scope=acc, offset_factor=1)
+        with T.sblock("root"):
+            T.reads()
+            T.writes(C[0:B, 0:BO])
+            if B > 1:
+                for i, j in T.grid(B, BO):
+                    with T.sblock("init"):
+                        vi, vj = T.axis.remap("SS", [i, j])
+                        C[vi, vj] = T.int32(value)
+            else:
+                for j in T.serial(BO):
+                    with T.sblock("init"):
+                        vj = T.axis.remap("S", [j])
+                        C[0, vj] = T.int32(value)
+
+    @T.prim_func(s_tir=True)
+    def impl(c: T.handle):
+        C = T.match_buffer(c, (B, BO), "int32", scope=acc, offset_factor=1)
+        with T.sblock("root"):
+            T.reads()
+            T.writes(C[0:B, 0:BO])
+            T.evaluate(T.call_extern("int32", UOP_PUSH, "reset", 0, C.access_ptr("w"), 0, 0))
+            T.evaluate(T.call_extern("int32", UOP_PUSH, "alu.add.imm", value, C.access_ptr("rw"),
+                                     C.access_ptr("r"), 0))
+
+    return _register(f"vta.{_key(cfg)}.fill{value}", desc, impl)
