@@ -20,13 +20,13 @@ import numpy as np
 
 from intrinsics.errors import CompileError
 from vta_sim import backends
-from vta_sim import packing as pk
 from vta_sim.config import Config
 
 from . import vta_conv2d as vc
 from . import vta_dense as vd
+from . import vta_ops as vo
 from . import vta_workloads as wl
-from .layers import RESNET18, get_layer
+from .layers import RESNET18, TABLE_LAYERS, get_layer
 
 BYTES_KEYS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes",
               "out_store_nbytes")
@@ -42,34 +42,30 @@ def _conv_case(cfg, shape, vthreads, tiles, rng):
     batch = shape.get("batch", cfg.BATCH)
     s = vc.ConvShape(batch, shape["h"], shape.get("w", shape["h"]), shape["ic"], shape["oc"],
                      shape["k"], shape.get("pad", 0), shape.get("stride", 1))
-    wl.conv2d(cfg, s.n, s.h, s.w, s.ic, s.oc, s.k, s.pad, s.stride, 0)   # refuse bad shapes early
-    t = tiles or vc.choose_tiles(cfg, s, vthreads)
     shift = default_shift(s.ic * s.k * s.k)
+    op = vo.conv2d_kernel(cfg, *vars(s).values(), vo.Requant(shift), vthreads, tiles)
     x = rng.integers(-128, 128, (s.n, s.ic, s.h, s.w), dtype=np.int8)
     w = rng.integers(-128, 128, (s.oc, s.ic, s.k, s.k), dtype=np.int8)
     b = rng.integers(-(1 << (shift + 4)), 1 << (shift + 4), (s.oc,), dtype=np.int32)
-    B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
-    inputs = (pk.pack_nchw(x, B, BI), pk.pack_oihw(w, BO, BI), pk.pack_bias(b, B, BO))
-    compulsory = sum(a.nbytes for a in inputs) + s.n * s.oc * s.oh * s.ow
-    return dict(shape=s, tiles=t, build=lambda: vc.build(cfg, s, t, shift), inputs=inputs,
-                reference=lambda: wl.conv2d_ref(x, w, b, s.pad, s.stride, shift),
-                unpack=pk.unpack_nchw, macs=s.macs(), compulsory=compulsory)
+    nb, ib, ob = vc.blocks(cfg, s)
+    n, ic, oc = nb * cfg.BATCH, ib * cfg.BLOCK_IN, ob * cfg.BLOCK_OUT
+    # Compulsory traffic at whole-block granularity (what the packed layouts must move).
+    compulsory = n * ic * s.h * s.w + oc * ic * s.k * s.k + oc * cfg.BATCH * 4 + s.n * s.oc * s.oh * s.ow
+    return dict(shape=s, op=op, inputs=(x, w, b),
+                reference=lambda: wl.conv2d_ref(x, w, b, s.pad, s.stride, shift), compulsory=compulsory)
 
 
 def _dense_case(cfg, shape, vthreads, tiles, rng):
     s = vd.DenseShape(shape["m"], shape["k"], shape["n"])
-    wl.dense(cfg, s.m, s.k, s.n, 0)                                        # refuse bad shapes early
-    t = tiles or vd.choose_tiles(cfg, s, vthreads)
     shift = default_shift(s.k)
+    op = vo.dense_kernel(cfg, s.m, s.k, s.n, vo.Requant(shift), vthreads, tiles)
     a = rng.integers(-128, 128, (s.m, s.k), dtype=np.int8)
     w = rng.integers(-128, 128, (s.n, s.k), dtype=np.int8)
     b = rng.integers(-(1 << (shift + 4)), 1 << (shift + 4), (s.n,), dtype=np.int32)
-    B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
-    inputs = (pk.pack_rows(a, B, BI, "data"), pk.pack_rows(w, BO, BI, "weight"), pk.pack_bias(b, B, BO))
-    compulsory = sum(x.nbytes for x in inputs) + s.m * s.n
-    return dict(shape=s, tiles=t, build=lambda: vd.build(cfg, s, t, shift), inputs=inputs,
-                reference=lambda: wl.dense_ref(a, w, b, shift), unpack=pk.unpack_rows,
-                macs=s.macs(), compulsory=compulsory)
+    mb, kb, nb = (x * blk for x, blk in zip(vd.blocks(cfg, s), (cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT)))
+    compulsory = mb * kb + nb * kb + nb * cfg.BATCH * 4 + s.m * s.n
+    return dict(shape=s, op=op, inputs=(a, w, b), reference=lambda: wl.dense_ref(a, w, b, shift),
+                compulsory=compulsory)
 
 
 CASES = {"conv2d": _conv_case, "gemm": _dense_case, "dense": _dense_case}
@@ -84,22 +80,22 @@ def run_vta(workload: str, shape: dict, config="1x8x8", vthreads: int = 2, backe
     if workload not in CASES:
         raise CompileError(f"unknown workload {workload!r}; accepted: {', '.join(CASES)}")
     cfg = Config.load(config)
+    t0 = time.perf_counter()
     case = CASES[workload](cfg, shape, vthreads, tiles, np.random.default_rng(seed))
-    t0 = time.perf_counter()
-    kernel = case["build"]()
     compile_s = time.perf_counter() - t0
+    op = case["op"]
     t0 = time.perf_counter()
-    (out,), result = kernel(*case["inputs"], backend=backend, trace=bool(trace))
+    out, result = op(*case["inputs"], backend=backend, trace=bool(trace))
     sim_s = time.perf_counter() - t0
-    verified = bool(np.array_equal(case["unpack"](out), case["reference"]()))
-    ideal = case["macs"] / cfg.macs_per_cycle
+    verified = bool(np.array_equal(out, case["reference"]()))
+    ideal = op.macs / cfg.macs_per_cycle
     roofline = max(ideal, case["compulsory"] / cfg.bus_bytes)
     stats = {k: int(v) for k, v in result.stats.items()}
     figures = {
-        "workload": workload, "shape": dict(vars(case["shape"])), "tiles": dict(vars(case["tiles"])),
+        "workload": workload, "shape": dict(vars(case["shape"])), "tiles": dict(vars(op.tiles)),
         "verified": verified, "cycles": int(result.cycles), "ideal_cycles": ideal,
         "roofline_cycles": roofline, "utilization": ideal / result.cycles,
-        "compile_s": compile_s, "sim_s": sim_s, "vthreads": case["tiles"].vthreads,
+        "compile_s": compile_s, "sim_s": sim_s, "vthreads": op.tiles.vthreads,
         "config": cfg.name, "backend": backend, "dram_bytes": sum(stats.get(k, 0) for k in BYTES_KEYS),
         "compulsory_bytes": case["compulsory"], "stats": stats,
     }
@@ -196,16 +192,20 @@ def cmd_conv2d(args) -> int:
         raise CompileError(str(exc.args[0])) from None
     if args.batch:
         shape["batch"] = args.batch
-    tiles = vc.ConvTiles(*args.tiles, args.vthreads, args.split) if args.tiles else None
+    tiles = (vc.ConvTiles(*args.tiles, args.vthreads, args.split, args.batch_blocks)
+             if args.tiles else None)
     figures = run_vta("conv2d", shape, args.config, args.vthreads, args.backend, tiles,
                       args.trace, args.seed)
     return _finish(figures, args)
 
 
-def run_resnet18(config="1x8x8", vthreads=2, backend="sim", trace=None, seed=0, progress=print) -> list:
-    """run_vta over the ResNet-18 table; each figure dict gains its `layer` name."""
+def run_resnet18(config="1x8x8", vthreads=2, backend="sim", trace=None, seed=0, progress=print,
+                 layers=TABLE_LAYERS) -> list:
+    """run_vta over the ResNet-18 table (C2-C11 unless `layers` names others, e.g. ("C1",));
+    each figure dict gains its `layer` name."""
     rows = []
-    for name, layer in RESNET18.items():
+    for name in layers:
+        layer = RESNET18[name]
         path = None
         if trace:
             p = Path(trace)
@@ -238,7 +238,8 @@ def register(subparsers) -> None:
     p.add_argument("--k", type=int, required=True)
     p.add_argument("--n", type=int, required=True)
     p.add_argument("--tiles", type=int, nargs=3, metavar=("ROWS", "COLS", "K_BLOCKS"),
-                   help="override the automatic tiles (in blocks)")
+                   help="override the automatic tiles (in blocks); any positive tile up to the "
+                        "shape, remainder tiles are padded")
     p.add_argument("--split", default="n", choices=("m", "n"), help="dimension the threads divide")
     _common(p)
     p.set_defaults(func=cmd_gemm)
@@ -251,7 +252,10 @@ def register(subparsers) -> None:
     p.add_argument("--stride", type=int, default=1)
     p.add_argument("--batch", type=int, help="batch (default: the config's BATCH)")
     p.add_argument("--tiles", type=int, nargs=3, metavar=("OC_BLOCKS", "ROWS", "IC_BLOCKS"),
-                   help="override the automatic tiles")
+                   help="override the automatic tiles; any positive tile up to the shape, "
+                        "remainder tiles are padded")
+    p.add_argument("--batch-blocks", type=int, help="with --tiles: batch blocks per tile "
+                   "(default: the whole batch)")
     p.add_argument("--split", default="h", choices=("h", "oc"), help="dimension the threads divide")
     _common(p)
     p.set_defaults(func=cmd_conv2d)

@@ -50,14 +50,14 @@ class DenseTiles:
         return self.vthreads if self.split == dim else 1
 
 
-def _blocks(cfg: Config, s: DenseShape):
+def blocks(cfg: Config, s: DenseShape):
     """(row, reduction, column) blocks, partial blocks counted whole."""
     return -(-s.m // cfg.BATCH), -(-s.k // cfg.BLOCK_IN), -(-s.n // cfg.BLOCK_OUT)
 
 
 def computed_shape(cfg: Config, s: DenseShape, t: DenseTiles) -> DenseShape:
     """The shape the kernel computes for `s` with tiles `t`: zero-padded to whole blocks and tiles."""
-    mb, kb, nb = _blocks(cfg, s)
+    mb, kb, nb = blocks(cfg, s)
     return DenseShape(padded_extent(mb, t.rows, t.threads_on("m")) * cfg.BATCH,
                       padded_extent(kb, t.k_blocks) * cfg.BLOCK_IN,
                       padded_extent(nb, t.cols, t.threads_on("n")) * cfg.BLOCK_OUT)
@@ -67,7 +67,7 @@ def usable(cfg: Config, s: DenseShape, t: DenseTiles) -> str | None:
     """None when the tiles suit the shape (see vta_common.tile_waste) and fit, else the reason."""
     if t.split not in ("m", "n") or t.vthreads not in (1, 2):
         return f"vthreads = {t.vthreads} on {t.split!r}: use 1 or 2 threads on 'm' or 'n'"
-    mb, kb, nb = _blocks(cfg, s)
+    mb, kb, nb = blocks(cfg, s)
     for name, tile, total, unit, threads in (
             ("rows", t.rows, mb, "row blocks", t.threads_on("m")),
             ("cols", t.cols, nb, "column blocks", t.threads_on("n")),
@@ -111,7 +111,7 @@ def choose_tiles(cfg: Config, s: DenseShape, vthreads: int = 1) -> DenseTiles:
     two-thread tiling is usable (a single row and column block, or SRAMs too small)."""
     if vthreads not in (1, 2):
         raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
-    mb, kb, nb = _blocks(cfg, s)
+    mb, kb, nb = blocks(cfg, s)
 
     def candidates(v):
         return [DenseTiles(r, c, kc, v, split)

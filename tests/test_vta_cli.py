@@ -4,7 +4,7 @@ import json
 import pytest
 
 from schedules import cli
-from schedules.layers import RESNET18, get_layer
+from schedules.layers import RESNET18, TABLE_LAYERS, get_layer
 from vta_sim import cli as vta_cli
 
 KEYS = {"verified", "cycles", "ideal_cycles", "roofline_cycles", "utilization", "compile_s", "sim_s",
@@ -36,12 +36,25 @@ def test_conv2d_subcommand_with_explicit_shape_and_trace(tmp_path, capsys):
     assert "verified bit-exact     yes" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("argv", [
+    ["conv2d", "--h", "9", "--w", "11", "--ic", "3", "--oc", "10", "--k", "3", "--pad", "1"],
+    ["gemm", "--m", "3", "--k", "20", "--n", "10", "--config", "8x8x8"],
+    ["gemm", "--m", "8", "--k", "64", "--n", "64", "--config", "8x8x8", "--tiles", "1", "3", "1",
+     "--vthreads", "1"],                                          # a remainder tile
+])
+def test_any_shape_and_any_tile_verify(argv, capsys):
+    assert vta_cli.main(argv) == 0
+    assert "verified bit-exact     yes" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv,message", [
-    (["conv2d", "--h", "8", "--ic", "12", "--oc", "16", "--k", "3"], "input channels = 12"),
-    (["conv2d", "--layer", "resnet18.C99"], "accepted: resnet18.C2"),
+    (["conv2d", "--layer", "resnet18.C99"], "accepted: resnet18.C1"),
     (["conv2d", "--h", "8"], "missing: --ic, --oc, --k"),
-    (["gemm", "--m", "8", "--k", "64", "--n", "64", "--config", "8x8x8", "--tiles", "1", "3", "1"],
-     "does not divide"),
+    (["conv2d", "--h", "8", "--ic", "8", "--oc", "8", "--k", "3", "--tiles", "1", "9", "1",
+      "--vthreads", "1"], "tile rows = 9 with 1 thread(s) exceeds the 6 output rows"),
+    (["gemm", "--m", "8", "--k", "64", "--n", "64", "--config", "8x8x8", "--tiles", "1", "9", "1"],
+     "tile cols = 9 with 2 thread(s) exceeds the 8 column blocks"),
+    (["gemm", "--m", "0", "--k", "64", "--n", "64"], "m = 0"),
 ])
 def test_unmappable_requests_are_refused_with_a_clear_message(argv, message, capsys):
     assert vta_cli.main(argv) == 2
@@ -49,7 +62,9 @@ def test_unmappable_requests_are_refused_with_a_clear_message(argv, message, cap
 
 
 def test_layer_table_and_lookup():
-    assert len(RESNET18) == 10 and get_layer("resnet18.C5") == get_layer("c5") == (28, 128, 128, 3, 1, 1)
+    assert len(RESNET18) == 11 and get_layer("resnet18.C5") == get_layer("c5") == (28, 128, 128, 3, 1, 1)
+    assert get_layer("C1") == (224, 3, 64, 7, 3, 2)
+    assert TABLE_LAYERS == tuple(f"C{i}" for i in range(2, 12))
     assert {name for name, l in RESNET18.items() if l.K == 1} == {"C4", "C7", "C10"}
 
 
@@ -61,5 +76,5 @@ def test_run_resnet18_tags_each_layer(monkeypatch):
         return {"verified": True, "cycles": 1, "utilization": 1.0, "shape": shape}
     monkeypatch.setattr(cli, "run_vta", fake_run_vta)
     rows = cli.run_resnet18(progress=None)
-    assert [r["layer"] for r in rows] == list(RESNET18)
+    assert [r["layer"] for r in rows] == list(TABLE_LAYERS)
     assert calls[3] == {"h": 28, "w": 28, "ic": 128, "oc": 128, "k": 3, "pad": 1, "stride": 1}

@@ -64,7 +64,8 @@ def test_automatic_tiles_fit_and_are_overridable():
     (vc.ConvShape(1, 8, 8, 16, 20, 3, 1, 1), "output channels = 20"),
     (vc.ConvShape(2, 8, 8, 16, 16, 3, 1, 1), None),     # batch 2 on 1x8x8 is fine (BATCH = 1)
 ])
-def test_channels_must_be_whole_blocks(shape, match):
+def test_packed_workload_takes_whole_blocks(shape, match):
+    """The packed TE workload itself refuses partial blocks: vta_conv2d pads before it."""
     cfg = Config.load("1x8x8")
     if match is None:
         wl.conv2d(cfg, *vars(shape).values(), shift=4)
@@ -73,24 +74,35 @@ def test_channels_must_be_whole_blocks(shape, match):
         wl.conv2d(cfg, *vars(shape).values(), shift=4)
 
 
-def test_batch_must_fill_the_batched_core():
-    with pytest.raises(CompileError, match="batch = 1 is not a multiple of the block size 8"):
-        wl.conv2d(Config.load("8x8x8"), 1, 8, 8, 16, 16, 3, 1, 1, shift=4)
+def test_computed_shape_pads_blocks_and_remainder_tiles():
+    cfg = Config.load("8x8x8")
+    shape = vc.ConvShape(3, 9, 7, 3, 10, 3, 1, 1)                      # oh = 9
+    c = vc.computed_shape(cfg, shape, vc.ConvTiles(1, 2, 1, 2, "h"))   # rows 2 x 2 threads
+    assert (c.n, c.ic, c.oc, c.oh, c.w) == (8, 8, 16, 12, 7)
+    assert c.h == 12 and c.oh == 12                                     # 3 zero rows below
 
 
-def test_tiles_that_do_not_divide_or_fit_are_refused():
+def test_tiles_that_exceed_or_do_not_fit_are_refused():
     cfg = Config.load("1x8x8")
     shape = vc.ConvShape(1, 8, 8, 16, 16, 3, 1, 1)
-    with pytest.raises(CompileError, match="rows = 3 .* does not divide the 8 h rows"):
-        vc.check_tiles(cfg, shape, vc.ConvTiles(1, 3, 1))
+    vc.check_tiles(cfg, shape, vc.ConvTiles(1, 3, 1))                   # remainder tile: fine
+    with pytest.raises(CompileError, match="tile rows = 9 with 1 thread\\(s\\) exceeds the 8 output rows"):
+        vc.check_tiles(cfg, shape, vc.ConvTiles(1, 9, 1))
+    with pytest.raises(CompileError, match="tile rows = 0: must be at least 1"):
+        vc.check_tiles(cfg, shape, vc.ConvTiles(1, 0, 1))
     wide = vc.ConvShape(1, 4, 1000, 8, 8, 3, 1, 1)
     with pytest.raises(CompileError, match="INP needs"):
         vc.choose_tiles(cfg, wide, 1)
 
 
-def test_two_threads_need_an_even_split():
-    with pytest.raises(CompileError, match="even number of output rows"):
-        vc.choose_tiles(Config.load("1x8x8"), vc.ConvShape(1, 9, 9, 8, 24, 3, 1, 2), 2)
+def test_two_threads_take_odd_counts_and_fall_back_to_one():
+    cfg = Config.load("1x8x8")
+    t = vc.choose_tiles(cfg, vc.ConvShape(1, 9, 9, 8, 24, 3, 1, 2), 2)   # 5 rows, 3 oc blocks
+    assert t.vthreads == 2
+    lone = vc.ConvShape(1, 3, 3, 8, 8, 3, 0, 1)                         # 1 row, 1 block
+    assert vc.choose_tiles(cfg, lone, 2).vthreads == 1
+    with pytest.raises(CompileError, match="2 threads cannot share the 1 output rows"):
+        vc.check_tiles(cfg, lone, vc.ConvTiles(1, 1, 1, 2, "h"))
 
 
 def test_wrong_input_dtype_is_refused_before_running():
