@@ -1,0 +1,1 @@
+"""Models shipped with the graph level: a CNN trained on scikit-learn's digits, ResNet-18."""

@@ -1,0 +1,84 @@
+"""ONNX in, Relax out: TVM 0.27's frontend, with the refusals it would otherwise give late or
+obscurely.
+
+The frontend imports QuantizeLinear/DequantizeLinear around float ops (QDQ format), which
+graph.qdq turns into integer ops. It has no converter for the integer-op format
+(QLinearConv, ConvInteger, QLinearMatMul, MatMulInteger); those models are refused here with
+the op named and the QDQ alternative.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import onnx
+
+from .errors import GraphError
+
+#: Integer-op formats the frontend cannot import, and what to use instead.
+UNSUPPORTED = {
+    "QLinearConv": "Conv between DequantizeLinear/QuantizeLinear (QDQ format)",
+    "ConvInteger": "Conv between DequantizeLinear/QuantizeLinear (QDQ format)",
+    "QLinearMatMul": "MatMul or Gemm between DequantizeLinear/QuantizeLinear (QDQ format)",
+    "MatMulInteger": "MatMul or Gemm between DequantizeLinear/QuantizeLinear (QDQ format)",
+}
+
+
+@dataclass(frozen=True)
+class ModelInput:
+    name: str
+    shape: tuple          # with the batch the module was imported for
+    dtype: str
+
+
+def load(model) -> onnx.ModelProto:
+    """An onnx.ModelProto from a path or a ModelProto (not copied: the caller's is not modified)."""
+    if isinstance(model, onnx.ModelProto):
+        return model
+    path = Path(model)
+    if not path.is_file():
+        raise GraphError(f"ONNX model {str(path)!r} does not exist")
+    try:
+        return onnx.load(str(path))
+    except Exception as exc:      # onnx raises DecodeError and others; name the file either way
+        raise GraphError(f"{str(path)!r} is not a readable ONNX model: {exc}") from exc
+
+
+def check_importable(model: onnx.ModelProto) -> None:
+    """Refuse integer-op formats, naming the first offending node and the QDQ alternative."""
+    for node in model.graph.node:
+        if node.op_type in UNSUPPORTED:
+            raise GraphError(
+                f"node {node.name or '(unnamed)'} is {node.op_type}, which TVM 0.27's ONNX frontend "
+                f"does not import; export the model in QDQ format instead: "
+                f"{UNSUPPORTED[node.op_type]} (e.g. onnxruntime.quantization.quantize_static with "
+                "quant_format=QuantFormat.QDQ, or graph.quantize.quantize_model)")
+
+
+def model_input(model: onnx.ModelProto, batch: int | None = None) -> ModelInput:
+    """The model's single input, its batch dimension set to `batch` when given."""
+    inits = {i.name for i in model.graph.initializer}
+    inputs = [i for i in model.graph.input if i.name not in inits]
+    if len(inputs) != 1:
+        raise GraphError(f"models with one input are supported; this one has {len(inputs)}: "
+                         f"{[i.name for i in inputs]}")
+    tensor = inputs[0].type.tensor_type
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+    if batch is not None:
+        dims[0] = batch
+    if any(d is None or d <= 0 for d in dims):
+        raise GraphError(f"input {inputs[0].name} has an unknown dimension {dims}; give the batch")
+    dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name
+    return ModelInput(inputs[0].name, tuple(dims), dtype)
+
+
+def import_onnx(model, batch: int | None = None):
+    """(Relax IRModule, ModelInput) of an ONNX model, weights bound as constants."""
+    from tvm.relax.frontend.onnx import from_onnx
+
+    proto = load(model)
+    check_importable(proto)
+    inp = model_input(proto, batch)
+    mod = from_onnx(proto, shape_dict={inp.name: list(inp.shape)}, dtype_dict={inp.name: inp.dtype},
+                    keep_params_in_input=False)
+    return mod, inp

@@ -1,0 +1,354 @@
+"""The QDQ pass: QuantizeLinear/DequantizeLinear around float ops -> integer ops.
+
+TVM's ONNX frontend imports a QDQ model as `quantize(op(dequantize(x_q), dequantize(W_q)) + b)`
+in float. Wherever the scales allow the accelerator's requantisation, this pass rewrites the
+block into the integer graph the accelerator runs and the CPU build reproduces bit for bit:
+
+    conv2d / matmul:  astype_i8(clip(((x_q (*) W_q : int32) + bias') >> shift, lo, hi))
+    residual add:     astype_i8(clip(((a << ka) + (b << kb) + rnd) >> shift, lo, hi))
+    max-pool:         max_pool2d(x_q) on int8 (same scale in and out)
+    reshape:          reshape(x_q) (same scale in and out)
+
+`shift` comes from the real multiplier s_x * s_w / s_y = 2^-shift, so it must be a power of two
+in [2^-31, 1]; `bias' = round(b / (s_x s_w)) + 2^(shift-1)` folds round-to-nearest into the
+bias; a ReLU between the op and its quantize becomes lo = 0. Anything else (a scale that is not
+a power of two, a zero point, per-channel weight scales, uint8) stays in float on the CPU, and
+its `Decision` says why.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.ir.expr import Constant
+from tvm.relax.expr_functor import PyExprMutator, mutator
+
+from .errors import GraphError
+
+INT8_MIN, INT8_MAX = -128, 127
+#: Relax op -> the layer kind reports use.
+LAYER_OPS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
+             "relax.add": "add"}
+#: Largest left shift of an int8 operand that keeps the int32 sum of two of them exact.
+MAX_ADD_SHIFT = 22
+
+
+@dataclass
+class Decision:
+    """What the pass did with one layer (conv2d, dense, max_pool, residual add), in graph order."""
+    name: str
+    op: str
+    integer: bool            # rewritten into integer ops (the accelerator may take it)
+    reason: str | None       # why it stays in float on the CPU
+
+
+def _op(e) -> str | None:
+    return e.op.name if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op) else None
+
+
+class _Graph:
+    """The function's bindings: what each var is bound to and how often it is used."""
+
+    def __init__(self, func):
+        self.value = dict(relax.analysis.get_var2val(func))
+        self.uses: dict = {}
+        for binding in _bindings(func):
+            for v in relax.analysis.free_vars(binding.value):
+                self.uses[v] = self.uses.get(v, 0) + 1
+        for v in relax.analysis.free_vars(func.body.body):
+            self.uses[v] = self.uses.get(v, 0) + 1
+
+    def val(self, e):
+        """The expression a var is bound to (or the expression itself)."""
+        return self.value.get(e, e) if isinstance(e, relax.Var) else e
+
+    def call(self, e, name: str):
+        v = self.val(e)
+        return v if _op(v) == name else None
+
+    def const(self, e) -> np.ndarray | None:
+        """The float64 value of a constant, seen through dequantize/reshape/permute_dims."""
+        v = self.val(e)
+        if isinstance(v, Constant):
+            return v.value.numpy().astype(np.float64)
+        name = _op(v)
+        if name == "relax.dequantize":
+            data, scale, zero = (self.const(a) for a in v.args)
+            if data is None or scale is None or zero is None:
+                return None
+            return (data - _axis_view(zero, v, data.ndim)) * _axis_view(scale, v, data.ndim)
+        if name == "relax.reshape":
+            inner = self.const(v.args[0])
+            return None if inner is None else inner.reshape([int(d) for d in v.args[1].values])
+        if name == "relax.permute_dims":
+            inner = self.const(v.args[0])
+            axes = None if v.attrs.axes is None else [int(a) for a in v.attrs.axes]
+            return None if inner is None else np.transpose(inner, axes)
+        return None
+
+
+def _axis_view(per_axis: np.ndarray, dq, ndim: int) -> np.ndarray:
+    """A per-axis scale/zero point shaped to broadcast along the dequantize's axis."""
+    if per_axis.size == 1:
+        return per_axis.reshape(())
+    shape = [1] * ndim
+    shape[int(dq.attrs.axis) % ndim] = per_axis.size
+    return per_axis.reshape(shape)
+
+
+def _bindings(func):
+    for block in func.body.blocks:
+        yield from block.bindings
+
+
+@dataclass
+class _Plan:
+    """The integer replacement of one quantize binding."""
+    kind: str                 # conv2d, dense, add, max_pool, reshape, identity
+    args: dict
+
+
+class _Refusal(Exception):
+    """Why a matched layer stays in float (internal: becomes Decision.reason)."""
+
+
+def _scalar(g: _Graph, e, what: str) -> float:
+    value = g.const(e)
+    if value is None:
+        raise _Refusal(f"the {what} is not a constant")
+    if value.size != 1:
+        raise _Refusal(f"per-channel {what}s ({value.size} values); the accelerator requantises "
+                       "with one power-of-two scale per tensor")
+    return float(value.reshape(()))
+
+
+def _dq_input(g: _Graph, e, what: str):
+    """(x_q var, scale) of `dequantize(x_q, scale, 0)` with int8 x_q, else refuse with the reason."""
+    dq = g.call(e, "relax.dequantize")
+    if dq is None:
+        raise _Refusal(f"its {what} is not quantised (no DequantizeLinear in front of it)")
+    scale = _scalar(g, dq.args[1], f"{what} scale")
+    zero = _scalar(g, dq.args[2], f"{what} zero point")
+    if zero != 0:
+        raise _Refusal(f"the {what} has zero point {zero:g}; the accelerator takes symmetric "
+                       "(zero point 0) tensors")
+    dtype = dq.args[0].ty.dtype
+    if dtype != "int8":
+        raise _Refusal(f"the {what} is {dtype}; the accelerator takes int8")
+    return dq.args[0], scale
+
+
+def _pow2_shift(multiplier: float, what: str) -> int:
+    """n with multiplier = 2^-n, 0 <= n <= 31, else refuse naming the multiplier."""
+    exponent = math.log2(multiplier) if multiplier > 0 else float("nan")
+    if not math.isfinite(exponent) or abs(exponent - round(exponent)) > 1e-9:
+        raise _Refusal(f"{what} {multiplier:.6g} is not a power of two")
+    shift = -round(exponent)
+    if not 0 <= shift <= 31:
+        raise _Refusal(f"{what} {multiplier:.6g} = 2^{-shift} needs a shift outside 0..31")
+    return shift
+
+
+def _single_use(g: _Graph, *vars_) -> None:
+    for v in vars_:
+        if isinstance(v, relax.Var) and g.uses.get(v, 0) != 1:
+            raise _Refusal("an intermediate float value of the block is used elsewhere")
+
+
+def _plan_linear(g: _Graph, q, body, relu_var, lo):
+    """conv2d / matmul (+ bias) (+ relu) -> quantize."""
+    bias, op_var = None, body
+    add = g.call(body, "relax.add")
+    if add is not None:
+        for first, second in ((0, 1), (1, 0)):
+            if _op(g.val(add.args[first])) in ("relax.nn.conv2d", "relax.matmul"):
+                bias = g.const(add.args[second])
+                if bias is None:
+                    raise _Refusal("its bias is not a constant")
+                op_var = add.args[first]
+                break
+    op = g.val(op_var)
+    _single_use(g, *(v for v in (op_var, body if add is not None else None, relu_var) if v is not None))
+    kind = "conv2d" if _op(op) == "relax.nn.conv2d" else "dense"
+    x, sx = _dq_input(g, op.args[0], "input")
+    wexpr = op.args[1]
+    wdq = g.call(wexpr, "relax.dequantize")
+    transposed = g.call(wexpr, "relax.permute_dims")
+    if transposed is not None:
+        wdq = g.call(transposed.args[0], "relax.dequantize")
+    if wdq is None:
+        raise _Refusal("its weight is not quantised (no DequantizeLinear on a constant)")
+    if not isinstance(g.val(wdq.args[0]), Constant):
+        raise _Refusal("its weight is not a constant")
+    sw = _scalar(g, wdq.args[1], "weight scale")
+    if _scalar(g, wdq.args[2], "weight zero point") != 0:
+        raise _Refusal("its weights have a non-zero zero point")
+    weight = g.val(wdq.args[0]).value.numpy()
+    if weight.dtype != np.int8:
+        raise _Refusal(f"its weights are {weight.dtype}; the accelerator takes int8")
+    if transposed is not None:
+        weight = np.transpose(weight, [int(a) for a in transposed.attrs.axes])
+    sy = _scalar(g, q.args[1], "output scale")
+    if _scalar(g, q.args[2], "output zero point") != 0:
+        raise _Refusal("its output has a non-zero zero point")
+    shift = _pow2_shift(sx * sw / sy, "requantisation multiplier s_x*s_w/s_y =")
+    channels = weight.shape[0] if kind == "conv2d" else weight.shape[-1]
+    acc_bias = np.zeros(channels, np.float64) if bias is None else bias.reshape(-1) / (sx * sw)
+    if acc_bias.size != channels:
+        raise _Refusal(f"its bias has {acc_bias.size} values for {channels} output channels")
+    acc_bias = np.round(acc_bias) + ((1 << (shift - 1)) if shift else 0)
+    if np.abs(acc_bias).max(initial=0) >= 2 ** 31:
+        raise _Refusal("its bias does not fit int32 at scale s_x*s_w")
+    return _Plan(kind, dict(x=x, weight=weight, bias=acc_bias.astype(np.int32), shift=shift, lo=lo,
+                            op=op))
+
+
+def _plan_add(g: _Graph, q, add, body, relu_var, lo):
+    _single_use(g, body, relu_var)
+    (a, sa), (b, sb) = (_dq_input(g, arg, "operand") for arg in add.args)
+    sy = _scalar(g, q.args[1], "output scale")
+    if _scalar(g, q.args[2], "output zero point") != 0:
+        raise _Refusal("its output has a non-zero zero point")
+    ka = -_pow2_exponent(sa / sy, "operand scale / output scale")
+    kb = -_pow2_exponent(sb / sy, "operand scale / output scale")
+    low = min(ka, kb, 0)
+    shift, ka, kb = -low, ka - low, kb - low
+    if max(ka, kb) > MAX_ADD_SHIFT or shift > 31:
+        raise _Refusal(f"the operand scales differ by 2^{abs(ka - kb)}, beyond the int32 range")
+    return _Plan("add", dict(a=a, b=b, ka=ka, kb=kb, shift=shift, lo=lo))
+
+
+def _pow2_exponent(ratio: float, what: str) -> int:
+    """e with ratio = 2^-e (any sign), else refuse."""
+    exponent = math.log2(ratio)
+    if abs(exponent - round(exponent)) > 1e-9:
+        raise _Refusal(f"{what} {ratio:.6g} is not a power of two")
+    return -round(exponent)
+
+
+def _plan_same_scale(g: _Graph, q, inner, kind):
+    """max_pool2d / reshape / identity between a dequantize and a quantize of the same scale."""
+    source = inner.args[0] if kind != "identity" else q.args[0]
+    x, sx = _dq_input(g, source, "input")
+    sy = _scalar(g, q.args[1], "output scale")
+    if _scalar(g, q.args[2], "output zero point") != 0 or sx != sy:
+        raise _Refusal(f"input scale {sx:g} and output scale {sy:g} differ")
+    if kind != "identity":
+        _single_use(g, q.args[0])
+    return _Plan(kind, dict(x=x, op=inner))
+
+
+def plan(func) -> tuple[dict, list]:
+    """({quantize var: _Plan}, decisions) for every quantised block of `func`."""
+    g = _Graph(func)
+    plans, decided = {}, {}
+    for binding in _bindings(func):
+        q = binding.value
+        if _op(q) != "relax.quantize":
+            continue
+        if q.attrs.out_dtype != "int8":
+            continue
+        body, relu_var, lo = q.args[0], None, INT8_MIN
+        if g.call(body, "relax.nn.relu") is not None:
+            relu_var, body, lo = body, g.val(body).args[0], 0
+        inner = g.val(body)
+        name = _op(inner)
+        layer_var = body
+        try:
+            if name == "relax.add" and not any(
+                    _op(g.val(a)) in ("relax.nn.conv2d", "relax.matmul") for a in inner.args):
+                plans[binding.var] = _plan_add(g, q, inner, body, relu_var, lo)
+            elif name == "relax.add" or name in ("relax.nn.conv2d", "relax.matmul"):
+                if name == "relax.add":
+                    layer_var = next(a for a in inner.args
+                                     if _op(g.val(a)) in ("relax.nn.conv2d", "relax.matmul"))
+                plans[binding.var] = _plan_linear(g, q, body, relu_var, lo)
+            elif name == "relax.nn.max_pool2d" and relu_var is None:
+                plans[binding.var] = _plan_same_scale(g, q, inner, "max_pool")
+            elif name == "relax.reshape" and relu_var is None:
+                plans[binding.var] = _plan_same_scale(g, q, inner, "reshape")
+                continue
+            elif name == "relax.dequantize" and relu_var is None:
+                plans[binding.var] = _plan_same_scale(g, q, inner, "identity")
+                continue
+            else:
+                continue
+            decided[layer_var] = None
+        except _Refusal as why:
+            if name in LAYER_OPS:
+                decided[layer_var] = str(why)
+    decisions, counts = [], {}
+    for binding in _bindings(func):
+        kind = LAYER_OPS.get(_op(binding.value))
+        if kind is None or (kind == "add" and binding.var not in decided):
+            continue
+        index = counts[kind] = counts.get(kind, 0) + 1
+        reason = decided.get(binding.var, "not quantised: no QuantizeLinear/DequantizeLinear around it")
+        decisions.append(Decision(f"{kind}{index}", kind, binding.var in decided and reason is None,
+                                  reason))
+    return plans, decisions
+
+
+@mutator
+class _Rewriter(PyExprMutator):
+    """Emits each planned quantize binding's integer replacement; the rest is copied."""
+
+    def __init__(self, mod, plans):
+        super().__init__(mod)
+        self.plans = plans
+
+    def visit_var_binding_(self, binding):
+        p = self.plans.get(binding.var)
+        if p is None:
+            return super().visit_var_binding_(binding)
+        new = self.builder_.emit(self._integer(p))
+        self.set_var_remap(binding.var, new)
+
+    def _integer(self, p: _Plan):
+        a = p.args
+        if p.kind in ("reshape", "identity", "max_pool"):
+            x = self.visit_expr(a["x"])
+            if p.kind == "identity":
+                return x
+            op = a["op"]
+            return relax.Call(op.op, [x] + list(op.args[1:]), op.attrs)
+        if p.kind == "add":
+            def widened(v, k):
+                wide = self.builder_.emit(relax.op.astype(self.visit_expr(v), "int32"))
+                return self.builder_.emit(relax.op.left_shift(wide, relax.const(k, "int32")))
+            acc = self.builder_.emit(relax.op.add(widened(a["a"], a["ka"]), widened(a["b"], a["kb"])))
+            rnd = (1 << (a["shift"] - 1)) if a["shift"] else 0
+            acc = self.builder_.emit(relax.op.add(acc, relax.const(rnd, "int32")))
+        else:
+            x = self.visit_expr(a["x"])
+            op, weight = a["op"], relax.const(a["weight"], "int8")
+            if p.kind == "conv2d":
+                at = op.attrs
+                acc = relax.op.nn.conv2d(x, weight, strides=list(at.strides), padding=list(at.padding),
+                                         dilation=list(at.dilation), groups=int(at.groups),
+                                         data_layout=at.data_layout, kernel_layout=at.kernel_layout,
+                                         out_layout=at.out_layout, out_dtype="int32")
+                bias = a["bias"].reshape(1, -1, 1, 1)
+            else:
+                acc = relax.op.matmul(x, weight, out_dtype="int32")
+                bias = a["bias"]
+            acc = self.builder_.emit(acc)
+            acc = self.builder_.emit(relax.op.add(acc, relax.const(bias, "int32")))
+        acc = self.builder_.emit(relax.op.right_shift(acc, relax.const(a["shift"], "int32")))
+        acc = self.builder_.emit(relax.op.clip(acc, relax.prim_value(a["lo"]), relax.prim_value(INT8_MAX)))
+        return relax.op.astype(acc, "int8")
+
+
+def lower_qdq(mod) -> tuple:
+    """(integer IRModule, decisions): the QDQ blocks of `mod["main"]` as integer ops."""
+    if "main" not in mod.get_global_vars() and not any(gv.name_hint == "main" for gv in mod.get_global_vars()):
+        raise GraphError("the module has no main function")
+    plans, decisions = plan(mod["main"])
+    rewriter = _Rewriter(mod, plans)
+    func = rewriter.visit_expr(mod["main"])
+    out = tvm.IRModule({"main": func})
+    out = relax.transform.DeadCodeElimination(["main"])(out)
+    return out, decisions

@@ -1,0 +1,201 @@
+"""Post-training quantisation: a float ONNX model plus calibration data in, a QDQ model out.
+
+The accelerator requantises with `(acc + bias) >> shift`, so every scale written here is a
+power of two and every zero point is 0 (symmetric int8). A tensor's scale is the smallest
+power of two that maps its calibrated absolute maximum into [-127, 127].
+
+What gets a QuantizeLinear -> DequantizeLinear pair, in the style of onnxruntime's QDQ format:
+the activations entering and leaving Conv, Gemm, MatMul, Add and MaxPool (the output of a
+Relu that alone consumes one of them stands for it, so the Relu stays inside the quantised
+block). Weights become int8 initializers behind a DequantizeLinear; biases become int32
+initializers at scale s_x * s_w, also behind a DequantizeLinear. MaxPool's output keeps its
+input's scale (a max does not change the range), so the pool runs on int8 unchanged.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from .errors import GraphError
+
+#: Ops whose activation inputs and outputs are quantised.
+QUANTISED_OPS = ("Conv", "Gemm", "MatMul", "Add", "MaxPool")
+#: Input index of the weight and bias initializers per op.
+WEIGHT_INPUT = {"Conv": 1, "Gemm": 1, "MatMul": 1}
+BIAS_INPUT = {"Conv": 2, "Gemm": 2}
+INT8_MAX = 127
+#: Calibration samples run through onnxruntime at once.
+CALIBRATION_CHUNK = 256
+
+
+def pow2_scale(absmax: float) -> float:
+    """The smallest power of two s with absmax / s <= 127 (2^-20 for an all-zero tensor)."""
+    if not math.isfinite(absmax):
+        raise GraphError(f"calibration produced a non-finite value ({absmax}); check the inputs")
+    if absmax <= 0:
+        return 2.0 ** -20
+    return 2.0 ** math.ceil(math.log2(absmax / INT8_MAX))
+
+
+def quantize_weight(w: np.ndarray) -> tuple[np.ndarray, float]:
+    """Symmetric per-tensor int8 weights with a power-of-two scale."""
+    scale = pow2_scale(float(np.abs(w).max()))
+    return np.clip(np.round(w / scale), -INT8_MAX, INT8_MAX).astype(np.int8), scale
+
+
+def calibrate(model: onnx.ModelProto, names: list, calibration: np.ndarray) -> dict:
+    """Absolute maximum of each named tensor over the calibration batch (onnxruntime, float)."""
+    import onnxruntime as ort
+
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    outputs = {o.name for o in probe.graph.output}
+    for name in names:
+        if name not in outputs:
+            probe.graph.output.append(helper.make_empty_tensor_value_info(name))
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    feed_name = session.get_inputs()[0].name
+    absmax = dict.fromkeys(names, 0.0)
+    data = np.asarray(calibration, np.float32)
+    for start in range(0, len(data), CALIBRATION_CHUNK):
+        values = session.run(names, {feed_name: data[start:start + CALIBRATION_CHUNK]})
+        for name, value in zip(names, values):
+            absmax[name] = max(absmax[name], float(np.abs(value).max()))
+    return absmax
+
+
+def _activation_tensors(graph: onnx.GraphProto, inits: dict) -> list:
+    """Activation tensors to quantise, in graph order (see the module docstring)."""
+    consumers: dict = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    chosen = []
+
+    def add(name):
+        if name and name not in inits and name not in chosen:
+            chosen.append(name)
+
+    for node in graph.node:
+        if node.op_type not in QUANTISED_OPS:
+            continue
+        skip = {WEIGHT_INPUT.get(node.op_type), BIAS_INPUT.get(node.op_type)}
+        for i, name in enumerate(node.input):
+            if i not in skip:
+                add(name)
+        out = node.output[0]
+        users = consumers.get(out, [])
+        if node.op_type != "MaxPool" and len(users) == 1 and users[0].op_type == "Relu":
+            out = users[0].output[0]
+        add(out)
+    return chosen
+
+
+def quantize_model(model: onnx.ModelProto, calibration: np.ndarray) -> onnx.ModelProto:
+    """The QDQ model of a float `model` (one float input), calibrated on `calibration`, a batch
+    of samples in the model's input layout (batch first)."""
+    model = onnx.shape_inference.infer_shapes(model)
+    graph = model.graph
+    if len(graph.input) != 1:
+        raise GraphError(f"the quantiser takes models with one input; this one has {len(graph.input)}")
+    inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    for node in graph.node:
+        if node.op_type in ("QuantizeLinear", "DequantizeLinear", "QLinearConv", "ConvInteger"):
+            raise GraphError(f"node {node.name or node.op_type} ({node.op_type}): the model is already "
+                             "quantised; pass the float model")
+    tensors = _activation_tensors(graph, inits)
+    absmax = calibrate(model, tensors, calibration)
+    scales = {name: pow2_scale(absmax[name]) for name in tensors}
+    for node in graph.node:              # a max-pool keeps its input's scale
+        if node.op_type == "MaxPool" and node.input[0] in scales:
+            scales[node.output[0]] = scales[node.input[0]]
+
+    new_inits, nodes = [], []
+    zero = numpy_helper.from_array(np.array(0, np.int8), "qdq_zero_int8")
+    zero32 = numpy_helper.from_array(np.array(0, np.int32), "qdq_zero_int32")
+    new_inits += [zero, zero32]
+    renamed = {}
+
+    def scale_init(name: str, value: float) -> str:
+        new_inits.append(numpy_helper.from_array(np.array(value, np.float32), name))
+        return name
+
+    final = {o.name for o in graph.output}
+
+    def qdq(name: str, producer=None) -> list:
+        """Q -> DQ after `name`; consumers read the DQ. A graph output keeps its name on the DQ."""
+        s = scale_init(f"{name}_scale", scales[name])
+        src, dq = name, f"{name}_dq"
+        if name in final:
+            src, dq = f"{name}_float", name
+            producer.output[list(producer.output).index(name)] = src
+        else:
+            renamed[name] = dq
+        return [helper.make_node("QuantizeLinear", [src, s, zero.name], [f"{name}_q"], name=f"{name}_Q"),
+                helper.make_node("DequantizeLinear", [f"{name}_q", s, zero.name], [dq], name=f"{name}_DQ")]
+
+    if graph.input[0].name in scales:
+        nodes += qdq(graph.input[0].name)
+    for node in graph.node:
+        node, src = _copy_node(node), node.input[0]
+        for i, name in enumerate(node.input):
+            node.input[i] = renamed.get(name, name)
+        if node.op_type in WEIGHT_INPUT:
+            nodes += _quantise_params(node, src, inits, scales, new_inits, scale_init, zero32.name)
+        nodes.append(node)
+        for out in list(node.output):
+            if out in scales:
+                nodes += qdq(out, node)
+    used = {name for n in nodes for name in n.input}
+    kept = [i for i in graph.initializer if i.name in used]
+    qgraph = helper.make_graph(nodes, graph.name + "_qdq", list(graph.input), list(graph.output),
+                               kept + new_inits)
+    qmodel = helper.make_model(qgraph, opset_imports=list(model.opset_import),
+                               producer_name="vta-toolkit quantiser")
+    qmodel.ir_version = model.ir_version
+    onnx.checker.check_model(qmodel)
+    return qmodel
+
+
+def _copy_node(node: onnx.NodeProto) -> onnx.NodeProto:
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    return copy
+
+
+def _quantise_params(node, src, inits, scales, new_inits, scale_init, zero32) -> list:
+    """Replace the node's float weight (and bias) initializers by int8/int32 ones behind DQ;
+    `src` is the node's (float) activation input, whose scale sets the bias scale."""
+    widx = WEIGHT_INPUT[node.op_type]
+    wname = node.input[widx]
+    if wname not in inits:
+        raise GraphError(f"node {node.name or node.op_type}: its weight {wname!r} is not an initializer; "
+                         "the quantiser needs constant weights")
+    if src not in scales:
+        raise GraphError(f"node {node.name or node.op_type}: input {src!r} has no calibrated scale")
+    wq, sw = quantize_weight(inits[wname])
+    out = []
+    new_inits.append(numpy_helper.from_array(wq, f"{wname}_int8"))
+    s = scale_init(f"{wname}_scale", sw)
+    out.append(helper.make_node("DequantizeLinear", [f"{wname}_int8", s, "qdq_zero_int8"],
+                                [f"{wname}_dq"], name=f"{wname}_DQ"))
+    node.input[widx] = f"{wname}_dq"
+    bidx = BIAS_INPUT.get(node.op_type)
+    if bidx is not None and len(node.input) > bidx and node.input[bidx]:
+        bname = node.input[bidx]
+        sb = scales[src] * sw
+        bq = np.round(inits[bname] / sb)
+        if np.abs(bq).max(initial=0) >= 2 ** 31:
+            raise GraphError(f"bias {bname!r} does not fit int32 at scale {sb:g}")
+        new_inits.append(numpy_helper.from_array(bq.astype(np.int32), f"{bname}_int32"))
+        s = scale_init(f"{bname}_scale", sb)
+        out.append(helper.make_node("DequantizeLinear", [f"{bname}_int32", s, zero32],
+                                    [f"{bname}_dq"], name=f"{bname}_DQ"))
+        node.input[bidx] = f"{bname}_dq"
+    return out
+
