@@ -50,11 +50,13 @@ class Buffer:
     dtype: np.dtype
     depth: int
 
-    @property
+    # Cached (the simulator asks per instruction); cached_property stores in __dict__, which a
+    # frozen dataclass allows, and fields, equality and hashing are unaffected.
+    @cached_property
     def entry_bytes(self) -> int:
         return int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
 
-    @property
+    @cached_property
     def index_bits(self) -> int:
         return int(math.log2(self.depth))
 
@@ -193,11 +195,15 @@ class Config:
 
     def dram_elem_bytes(self, mem_type: int) -> int:
         """Bytes of one DRAM element of a memory type (ACC_8BIT: an ACC entry in int8)."""
+        return self._elem_bytes[mem_type]
+
+    @cached_property
+    def _elem_bytes(self) -> dict:
         bufs = self.buffers
         return {MEM_UOP: bufs["uop"].entry_bytes, MEM_WGT: bufs["wgt"].entry_bytes,
                 MEM_INP: bufs["inp"].entry_bytes, MEM_ACC: bufs["acc"].entry_bytes,
                 MEM_OUT: bufs["out"].entry_bytes,
-                MEM_ACC_8BIT: self.BATCH * self.BLOCK_OUT}[mem_type]
+                MEM_ACC_8BIT: self.BATCH * self.BLOCK_OUT}
 
     # ---------------------------------------------------------------- validation
     def validate(self) -> None:

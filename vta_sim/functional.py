@@ -18,6 +18,7 @@ LOAD, COMPUTE, STORE = 0, 1, 2  # module numbers, the positions in a vector cloc
 MODULE_NAMES = ("load", "compute", "store")
 _SRAM_OF_MEM = {MEM_INP: "inp", MEM_WGT: "wgt", MEM_ACC: "acc", MEM_ACC_8BIT: "acc", MEM_UOP: "uop"}
 _CHUNK = 1 << 18  # iterations materialised at once: bounds memory on huge loop nests
+_NEST_CACHE_SIZE = 64  # memoised loop nests (each at most one chunk of index arrays)
 _COMMUTATIVE = {isa.ALU_MIN: np.minimum, isa.ALU_MAX: np.maximum, isa.ALU_ADD: np.add,
                 isa.ALU_MUL: np.multiply}
 
@@ -59,6 +60,7 @@ class Machine:
         bufs = cfg.buffers
         self.sram = {name: np.zeros((b.depth, *b.shape), dtype=b.dtype) for name, b in bufs.items()}
         self.uop_fields = tuple(np.zeros(bufs["uop"].depth, dtype=np.int64) for _ in range(3))
+        self._nest_cache = {}  # see _loop_indices
         self.shared = {"inp": _Shared(bufs["inp"].depth, LOAD, COMPUTE),
                        "wgt": _Shared(bufs["wgt"].depth, LOAD, COMPUTE),
                        "out": _Shared(bufs["out"].depth, COMPUTE, STORE)}
@@ -97,6 +99,7 @@ class Machine:
             self.shared[name].check_write(slice(lo, hi), vc, f"LOAD {name.upper()}")
         self.sram[name][lo:hi] = data.reshape(-1, *buf.shape)
         if mem == MEM_UOP:
+            self._nest_cache.clear()
             for dst, src in zip(self.uop_fields, isa.decode_uops(self.sram["uop"][lo:hi], cfg)):
                 dst[lo:hi] = src
         key = {MEM_ACC_8BIT: "acc"}.get(mem, name)
@@ -138,18 +141,41 @@ class Machine:
                     f"{name} index reaches {top} (uop {uop} at i={insn.iter_out - 1}, j={insn.iter_in - 1}), "
                     f"outside {buf.upper()} (depth {depth}, valid 0..{depth - 1})")
 
+    def _loop_indices(self, insn, src_buffer: str):
+        """Range-checked (dst, src, wgt, dst distinct) index chunks of a GEMM/ALU loop nest.
+
+        Programs repeat the same nest over the same loaded micro-ops many times, so a nest that
+        fits one chunk is memoised (its checks passed) until the next UOP load changes them.
+        """
+        key = (insn.opcode, insn.reset, insn.uop_bgn, insn.uop_end, insn.iter_out, insn.iter_in,
+               insn.dst_factor_out, insn.dst_factor_in, insn.src_factor_out, insn.src_factor_in,
+               getattr(insn, "wgt_factor_out", 0), getattr(insn, "wgt_factor_in", 0))
+        hit = self._nest_cache.get(key)
+        if hit is not None:
+            return hit
+        self._check_ranges(insn, src_buffer)
+        if insn.iterations > _CHUNK:
+            return self._chunks(insn)
+        chunks = tuple(self._chunks(insn))
+        if len(self._nest_cache) >= _NEST_CACHE_SIZE:
+            self._nest_cache.clear()
+        self._nest_cache[key] = chunks
+        return chunks
+
     def _chunks(self, insn):
-        """(dst, src, wgt) index arrays in execution order, a bounded chunk of iterations at a time."""
+        """Index chunks in execution order, a bounded number of iterations at a time."""
         u = slice(insn.uop_bgn, insn.uop_end)
         bases = [f[u] for f in self.uop_fields]
         factors = [(insn.dst_factor_out, insn.dst_factor_in), (insn.src_factor_out, insn.src_factor_in),
                    (getattr(insn, "wgt_factor_out", 0), getattr(insn, "wgt_factor_in", 0))]
         pairs = insn.iter_out * insn.iter_in
         step = max(1, _CHUNK // bases[0].size)
+        depth = self.sram["acc"].shape[0]
         for p0 in range(0, pairs, step):
             p = np.arange(p0, min(pairs, p0 + step), dtype=np.int64)
             i, j = (p // insn.iter_in)[:, None], (p % insn.iter_in)[:, None]
-            yield tuple((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors))
+            a, s, w = ((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors))
+            yield a, s, w, _distinct(a, depth)
 
     def _write_acc(self, a, vc, what):
         acc, out = self.sram["acc"], self.sram["out"]
@@ -159,11 +185,10 @@ class Machine:
     def execute_gemm(self, insn: isa.GemmInsn, vc) -> None:
         if insn.iterations == 0:
             return
-        self._check_ranges(insn, "inp")
-        for a, s, w in self._chunks(insn):
-            self._gemm_chunk(insn, a, s, w, vc)
+        for a, s, w, distinct in self._loop_indices(insn, "inp"):
+            self._gemm_chunk(insn, a, s, w, distinct, vc)
 
-    def _gemm_chunk(self, insn, a, s, w, vc) -> None:
+    def _gemm_chunk(self, insn, a, s, w, distinct, vc) -> None:
         acc = self.sram["acc"]
         if insn.reset:
             acc[a] = 0
@@ -173,7 +198,7 @@ class Machine:
             inp = self.sram["inp"][s].astype(np.int32)              # (n, B, BI)
             wgt = self.sram["wgt"][w].astype(np.int32)              # (n, BO, BI)
             prod = np.matmul(inp, wgt.transpose(0, 2, 1))          # (n, B, BO), exact in int32
-            if np.unique(a).size == a.size:
+            if distinct:
                 acc[a] += prod
             else:
                 np.add.at(acc, a, prod)                            # wrapping int32, order-free
@@ -183,11 +208,10 @@ class Machine:
     def execute_alu(self, insn: isa.AluInsn, vc) -> None:
         if insn.iterations == 0:
             return
-        self._check_ranges(insn, "acc")
-        for a, s, _ in self._chunks(insn):
-            self._alu_chunk(insn, a, s, vc)
+        for a, s, _, distinct in self._loop_indices(insn, "acc"):
+            self._alu_chunk(insn, a, s, distinct, vc)
 
-    def _alu_chunk(self, insn, a, s, vc) -> None:
+    def _alu_chunk(self, insn, a, s, distinct, vc) -> None:
         acc = self.sram["acc"]
         if insn.reset:
             acc[a] = 0
@@ -196,9 +220,12 @@ class Machine:
         n = a.size
         order = np.arange(n)
         first_write = np.full(acc.shape[0], n, dtype=np.int64)
-        np.minimum.at(first_write, a, order)
+        repeats_dst = not distinct
+        if repeats_dst:
+            np.minimum.at(first_write, a, order)
+        else:
+            first_write[a] = order  # distinct destinations: plain assignment is the first write
         reads_own_write = (not insn.use_imm) and bool(np.any(first_write[s] < order))
-        repeats_dst = bool(np.any(first_write[a] < order))
         op = insn.alu_opcode
         y = np.int64(insn.imm) if insn.use_imm else None
         if not reads_own_write and not repeats_dst:
@@ -212,6 +239,11 @@ class Machine:
                 acc[a[k]] = alu_op(op, acc[a[k]], y if y is not None else acc[s[k]])
         self.stats["alu_counter"] += n
         self._write_acc(a, vc, "ALU")
+
+
+def _distinct(idx: np.ndarray, depth: int) -> bool:
+    """Whether indices into a `depth`-entry SRAM are all different (bincount: linear, no sort)."""
+    return idx.size < 2 or int(np.bincount(idx, minlength=depth).max()) == 1
 
 
 def alu_op(op: int, x: np.ndarray, y) -> np.ndarray:

@@ -9,7 +9,7 @@ Instruction semantics run atomically at the start of each instruction through `e
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from . import isa
@@ -80,6 +80,10 @@ class DmaCost:
                    for r in range(insn.y_size))
 
 
+_IDLE, _PORT, _RUN, _PUSH = range(4)                       # module phases
+_FETCH_GRANT, _FETCH_ENQUEUE, _START, _GRANT, _DONE, _PUSHED = range(6)
+
+
 @dataclass
 class TraceEvent:
     """One instruction's life in its module (cycles)."""
@@ -97,19 +101,33 @@ class TraceEvent:
     pushes: tuple = ()
 
 
-@dataclass
+class _Running:
+    """The instruction a module is executing: its remaining segments and pushes."""
+
+    __slots__ = ("index", "enqueue", "start", "t", "segments", "seg", "body", "grant", "done", "pushes", "push",
+                 "last_push", "token_wait")
+
+    def __init__(self, index, enqueue, start, segments, token_wait):
+        self.index, self.enqueue, self.start, self.t = index, enqueue, start, start
+        self.segments, self.seg = segments, 0      # (needs read port, cycles); seg = next one
+        self.grant = self.done = None
+        self.pushes, self.push = (), 0
+        self.last_push = start
+        self.token_wait = token_wait
+
+
 class _Module:
-    num: int
-    queue: deque = field(default_factory=deque)     # (index, enqueue cycle)
-    phase: str = "idle"                             # idle | port | run | push
-    free: int = 0
-    seq: int = 0
-    vc: list = field(default_factory=lambda: [0, 0, 0])
-    current: object = None                          # dict describing the running instruction
-    busy: int = 0
-    stall_token: int = 0
-    stall_port: int = 0
-    stall_push: int = 0
+    __slots__ = ("num", "queue", "phase", "free", "seq", "vc", "current", "busy", "stall_token",
+                 "stall_port", "stall_push")
+
+    def __init__(self, num: int):
+        self.num = num
+        self.queue = deque()                       # (index, enqueue cycle)
+        self.phase = _IDLE
+        self.free = self.seq = 0
+        self.vc = [0, 0, 0]
+        self.current = None
+        self.busy = self.stall_token = self.stall_port = self.stall_push = 0
 
 
 class Engine:
@@ -123,8 +141,19 @@ class Engine:
         self.insn_addr = insn_addr
         self.mods = [_Module(i) for i in range(3)]
         self.tokens = {q: deque() for q in TOKEN_QUEUES}           # each: deque of vc snapshots
+        # Token queues each instruction pops and pushes, by name, decided once per flag pattern.
+        flag_queues = {}
+        self.pops, self.pushes = [], []
+        for insn, num in zip(insns, modules):
+            key = (num, insn.pop_prev, insn.pop_next, insn.push_prev, insn.push_next)
+            if key not in flag_queues:
+                flag_queues[key] = (self._queues(insn, num, "pop"), self._queues(insn, num, "push"))
+            pops, pushes = flag_queues[key]
+            self.pops.append(pops)
+            self.pushes.append(pushes)
+        self._segment_cache = {}
         self.port_free = 0
-        self.fetch_k, self.fetch_phase, self.fetch_t = 0, "req", 0
+        self.fetch_k, self.fetch_req, self.fetch_t = 0, True, 0
         self.fetch_stall_queue = self.fetch_stall_port = 0
         self.now = 0
         self.end = None
@@ -132,111 +161,136 @@ class Engine:
         self.progress = progress
 
     # ------------------------------------------------------------------ helpers
-    def _queues(self, insn, num, kind: str) -> list:
+    def _queues(self, insn, num, kind: str) -> tuple:
         table = _FLAG_QUEUE[num]
-        return [table[f] for f in isa.FLAGS if f.startswith(kind) and getattr(insn, f)]
+        return tuple(table[f] for f in isa.FLAGS if f.startswith(kind) and getattr(insn, f))
 
-    def _segments(self, insn) -> list:
-        """The instruction's work as (needs read port, cycles) segments."""
+    def _segments(self, insn) -> tuple:
+        """The instruction's work as ((needs read port, cycles), ...) and their total cycles.
+
+        A LOAD/STORE's costs depend on its DRAM addresses only modulo the burst boundary, so
+        they are cached under that reduced key (compiled programs repeat a few row patterns).
+        """
         cfg = self.cfg
         if isinstance(insn, isa.MemInsn):
             if insn.x_size == 0:
-                return [(False, 1)]
-            if insn.opcode == isa.OP_STORE:
-                segments = [(False, self.dma.store_cycles(insn))]
-            else:
-                segments = self.dma.load_segments(insn)
-            # a LOAD/STORE that moves no entry (y_size = 0, no y pads) still takes its cycle
-            return segments if sum(c for _, c in segments) else [(False, 1)]
+                return ((False, 1),), 1
+            elem = cfg.dram_elem_bytes(insn.memory_type)
+            boundary = self.dma.boundary
+            key = (insn.opcode, elem, insn.x_size, insn.y_size, insn.pads, (insn.dram_base * elem) % boundary,
+                   (insn.x_stride * elem) % boundary)
+            hit = self._segment_cache.get(key)
+            if hit is None:
+                if insn.opcode == isa.OP_STORE:
+                    segments = [(False, self.dma.store_cycles(insn))]
+                else:
+                    segments = self.dma.load_segments(insn)
+                body = sum(c for _, c in segments)
+                # a LOAD/STORE that moves no entry (y_size = 0, no y pads) still takes its cycle
+                hit = self._segment_cache[key] = (tuple(segments), body) if body else (((False, 1),), 1)
+            return hit
         if isinstance(insn, isa.GemmInsn):
-            return [(False, cfg.GEMM_PIPELINE + insn.iterations)]
-        if isinstance(insn, isa.AluInsn):
-            return [(False, cfg.ALU_PIPELINE + insn.iterations * (1 if insn.use_imm else 2))]
-        return [(False, 1)]  # FINISH
+            cycles = cfg.GEMM_PIPELINE + insn.iterations
+        elif isinstance(insn, isa.AluInsn):
+            cycles = cfg.ALU_PIPELINE + insn.iterations * (1 if insn.use_imm else 2)
+        else:
+            cycles = 1  # FINISH
+        return ((False, cycles),), cycles
 
-    def _advance(self, m: _Module) -> None:
+    @staticmethod
+    def _advance(m: _Module) -> None:
         """Run local segments; stop at the next read burst (port request) or at completion."""
         cur = m.current
-        segs = cur["segments"]
-        while segs and not segs[0][0]:
-            cur["t"] += segs.pop(0)[1]
-        if segs:
-            m.phase = "port"
+        segs, i = cur.segments, cur.seg
+        while i < len(segs) and not segs[i][0]:
+            cur.t += segs[i][1]
+            i += 1
+        cur.seg = i
+        if i < len(segs):
+            m.phase = _PORT
         else:
-            cur["done"] = cur["t"]
-            m.phase = "run"
-
-    # ------------------------------------------------------------------ proposals
-    def _proposals(self):
-        props = []
-        now, n = self.now, len(self.insns)
-        if self.fetch_k < n:
-            if self.fetch_phase == "req":
-                props.append((max(now, self.fetch_t, self.port_free), 2, _PORT_PRIORITY[FETCH], "fetch_grant", None))
-            else:
-                m = self.mods[self.modules_of[self.fetch_k]]
-                if len(m.queue) < self.cfg.CMD_QUEUE_DEPTH:
-                    props.append((max(now, self.fetch_t), 0, 0, "fetch_enqueue", None))
-        for m in self.mods:
-            if m.phase == "idle":
-                if m.queue:
-                    idx = m.queue[0][0]
-                    if all(self.tokens[q] for q in self._queues(self.insns[idx], m.num, "pop")):
-                        props.append((max(now, m.free, m.queue[0][1]), 1, m.num, "start", m))
-            elif m.phase == "port":
-                props.append((max(now, m.current["t"], self.port_free), 2, _PORT_PRIORITY[m.num], "grant", m))
-            elif m.phase == "run":
-                props.append((max(now, m.current["done"]), 0, m.num, "done", m))
-            elif m.phase == "push":
-                q = m.current["pushes"][0]
-                if len(self.tokens[q]) < self.cfg.TOKEN_DEPTH:
-                    props.append((now, 0, m.num, "push", m))
-        return props
+            cur.done = cur.t
+            m.phase = _RUN
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> int:
-        """Simulate to the completion of FINISH; returns that cycle."""
+        """Simulate to the completion of FINISH; returns that cycle.
+
+        Each step, every agent proposes its next transition as (cycle, phase, priority) and the
+        smallest is applied (on a tie, fetch's proposal, made first, wins).
+        """
+        insns, n, mods, tokens = self.insns, len(self.insns), self.mods, self.tokens
+        modules_of = self.modules_of
+        pop_deques = [tuple(tokens[q] for q in pops) for pops in self.pops]
+        qdepth, tdepth = self.cfg.CMD_QUEUE_DEPTH, self.cfg.TOKEN_DEPTH
         while self.end is None:
-            props = self._proposals()
-            if not props:
-                raise self._deadlock()
-            t, _, _, action, m = min(props, key=lambda p: (p[0], p[1], p[2]))
-            self.now = t
-            if action == "fetch_grant":
-                self.fetch_stall_port += t - self.fetch_t
-                cycles = sum(self.dma.read_bursts(self.insn_addr + self.fetch_k * isa.INSN_BYTES, isa.INSN_BYTES))
-                self.port_free = self.fetch_t = t + cycles
-                self.fetch_phase = "enqueue"
-            elif action == "fetch_enqueue":
-                k = self.fetch_k
-                self.fetch_stall_queue += t - self.fetch_t
-                self.mods[self.modules_of[k]].queue.append((k, t))
-                self.fetch_k, self.fetch_phase, self.fetch_t = k + 1, "req", t
-                if self.progress is not None:
-                    self.progress(k + 1, len(self.insns), t)
-            elif action == "start":
-                self._start(m, t)
-            elif action == "grant":
-                cur = m.current
-                m.stall_port += t - cur["t"]
-                cur.setdefault("grant", t)
-                cur["t"] = self.port_free = t + cur["segments"].pop(0)[1]
-                self._advance(m)
-            elif action == "done":
-                m.busy += m.current["body"]
-                m.current["last_push"] = t
-                if m.current["pushes"]:
-                    m.phase = "push"
+            now, port_free, k = self.now, self.port_free, self.fetch_k
+            best = action = bm = None
+            if k < n:
+                if self.fetch_req:
+                    best, action = (max(now, self.fetch_t, port_free), 2, _PORT_PRIORITY[FETCH]), _FETCH_GRANT
+                elif len(mods[modules_of[k]].queue) < qdepth:
+                    best, action = (max(now, self.fetch_t), 0, 0), _FETCH_ENQUEUE
+            for m in mods:
+                phase = m.phase
+                if phase == _IDLE:
+                    if not m.queue:
+                        continue
+                    idx, enq = m.queue[0]
+                    if not all(pop_deques[idx]):
+                        continue
+                    key, act = (max(now, m.free, enq), 1, m.num), _START
+                elif phase == _PORT:
+                    key, act = (max(now, m.current.t, port_free), 2, _PORT_PRIORITY[m.num]), _GRANT
+                elif phase == _RUN:
+                    key, act = (max(now, m.current.done), 0, m.num), _DONE
                 else:
-                    self._retire(m, t)
-            else:  # push
-                cur = m.current
-                q = cur["pushes"].pop(0)
-                self.tokens[q].append(list(m.vc))
-                m.stall_push += t - cur["last_push"]
-                cur["last_push"] = t
-                if not cur["pushes"]:
-                    self._retire(m, t)
+                    cur = m.current
+                    if len(tokens[cur.pushes[cur.push]]) >= tdepth:
+                        continue
+                    key, act = (now, 0, m.num), _PUSHED
+                if best is None or key < best:
+                    best, action, bm = key, act, m
+            if best is None:
+                raise self._deadlock()
+            t = self.now = best[0]
+            if action == _FETCH_GRANT:
+                self.fetch_stall_port += t - self.fetch_t
+                cycles = sum(self.dma.read_bursts(self.insn_addr + k * isa.INSN_BYTES, isa.INSN_BYTES))
+                self.port_free = self.fetch_t = t + cycles
+                self.fetch_req = False
+            elif action == _FETCH_ENQUEUE:
+                self.fetch_stall_queue += t - self.fetch_t
+                mods[modules_of[k]].queue.append((k, t))
+                self.fetch_k, self.fetch_req, self.fetch_t = k + 1, True, t
+                if self.progress is not None:
+                    self.progress(k + 1, n, t)
+            elif action == _START:
+                self._start(bm, t)
+            elif action == _GRANT:
+                cur = bm.current
+                bm.stall_port += t - cur.t
+                if cur.grant is None:
+                    cur.grant = t
+                cur.t = self.port_free = t + cur.segments[cur.seg][1]
+                cur.seg += 1
+                self._advance(bm)
+            elif action == _DONE:
+                cur = bm.current
+                bm.busy += cur.body
+                cur.last_push = t
+                if cur.pushes:
+                    bm.phase = _PUSH
+                else:
+                    self._retire(bm, t)
+            else:  # a push lands
+                cur = bm.current
+                tokens[cur.pushes[cur.push]].append(list(bm.vc))
+                cur.push += 1
+                bm.stall_push += t - cur.last_push
+                cur.last_push = t
+                if cur.push == len(cur.pushes):
+                    self._retire(bm, t)
         return self.end
 
     def _start(self, m: _Module, t: int):
@@ -244,43 +298,42 @@ class Engine:
         insn = self.insns[idx]
         ready = max(m.free, enq)
         m.stall_token += t - ready
-        pops = self._queues(insn, m.num, "pop")
-        for q in pops:
+        for q in self.pops[idx]:
             vc = self.tokens[q].popleft()
             m.vc = [max(a, b) for a, b in zip(m.vc, vc)]
         m.seq += 1
         m.vc[m.num] = m.seq
         self.execute(idx, insn, m.num, m.vc)
-        segments = self._segments(insn)
-        pushes = self._queues(insn, m.num, "push")
-        m.current = {"index": idx, "enqueue": enq, "start": t, "t": t, "segments": segments,
-                     "body": sum(c for _, c in segments), "pops": tuple(pops), "pushes": pushes,
-                     "pushed": tuple(pushes), "token_wait": t - ready}
+        segments, body = self._segments(insn)
+        cur = m.current = _Running(idx, enq, t, segments, t - ready)
+        cur.body = body
+        cur.pushes = self.pushes[idx]
         self._advance(m)
 
     def _retire(self, m: _Module, t: int):
         cur = m.current
         m.free = t
-        if cur["index"] == len(self.insns) - 1:
+        if cur.index == len(self.insns) - 1:
             self.end = t
         if self.events is not None:
             self.events.append(TraceEvent(
-                cur["index"], MODULE_NAMES[m.num], isa.disasm(self.insns[cur["index"]]), cur["enqueue"],
-                cur["start"], cur.get("grant", cur["start"]), cur["done"], t, cur["token_wait"], cur["pops"], cur["pushed"]))
-        m.current, m.phase = None, "idle"
+                cur.index, MODULE_NAMES[m.num], isa.disasm(self.insns[cur.index]), cur.enqueue, cur.start,
+                cur.start if cur.grant is None else cur.grant, cur.done, t, cur.token_wait,
+                self.pops[cur.index], cur.pushes))
+        m.current, m.phase = None, _IDLE
 
     # ------------------------------------------------------------------ diagnostics
     def _deadlock(self) -> DeadlockError:
         lines = []
         for m in self.mods:
             name = MODULE_NAMES[m.num]
-            if m.phase == "push":
-                idx = m.current["index"]
-                lines.append(f"{name}: instruction {idx} waits to push {m.current['pushes'][0]} (full)"
-                             f"  {isa.disasm(self.insns[idx])}")
+            if m.phase == _PUSH:
+                cur = m.current
+                lines.append(f"{name}: instruction {cur.index} waits to push {cur.pushes[cur.push]} (full)"
+                             f"  {isa.disasm(self.insns[cur.index])}")
             elif m.queue:
                 idx = m.queue[0][0]
-                missing = [q for q in self._queues(self.insns[idx], m.num, "pop") if not self.tokens[q]]
+                missing = [q for q in self.pops[idx] if not self.tokens[q]]
                 lines.append(f"{name}: instruction {idx} waits for token(s) {', '.join(missing)}"
                              f"  {isa.disasm(self.insns[idx])}")
             else:
@@ -290,8 +343,8 @@ class Engine:
             lines.append(f"fetch: instruction {k} waits for a slot in the full "
                          f"{MODULE_NAMES[self.modules_of[k]]} queue")
         counts = ", ".join(f"{q}={len(v)}" for q, v in self.tokens.items())
-        blocked = next((m for m in self.mods if m.queue or m.phase == "push"), None)
-        idx = (blocked.current["index"] if blocked and blocked.phase == "push" else
+        blocked = next((m for m in self.mods if m.queue or m.phase == _PUSH), None)
+        idx = (blocked.current.index if blocked and blocked.phase == _PUSH else
                blocked.queue[0][0] if blocked else None)
         return DeadlockError(f"deadlock at cycle {self.now}: every module waits and FINISH has not "
                              f"completed; token counts {counts}\n  " + "\n  ".join(lines),
