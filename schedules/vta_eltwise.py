@@ -28,6 +28,7 @@ from .vta_workloads import INT8_MAX, INT8_MIN
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 #: The rounding constant 1 << (shift - 1) is an ALU immediate: signed 16 bits.
 MAX_SHIFT = 15
+VTHREADS = 2       # one thread's store overlaps the other's loads and ALU chain (docs/ops.md)
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,11 @@ def check_params(p: AddParams) -> None:
                            "(the result is stored as int8)")
 
 
-def choose_tile(cfg: Config, entries: int) -> tuple:
-    """(tile entries, tiles): both operands of a tile in ACC, as few tiles as possible, evenly cut."""
-    cap = cfg.buffers["acc"].depth // 2
-    tiles = -(-entries // cap)
+def choose_tile(cfg: Config, entries: int, vthreads: int) -> tuple:
+    """(tile entries, tiles): both operands of each thread's tile in ACC, as few tiles as
+    possible (a multiple of the threads), evenly cut."""
+    cap = cfg.buffers["acc"].depth // (2 * vthreads)
+    tiles = -(-entries // (cap * vthreads)) * vthreads
     return -(-entries // tiles), tiles
 
 
@@ -109,12 +111,15 @@ def alu_stages(p: AddParams) -> list:
     return shifts + p.stages()
 
 
-def schedule(cfg: Config, entries: int, tile: int, p: AddParams):
-    """Per tile of `tile` entries: two ACC_8BIT loads, the ALU chain in place, the store."""
+def schedule(cfg: Config, entries: int, tile: int, p: AddParams, vthreads: int = 1):
+    """Per tile of `tile` entries: two ACC_8BIT loads, the ALU chain in place, the store.
+    Two virtual threads take alternate tiles, so one's store overlaps the other's work."""
     sch = s_tir.Schedule(te.create_prim_func(workload(cfg, entries, p)))
     out = sch.get_sblock("out")
     e = sch.get_loops(out)[0]
-    tile_loop, _ = sch.split(e, [None, tile])
+    _, tile_loop, _ = sch.split(e, [None, vthreads, tile])
+    if vthreads > 1:
+        sch.bind(tile_loop, "vthread.x")
     stages = [name for name, _, _ in reversed(alu_stages(p))] + ["b_acc", "a_acc"]
     for name in stages:
         block = sch.get_sblock(name)
@@ -127,15 +132,17 @@ def schedule(cfg: Config, entries: int, tile: int, p: AddParams):
 
 
 def add_kernel(cfg: Config, n: int, c: int, h: int, w: int, shift_a: int, shift_b: int, shift: int,
-               lo: int = INT8_MIN, hi: int = INT8_MAX) -> OpKernel:
+               lo: int = INT8_MIN, hi: int = INT8_MAX, vthreads: int = VTHREADS) -> OpKernel:
     """Compiled quantised add of two plain int8 NCHW (n, c, h, w) tensors -> int8 NCHW."""
     if min(n, c, h, w) < 1:
         raise CompileError(f"add shape n={n} c={c} h={h} w={w}: all must be >= 1")
+    if vthreads not in (1, 2):
+        raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
     p = AddParams(shift_a, shift_b, shift, lo, hi)
     check_params(p)
     nn, cc = blocked(cfg, n, c)
     entries = nn // cfg.BATCH * (cc // cfg.BLOCK_OUT) * h * w
-    tile, tiles = choose_tile(cfg, entries)
+    tile, tiles = choose_tile(cfg, entries, vthreads)
     padded = tile * tiles
     entry = (cfg.BATCH, cfg.BLOCK_OUT)
 
@@ -147,9 +154,10 @@ def add_kernel(cfg: Config, n: int, c: int, h: int, w: int, shift_a: int, shift_
         return crop_unpack_nchw(out[:entries].reshape(nn // cfg.BATCH, cc // cfg.BLOCK_OUT, h, w,
                                                       *entry), n, c)
 
-    kernel = compile_vta(schedule(cfg, padded, tile, p), cfg)
+    kernel = compile_vta(schedule(cfg, padded, tile, p, vthreads), cfg)
     return OpKernel("add", kernel, pack=lambda a, b: (flat(a, "add operand a"), flat(b, "add operand b")),
-                    unpack=unflat, tiles={"tile_entries": tile, "tiles": tiles})
+                    unpack=unflat, tiles={"tile_entries": tile, "tiles": tiles,
+                                                  "vthreads": vthreads})
 
 
 # ----------------------------------------------------------------------------- reference

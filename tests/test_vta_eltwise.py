@@ -10,11 +10,11 @@ def _int8(shape, seed):
     return np.random.default_rng(seed).integers(-128, 128, shape).astype(np.int8)
 
 
-def _check(cfg, n, c, h, w, shift_a, shift_b, shift, lo=-128, hi=127, a=None, b=None):
+def _check(cfg, n, c, h, w, shift_a, shift_b, shift, lo=-128, hi=127, a=None, b=None, vthreads=2):
     a = _int8((n, c, h, w), 1) if a is None else a
     b = _int8((n, c, h, w), 2) if b is None else b
     kept = (a.copy(), b.copy())
-    kernel = add_kernel(cfg, n, c, h, w, shift_a, shift_b, shift, lo, hi)
+    kernel = add_kernel(cfg, n, c, h, w, shift_a, shift_b, shift, lo, hi, vthreads=vthreads)
     y, result = kernel(a, b)
     ref = add_ref(a, b, shift_a, shift_b, shift, lo, hi)
     assert y.dtype == np.int8 and y.shape == (n, c, h, w)
@@ -53,9 +53,10 @@ def test_saturation_and_relu(cfg):
     assert (y[0, 1:] == 0).all()
 
 
-def test_several_tiles(cfg):
-    kernel, _ = _check(cfg, 1, 8, 40, 41, 1, 0, 1)
-    assert kernel.tiles["tiles"] > 1
+@pytest.mark.parametrize("vthreads", [1, 2])
+def test_several_tiles(cfg, vthreads):
+    kernel, _ = _check(cfg, 1, 8, 40, 41, 1, 0, 1, vthreads=vthreads)
+    assert kernel.tiles["tiles"] > vthreads
 
 
 @pytest.mark.parametrize("shifts,clip,match", [
@@ -70,6 +71,11 @@ def test_several_tiles(cfg):
 def test_refusals(cfg, shifts, clip, match):
     with pytest.raises(CompileError, match=match):
         add_kernel(cfg, 1, 8, 1, 1, *shifts, *clip)
+
+
+def test_three_threads_are_refused(cfg):
+    with pytest.raises(CompileError, match="vthreads = 3"):
+        add_kernel(cfg, 1, 8, 1, 1, 0, 0, 0, vthreads=3)
 
 
 def test_wrong_inputs_are_refused(cfg):
