@@ -8,6 +8,8 @@ turns a missing token into a `HazardError` instead of a silently wrong result.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import isa
@@ -21,6 +23,27 @@ _CHUNK = 1 << 18  # iterations materialised at once: bounds memory on huge loop 
 _NEST_CACHE_SIZE = 64  # memoised loop nests (each at most one chunk of index arrays)
 _COMMUTATIVE = {isa.ALU_MIN: np.minimum, isa.ALU_MAX: np.maximum, isa.ALU_ADD: np.add,
                 isa.ALU_MUL: np.multiply}
+
+
+class _Chunk(NamedTuple):
+    """Index arrays of a run of GEMM/ALU iterations and how their destinations repeat."""
+
+    a: np.ndarray            # dst (ACC/OUT) index per iteration, in execution order
+    s: np.ndarray            # src (INP or ACC)
+    w: np.ndarray            # wgt (GEMM)
+    distinct: bool           # no dst repeats
+    dst: np.ndarray          # the distinct dst entries (a itself when distinct)
+    order: np.ndarray | None   # iterations sorted by dst (None when distinct) ...
+    starts: np.ndarray | None  # ... and where each dst's run starts in that order
+
+
+def _chunk(a, s, w, depth: int) -> _Chunk:
+    if a.size < 2 or int(np.bincount(a, minlength=depth).max()) == 1:  # linear, no sort
+        return _Chunk(a, s, w, True, a, None, None)
+    order = np.argsort(a, kind="stable")
+    sorted_a = a[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_a[1:] != sorted_a[:-1])))
+    return _Chunk(a, s, w, False, sorted_a[starts], order, starts)
 
 
 class _Shared:
@@ -142,7 +165,7 @@ class Machine:
                     f"outside {buf.upper()} (depth {depth}, valid 0..{depth - 1})")
 
     def _loop_indices(self, insn, src_buffer: str):
-        """Range-checked (dst, src, wgt, dst distinct) index chunks of a GEMM/ALU loop nest.
+        """Range-checked index chunks (`_Chunk`) of a GEMM/ALU loop nest.
 
         Programs repeat the same nest over the same loaded micro-ops many times, so a nest that
         fits one chunk is memoised (its checks passed) until the next UOP load changes them.
@@ -174,53 +197,56 @@ class Machine:
         for p0 in range(0, pairs, step):
             p = np.arange(p0, min(pairs, p0 + step), dtype=np.int64)
             i, j = (p // insn.iter_in)[:, None], (p % insn.iter_in)[:, None]
-            a, s, w = ((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors))
-            yield a, s, w, _distinct(a, depth)
+            yield _chunk(*((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors)), depth)
 
-    def _write_acc(self, a, vc, what):
+    def _write_acc(self, dst, vc, what):
+        """OUT mirrors the written ACC entries (each distinct entry once)."""
         acc, out = self.sram["acc"], self.sram["out"]
-        self.shared["out"].check_write(a, vc, what)
-        out[a] = acc[a].astype(np.int8)
+        self.shared["out"].check_write(dst, vc, what)
+        out[dst] = acc[dst].astype(np.int8)
 
     def execute_gemm(self, insn: isa.GemmInsn, vc) -> None:
         if insn.iterations == 0:
             return
-        for a, s, w, distinct in self._loop_indices(insn, "inp"):
-            self._gemm_chunk(insn, a, s, w, distinct, vc)
+        for chunk in self._loop_indices(insn, "inp"):
+            self._gemm_chunk(insn, chunk, vc)
 
-    def _gemm_chunk(self, insn, a, s, w, distinct, vc) -> None:
+    def _gemm_chunk(self, insn, chunk: _Chunk, vc) -> None:
         acc = self.sram["acc"]
+        a, s, w = chunk.a, chunk.s, chunk.w
         if insn.reset:
-            acc[a] = 0
+            acc[chunk.dst] = 0
         else:
             self.shared["inp"].check_read(s, vc, "GEMM")
             self.shared["wgt"].check_read(w, vc, "GEMM")
             inp = self.sram["inp"][s].astype(np.int32)              # (n, B, BI)
             wgt = self.sram["wgt"][w].astype(np.int32)              # (n, BO, BI)
             prod = np.matmul(inp, wgt.transpose(0, 2, 1))          # (n, B, BO), exact in int32
-            if distinct:
+            if chunk.distinct:
                 acc[a] += prod
-            else:
-                np.add.at(acc, a, prod)                            # wrapping int32, order-free
+            else:  # sum each dst's products (int64), then wrap to int32: order-free and exact
+                sums = np.add.reduceat(prod[chunk.order], chunk.starts, axis=0, dtype=np.int64)
+                acc[chunk.dst] = (acc[chunk.dst] + sums).astype(np.int32)
             self.stats["gemm_counter"] += a.size
-        self._write_acc(a, vc, "GEMM")
+        self._write_acc(chunk.dst, vc, "GEMM")
 
     def execute_alu(self, insn: isa.AluInsn, vc) -> None:
         if insn.iterations == 0:
             return
-        for a, s, _, distinct in self._loop_indices(insn, "acc"):
-            self._alu_chunk(insn, a, s, distinct, vc)
+        for chunk in self._loop_indices(insn, "acc"):
+            self._alu_chunk(insn, chunk, vc)
 
-    def _alu_chunk(self, insn, a, s, distinct, vc) -> None:
+    def _alu_chunk(self, insn, chunk: _Chunk, vc) -> None:
         acc = self.sram["acc"]
+        a, s = chunk.a, chunk.s
         if insn.reset:
-            acc[a] = 0
-            self._write_acc(a, vc, "ALU")
+            acc[chunk.dst] = 0
+            self._write_acc(chunk.dst, vc, "ALU")
             return
         n = a.size
         order = np.arange(n)
         first_write = np.full(acc.shape[0], n, dtype=np.int64)
-        repeats_dst = not distinct
+        repeats_dst = not chunk.distinct
         if repeats_dst:
             np.minimum.at(first_write, a, order)
         else:
@@ -238,12 +264,7 @@ class Machine:
             for k in range(n):
                 acc[a[k]] = alu_op(op, acc[a[k]], y if y is not None else acc[s[k]])
         self.stats["alu_counter"] += n
-        self._write_acc(a, vc, "ALU")
-
-
-def _distinct(idx: np.ndarray, depth: int) -> bool:
-    """Whether indices into a `depth`-entry SRAM are all different (bincount: linear, no sort)."""
-    return idx.size < 2 or int(np.bincount(idx, minlength=depth).max()) == 1
+        self._write_acc(chunk.dst, vc, "ALU")
 
 
 def alu_op(op: int, x: np.ndarray, y) -> np.ndarray:
