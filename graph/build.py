@@ -1,0 +1,131 @@
+"""Build an integer Relax module twice: all on the CPU (the bit-exact reference), and with the
+accelerator's ops offloaded (graph.partition + graph.codegen), both run by relax.VirtualMachine.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import tvm
+from tvm import relax
+
+from vta_sim.config import Config
+
+from . import codegen, ops
+from .errors import GraphError
+from .kernels import KernelCache
+from .partition import partition
+
+_BUILDS = itertools.count()
+#: Relax ops that are layers of the report when they run on the CPU, by layer kind.
+CPU_LAYERS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
+              "relax.mean": "avg_pool", "relax.nn.avg_pool2d": "avg_pool",
+              "relax.nn.adaptive_avg_pool2d": "avg_pool"}
+AVG_REASON = "an average divides by the window size; the ALU has no divide"
+
+
+@dataclass
+class Layer:
+    """One layer of the compiled graph, in execution order."""
+    name: str
+    op: str
+    target: str                  # "vta" or "cpu"
+    reason: str | None           # why it runs on the CPU
+    symbol: str | None = None    # the offloaded region's packed function
+
+
+def _vm(mod) -> relax.VirtualMachine:
+    return relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+
+
+def _single_output(vm, x: np.ndarray) -> np.ndarray:
+    out = vm["main"](tvm.runtime.tensor(x))
+    if not hasattr(out, "numpy"):
+        raise GraphError("the model returns more than one tensor; one output is supported")
+    return out.numpy()
+
+
+class CpuModel:
+    """The integer graph built for `llvm`: the reference the accelerator must match bit for bit."""
+
+    def __init__(self, mod):
+        t0 = time.perf_counter()
+        self.vm = _vm(mod)
+        self.compile_s = time.perf_counter() - t0
+
+    def run(self, x: np.ndarray) -> np.ndarray:
+        return _single_output(self.vm, x)
+
+
+class VtaModel:
+    """The integer graph with its accelerator ops offloaded; `run` also returns the layer runs."""
+
+    def __init__(self, mod, cfg: Config, vthreads: int = 2, backend: str = "sim", trace: bool = False,
+                 cache: KernelCache | None = None, progress=None, qdq_decisions=()):
+        t0 = time.perf_counter()
+        refusals: dict = {}
+        parted = _unique_symbols(partition(mod, refusals), f"vta{next(_BUILDS)}_")
+        self.build = codegen.VtaBuild(cfg, vthreads, backend, trace, cache or KernelCache(), progress)
+        with codegen.active(self.build):
+            self.mod = relax.transform.RunCodegen()(parted)
+        self.partitioned = parted
+        self.vm = _vm(self.mod)
+        self.layers = _layers(self.mod["main"], self.build.regions, refusals, qdq_decisions)
+        self.compile_s = time.perf_counter() - t0
+
+    def run(self, x: np.ndarray) -> tuple[np.ndarray, list]:
+        self.build.log.clear()
+        out = _single_output(self.vm, x)
+        return out, list(self.build.log)
+
+
+def _unique_symbols(mod, prefix: str):
+    """Prefix each offloaded region's global symbol, so two builds in one process never share one."""
+    for gv, func in list(mod.functions_items()):
+        if isinstance(func, relax.Function) and func.attrs and func.attrs.get("Codegen") == "vta":
+            mod[gv] = func.with_attr("global_symbol", prefix + str(func.attrs["global_symbol"]))
+    return mod
+
+
+def _extern_symbol(call) -> str | None:
+    if ops.op_name(call) == "relax.call_dps_packed" and isinstance(call.args[0], relax.ExternFunc):
+        return str(call.args[0].global_symbol)
+    return None
+
+
+def _layers(main, regions: dict, refusals: dict, qdq_decisions) -> list:
+    """The report's layers in execution order, with where each runs and why."""
+    var2val = dict(relax.analysis.get_var2val(main))
+    float_reasons = {d.name: d.reason for d in qdq_decisions if not d.integer}
+    counts: dict = {}
+    layers = []
+
+    def add(kind, target, reason, symbol=None):
+        counts[kind] = counts.get(kind, 0) + 1
+        name = f"{kind}{counts[kind]}"
+        if target == "cpu" and reason is None:
+            reason = float_reasons.get(name, "no accelerator pattern matched")
+        layers.append(Layer(name, kind, target, reason, symbol))
+
+    for block in main.body.blocks:
+        for binding in block.bindings:
+            call = binding.value
+            symbol = _extern_symbol(call)
+            if symbol in regions:
+                add(regions[symbol].spec.op, "vta", None, symbol)
+                continue
+            name = ops.op_name(call)
+            if name in CPU_LAYERS:
+                kind = CPU_LAYERS[name]
+                add(kind, "cpu", AVG_REASON if kind == "avg_pool" else refusals.get(call))
+            elif name == "relax.add" and _is_residual(call, var2val):
+                add("add", "cpu", refusals.get(call))
+    return layers
+
+
+def _is_residual(call, var2val) -> bool:
+    """An add of two activations: shifted int8 operands (integer form) or two dequantized ones."""
+    kinds = {ops.op_name(var2val.get(a, a)) for a in call.args}
+    return kinds in ({"relax.left_shift"}, {"relax.dequantize"})

@@ -1,0 +1,127 @@
+"""`relax.ext.vta`: the BYOC codegen that compiles each offloaded region through the TensorIR path.
+
+RunCodegen calls it once per build with every function marked `Codegen: "vta"`. Each function
+wraps one composite (graph.partition): its `OpSpec` is read off the composite's body, a kernel
+for that spec is compiled (or taken from the `KernelCache`: a ResNet has 20 convs but 11
+distinct shapes), and a packed function named by the region's global symbol is registered.
+`R.call_dps_packed` calls it from the VM with the region's inputs and its output tensor; it runs
+the kernel on the chosen backend, checks the result against the numpy reference of the op and
+appends a `LayerRun` to the build's log. Nothing is compiled at call time.
+
+The codegen returns no runtime modules: the regions are Python packed functions, found by name
+in the global registry when the VM first calls them.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import tvm
+from tvm import relax
+
+from vta_sim.config import Config
+from vta_sim.result import RunResult
+
+from . import kernels, ops
+from .errors import GraphError
+
+_ACTIVE: contextvars.ContextVar = contextvars.ContextVar("vta_codegen_build")
+
+
+@dataclass
+class LayerRun:
+    """One call of an offloaded region."""
+    region: "Region"
+    result: RunResult
+    verified: bool
+    seconds: float
+
+
+@dataclass
+class Region:
+    symbol: str
+    spec: object                          # graph.ops.*Spec
+    constants: tuple                      # weights, bias (numpy), the kernel's trailing inputs
+    order: tuple                          # region parameter index of each kernel input
+    kernel: object                        # schedules.op_kernel.OpKernel
+    build: "VtaBuild"
+
+    def __call__(self, *args) -> None:
+        """DPS entry: (*inputs, output) TVM tensors."""
+        *inputs, out = args
+        arrays = [inputs[i].numpy() for i in self.order]
+        t0 = time.perf_counter()
+        result_array, result = self.kernel(*arrays, *self.constants, backend=self.build.backend,
+                                           trace=self.build.trace)
+        seconds = time.perf_counter() - t0
+        verified = bool(np.array_equal(result_array, kernels.reference(self.spec, *arrays,
+                                                                         *self.constants)))
+        if tuple(out.shape) != result_array.shape:
+            raise GraphError(f"region {self.symbol}: kernel output {result_array.shape} does not "
+                             f"match the graph's {tuple(out.shape)}")
+        out.copyfrom(np.ascontiguousarray(result_array))
+        self.build.log.append(LayerRun(self, result, verified, seconds))
+
+
+@dataclass
+class VtaBuild:
+    """What one model build compiles: its config and options, regions, and the run log."""
+    cfg: Config
+    vthreads: int
+    backend: str
+    trace: bool
+    cache: "kernels.KernelCache"
+    progress: object = None                # callable(done, total, text) or None
+    regions: dict = field(default_factory=dict)
+    log: list = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def active(build: VtaBuild):
+    """Make `build` the target of `relax.ext.vta` while RunCodegen runs."""
+    token = _ACTIVE.set(build)
+    try:
+        yield build
+    finally:
+        _ACTIVE.reset(token)
+
+
+def _composite(func):
+    """The composite function a `Codegen: "vta"` wrapper calls."""
+    for block in func.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if isinstance(value, relax.Function) and value.attrs and "Composite" in value.attrs:
+                return value
+    raise GraphError(f"{func.attrs['global_symbol']}: no composite function inside")
+
+
+def _region(build: VtaBuild, func) -> Region:
+    symbol = str(func.attrs["global_symbol"])
+    comp = _composite(func)
+    var2val = dict(relax.analysis.get_var2val(comp))
+    value_of = lambda e: var2val.get(e, e) if isinstance(e, relax.Var) else e  # noqa: E731
+    root = value_of(comp.body.body)
+    spec, constants = ops.read_spec(root, value_of)
+    params = list(comp.params)
+    order = tuple(params.index(v) for v in kernels.input_vars(spec, root, value_of))
+    kernel = build.cache.get(build.cfg, spec, build.vthreads)
+    return Region(symbol, spec, constants, order, kernel, build)
+
+
+@tvm.register_global_func("relax.ext.vta")
+def _codegen(functions, _options, _constant_names):
+    build = _ACTIVE.get(None)
+    if build is None:
+        raise GraphError("relax.ext.vta runs inside graph.build (it needs a config and options)")
+    total = len(functions)
+    for done, func in enumerate(functions):
+        region = _region(build, func)
+        if build.progress:
+            build.progress(done + 1, total, f"{region.spec.op} {region.spec.describe()}")
+        build.regions[region.symbol] = region
+        tvm.register_global_func(region.symbol, region, override=True)
+    return []

@@ -1,0 +1,232 @@
+"""Typed descriptions of the integer ops the accelerator runs, read off Relax calls.
+
+One `OpSpec` per layer: its shape and requantisation parameters (what a kernel is compiled for,
+and its cache key) and its constants (weights, bias: inputs of the compiled kernel, not part of
+the key). `why_not(spec)` is the one place that says whether VTA-8 takes an op, so the pattern
+check of the partitioner and the report's reason for a CPU layer always agree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.ir.expr import Constant
+
+from intrinsics.errors import CompileError
+from schedules.vta_ops import Requant
+
+from .errors import GraphError
+
+INT8_MIN, INT8_MAX = -128, 127
+#: The DMA's pad fields are 4 bits wide (spec section 3).
+MAX_PAD = 15
+#: Left shifts the ALU applies to an int8 operand (SHR by a negative immediate).
+MAX_ADD_SHIFT = 22
+
+
+@dataclass(frozen=True)
+class ConvSpec:
+    n: int
+    h: int
+    w: int
+    ic: int
+    oc: int
+    k: int
+    pad: int
+    stride: int
+    requant: Requant
+    op: str = field(default="conv2d", init=False)
+
+    @property
+    def macs(self) -> int:
+        oh, ow = (self.h + 2 * self.pad - self.k) // self.stride + 1, (self.w + 2 * self.pad - self.k) // self.stride + 1
+        return self.n * self.oc * oh * ow * self.ic * self.k * self.k
+
+    def describe(self) -> str:
+        return f"{self.k}x{self.k}/{self.stride} {self.ic}->{self.oc} {self.h}x{self.w}"
+
+
+@dataclass(frozen=True)
+class DenseSpec:
+    m: int
+    k: int
+    n: int
+    requant: Requant
+    op: str = field(default="dense", init=False)
+
+    @property
+    def macs(self) -> int:
+        return self.m * self.k * self.n
+
+    def describe(self) -> str:
+        return f"{self.m}x{self.k} . {self.k}x{self.n}"
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    n: int
+    c: int
+    h: int
+    w: int
+    k: int
+    stride: int
+    pad: int
+    op: str = field(default="max_pool", init=False)
+    macs = 0
+
+    def describe(self) -> str:
+        return f"{self.k}x{self.k}/{self.stride} pad {self.pad} {self.c}x{self.h}x{self.w}"
+
+
+@dataclass(frozen=True)
+class AddSpec:
+    n: int
+    c: int
+    h: int
+    w: int
+    ka: int
+    kb: int
+    requant: Requant
+    op: str = field(default="add", init=False)
+    macs = 0
+
+    def describe(self) -> str:
+        return f"(a<<{self.ka}) + (b<<{self.kb}) >> {self.requant.shift} {self.c}x{self.h}x{self.w}"
+
+
+def _ints(values) -> list:
+    return [int(v) for v in values]
+
+
+def _const(e) -> np.ndarray:
+    if not isinstance(e, Constant):
+        raise GraphError(f"expected a constant, got {type(e).__name__}")
+    return e.value.numpy()
+
+
+def _prim(e) -> int:
+    return int(e.value) if hasattr(e, "value") else int(e)
+
+
+def _shape(e) -> tuple:
+    return tuple(int(d) for d in e.ty.shape)
+
+
+def op_name(e) -> str | None:
+    return e.op.name if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op) else None
+
+
+def _requant_chain(root, value_of):
+    """(acc call, bias const, Requant) of astype(clip(right_shift(add(acc, bias), s), lo, hi))."""
+    clip = value_of(root.args[0])
+    shr = value_of(clip.args[0])
+    add = value_of(shr.args[0])
+    requant = Requant(int(_const(shr.args[1])), _prim(clip.args[1]), _prim(clip.args[2]))
+    return value_of(add.args[0]), add.args[1], requant
+
+
+def read_spec(root, value_of=lambda e: e):
+    """(OpSpec, constants) of the integer op whose final call is `root` (see graph.qdq's forms).
+
+    `value_of` maps a var to its bound value (identity inside a fused function's body, which
+    is nested calls after normalisation is undone by the caller)."""
+    name = op_name(root)
+    if name == "relax.nn.max_pool2d":
+        a = root.attrs
+        x = root.args[0]
+        n, c, h, w = _shape(x)
+        pool, strides, pad = _ints(a.pool_size), _ints(a.strides), _ints(a.padding)
+        spec = PoolSpec(n, c, h, w, pool[0], strides[0], pad[0])
+        _check_pool_attrs(spec, pool, strides, pad, a)
+        return spec, ()
+    acc, bias, requant = _requant_chain(root, value_of)
+    kind = op_name(acc)
+    if kind == "relax.nn.conv2d":
+        a = acc.attrs
+        x, wgt = acc.args
+        n, ic, h, w = _shape(x)
+        weight = _const(wgt)
+        oc, _, kh, kw = weight.shape
+        spec = ConvSpec(n, h, w, ic, oc, kh, _ints(a.padding)[0], _ints(a.strides)[0], requant)
+        _check_conv_attrs(spec, kh, kw, a)
+        return spec, (weight, _const(bias).reshape(-1).astype(np.int32))
+    if kind == "relax.matmul":
+        x, wgt = acc.args
+        weight = _const(wgt)                       # (K, N)
+        m, k = _shape(x)
+        spec = DenseSpec(m, k, weight.shape[1], requant)
+        return spec, (np.ascontiguousarray(weight.T), _const(bias).reshape(-1).astype(np.int32))
+    if kind == "relax.add":                       # residual: add(a << ka, b << kb) + rnd
+        shifts = [value_of(t) for t in acc.args]
+        n, c, h, w = _shape(value_of(shifts[0].args[0]).args[0])
+        ka, kb = (int(_const(s.args[1])) for s in shifts)
+        return AddSpec(n, c, h, w, ka, kb, requant), ()
+    raise GraphError(f"not an accelerator op: {name}({kind})")
+
+
+class _Unsupported(GraphError):
+    pass
+
+
+def _check_conv_attrs(spec, kh, kw, a) -> None:
+    pads, strides, dil = _ints(a.padding), _ints(a.strides), _ints(a.dilation)
+    if kh != kw:
+        raise _Unsupported(f"kernel {kh}x{kw} is not square")
+    if len(set(pads)) != 1 or len(set(strides)) != 1:
+        raise _Unsupported(f"padding {pads} / strides {strides} differ between the axes")
+    if set(dil) != {1} or int(a.groups) != 1:
+        raise _Unsupported(f"dilation {dil} / groups {int(a.groups)}: only dense 1-dilated convs")
+    if (a.data_layout, a.kernel_layout) != ("NCHW", "OIHW"):
+        raise _Unsupported(f"layout {a.data_layout}/{a.kernel_layout}: NCHW/OIHW only")
+
+
+def _check_pool_attrs(spec, pool, strides, pad, a) -> None:
+    if len(set(pool)) != 1 or len(set(strides)) != 1 or len(set(pad)) != 1:
+        raise _Unsupported(f"window {pool}, strides {strides}, padding {pad} differ between the axes")
+    if set(_ints(a.dilation)) != {1} or bool(a.ceil_mode) or a.layout != "NCHW":
+        raise _Unsupported("dilation, ceil_mode or a layout other than NCHW")
+
+
+def why_not(spec) -> str | None:
+    """None when VTA-8 runs the op, else the reason it stays on the CPU."""
+    if isinstance(spec, (ConvSpec, DenseSpec, AddSpec)):
+        r = spec.requant
+        if not (INT8_MIN <= r.lo <= r.hi <= INT8_MAX) or not 0 <= r.shift <= 31:
+            return f"requantisation shift {r.shift} / clip [{r.lo}, {r.hi}] outside the ALU's range"
+    if isinstance(spec, ConvSpec) and spec.pad > MAX_PAD:
+        return f"padding {spec.pad} exceeds the DMA's 4-bit pad field (at most {MAX_PAD})"
+    if isinstance(spec, PoolSpec):
+        if spec.pad > MAX_PAD:
+            return f"padding {spec.pad} exceeds the DMA's 4-bit pad field (at most {MAX_PAD})"
+    if isinstance(spec, AddSpec) and max(spec.ka, spec.kb) > MAX_ADD_SHIFT:
+        return f"operand shift {max(spec.ka, spec.kb)} exceeds {MAX_ADD_SHIFT} (int32 range)"
+    return None
+
+
+def layer_call(root, value_of):
+    """The call that names the layer of a matched op: the conv2d/matmul, the residual add, the pool."""
+    if op_name(root) == "relax.nn.max_pool2d":
+        return root
+    return _requant_chain(root, value_of)[0]
+
+
+def non_negative(x, value_of) -> bool:
+    """Whether `x` is produced by a requantisation that clips at >= 0 (a folded ReLU)."""
+    producer = value_of(x)
+    if op_name(producer) != "relax.astype" or op_name(value_of(producer.args[0])) != "relax.clip":
+        return False
+    return _prim(value_of(producer.args[0]).args[1]) >= 0
+
+
+def check(root, value_of) -> str | None:
+    """Why the op at `root` stays on the CPU (None: VTA-8 runs it), given its graph context."""
+    try:
+        spec, _ = read_spec(root, value_of)
+    except CompileError as exc:      # an attribute or requantisation range VTA-8 does not take
+        return str(exc)
+    if isinstance(spec, PoolSpec) and spec.pad and not non_negative(root.args[0], value_of):
+        return ("padded max-pool of an input that may be negative: the DMA pads with 0, which "
+                "equals -inf padding only after a ReLU")
+    return why_not(spec)
