@@ -40,8 +40,8 @@ class AddParams:
     hi: int
 
     def stages(self) -> list:
-        """(block name, ALU op, immediate or None for the tensor operand b) after the loads, in
-        order; the shifts of the operands are listed by `operand_shift`."""
+        """(block name, ALU op, immediate or None for the tensor operand b) after the operands'
+        shifts, in order (`alu_stages` adds the shifts)."""
         out = [("sum", "add", None)]
         if self.shift:
             out += [("round", "add", 1 << (self.shift - 1)), ("shr", "shr", self.shift)]
