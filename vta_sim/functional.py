@@ -84,6 +84,9 @@ class Machine:
         self.sram = {name: np.zeros((b.depth, *b.shape), dtype=b.dtype) for name, b in bufs.items()}
         self.uop_fields = tuple(np.zeros(bufs["uop"].depth, dtype=np.int64) for _ in range(3))
         self._nest_cache = {}  # see _loop_indices
+        # int8 x int8 dot products of BLOCK_IN terms stay below 2^14 * BLOCK_IN: exact in float32
+        # (24-bit mantissa) up to BLOCK_IN = 1024, where float matmul is faster than integer.
+        self._mac_dtype = np.float32 if cfg.BLOCK_IN <= 1 << 10 else np.float64
         self.shared = {"inp": _Shared(bufs["inp"].depth, LOAD, COMPUTE),
                        "wgt": _Shared(bufs["wgt"].depth, LOAD, COMPUTE),
                        "out": _Shared(bufs["out"].depth, COMPUTE, STORE)}
@@ -219,9 +222,9 @@ class Machine:
         else:
             self.shared["inp"].check_read(s, vc, "GEMM")
             self.shared["wgt"].check_read(w, vc, "GEMM")
-            inp = self.sram["inp"][s].astype(np.int32)              # (n, B, BI)
-            wgt = self.sram["wgt"][w].astype(np.int32)              # (n, BO, BI)
-            prod = np.matmul(inp, wgt.transpose(0, 2, 1))          # (n, B, BO), exact in int32
+            inp = self.sram["inp"][s].astype(self._mac_dtype)       # (n, B, BI)
+            wgt = self.sram["wgt"][w].astype(self._mac_dtype)       # (n, BO, BI)
+            prod = np.matmul(inp, wgt.transpose(0, 2, 1)).astype(np.int32)  # (n, B, BO)
             if chunk.distinct:
                 acc[a] += prod
             else:  # sum each dst's products (int64), then wrap to int32: order-free and exact
