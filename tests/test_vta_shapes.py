@@ -4,8 +4,6 @@ Channels, batch and reduction that are not whole blocks, output rows and channel
 are not whole tiles, batch tiles, 7x7 stride-2 convs, ReLU folded into the clip, and the
 refusals at call time. Small shapes, on both configs (the `cfg` fixture).
 """
-import os
-
 import numpy as np
 import pytest
 
@@ -143,8 +141,7 @@ def test_compile_time_refusals(make, match):
         make()
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("VTA_SLOW"), reason="ResNet-18 C1 at 224x224; set VTA_SLOW=1")
+@pytest.mark.slow            # about 2 s on a quiet machine; deselect with -m "not slow"
 def test_resnet18_c1_full_size():
     layer = get_layer("resnet18.C1")
     out, ref, _ = _conv(Config.load("1x8x8"), (1, layer.H, layer.H, layer.IC, layer.OC, layer.K,
