@@ -7,13 +7,14 @@ Output tiles of th x tw pixels x tn output-channel blocks. A tile's input window
 halo, and zero padding at the image border done by the LOAD's pads) is loaded per input-channel
 block; one micro-op kernel of tn x IC/BI x KH x KW uops walks the window with the GEMM's two
 loops over output rows and columns. Two virtual threads alternate SRAM slots as in
-blocked_gemm.py; a slot keeps its weights while the output-channel group does not change.
+vta_sim/blocked_gemm.py; a slot keeps its weights while the output-channel group does not change.
 
 Run it: python examples/blocked_conv2d.py [--h 56 --ic 64 --oc 64 --k 3 --pad 1 --stride 1]
 """
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import numpy as np
@@ -172,8 +173,10 @@ def main(argv=None):
         p.add_argument(f"--{name}", type=int, default=default)
     p.add_argument("--timeline")
     a = p.parse_args(argv)
-    run_and_report(a.config, a.h, a.ic, a.oc, a.k, a.pad, a.stride, a.vthreads, timeline=a.timeline)
+    figures = run_and_report(a.config, a.h, a.ic, a.oc, a.k, a.pad, a.stride, a.vthreads,
+                             timeline=a.timeline)
+    return 0 if figures["verified"] else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,7 +5,7 @@ import sys
 
 import numpy as np
 
-from examples.blocked_gemm import blocked_gemm, random_operands
+from vta_sim.blocked_gemm import blocked_gemm, random_operands
 from vta_sim.cli import main
 from vta_sim.runtime import Runtime
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from examples.blocked_gemm import blocked_gemm, random_operands, reference
+from vta_sim.blocked_gemm import blocked_gemm, random_operands, reference
 from vta_sim import DeadlockError, HazardError, RuntimeAPIError, Simulator, isa
 from vta_sim.runtime import Runtime, UopKernel
 

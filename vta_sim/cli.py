@@ -1,25 +1,35 @@
 """`vta-sim` command line: run and disassemble DRAM images, the demo, and plugin subcommands.
 
-Subsystems outside vta_sim (the compiler, the comparisons, the RTL) add their subcommands
-through a `register(subparsers)` function in the modules of `PLUGINS`; a plugin that cannot
-be imported here (missing optional dependency) is simply absent from the command list.
+vta_sim imports nothing above it. The subsystems built on it (the compiler, the comparisons,
+the RTL, the graph level) are plugins: entry points of the group `vta_sim.plugins`, one per
+subcommand, named after the command and pointing at the module that adds it with
+`register(subparsers)` (several commands may share a module). A plugin module may also have
+`demo(out_dir, config) -> bool`, a part of `vta-sim demo`; parts run in the order of their
+modules' first command names (sorted, whatever order the installer wrote them in).
+
+A plugin that cannot be imported is not hidden: `vta-sim --help` lists it with the reason,
+its commands remain as stubs that print the reason and exit 2, and `vta-sim demo` fails.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import time
+from dataclasses import dataclass
+from importlib import import_module
+from importlib.metadata import entry_points
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
 from . import backends, isa
+from .blocked_gemm import run_and_report
 from .config import Config
 from .errors import VTAError
 
-PLUGINS = ("schedules.cli", "schedules.compare_cli", "hw.cli")
+PLUGIN_GROUP = "vta_sim.plugins"
 
 
 def _int(text: str) -> int:
@@ -111,26 +121,86 @@ def cmd_disasm(args) -> int:
     return 0
 
 
-def cmd_demo(args) -> int:
-    from examples.blocked_gemm import run_and_report
+@dataclass
+class Plugin:
+    """One plugin module, the commands its entry points declare, and the module or why not."""
 
+    module_name: str
+    commands: list
+    module: ModuleType | None = None
+    error: str | None = None
+
+
+def load_plugins(eps=None) -> list:
+    """The `vta_sim.plugins` entry points grouped by module, ordered by command name, imported.
+
+    An import failure of any kind is recorded as the plugin's `error`, never raised: one
+    broken subsystem must not take down the others, and the reason is shown to the user.
+    """
+    plugins: dict = {}
+    for ep in sorted(entry_points(group=PLUGIN_GROUP) if eps is None else eps, key=lambda e: e.name):
+        plugins.setdefault(ep.value, Plugin(ep.value, [])).commands.append(ep.name)
+    for plugin in plugins.values():
+        try:
+            plugin.module = import_module(plugin.module_name)
+        except Exception as exc:  # noqa: BLE001 - reported in --help, by its commands and by demo
+            plugin.error = f"{type(exc).__name__}: {exc}"
+    return list(plugins.values())
+
+
+def unavailable_text(plugins: list) -> str:
+    """The --help epilog: one line per plugin that failed to load, with the reason."""
+    lines = [f"  {', '.join(p.commands)} ({p.module_name}): {p.error}" for p in plugins if p.error]
+    return "unavailable plugins:\n" + "\n".join(lines) if lines else ""
+
+
+def _register(sub, plugin: Plugin) -> None:
+    """Add the plugin's commands, or a stub per declared command when it failed to load."""
+    if plugin.error:
+        for name in plugin.commands:
+            p = sub.add_parser(name, add_help=False, help=f"unavailable: {plugin.error}")
+            p.set_defaults(func=_unavailable(name, plugin), takes_any_args=True)
+        return
+    before = set(sub.choices)
+    plugin.module.register(sub)
+    added = sorted(set(sub.choices) - before)
+    if added != sorted(plugin.commands):
+        raise VTAError(f"plugin {plugin.module_name} registered the commands {added} but its "
+                       f"{PLUGIN_GROUP!r} entry points declare {sorted(plugin.commands)}")
+
+
+def _unavailable(name: str, plugin: Plugin):
+    def run(args) -> int:
+        raise VTAError(f"command {name!r} is unavailable: its plugin {plugin.module_name} failed "
+                       f"to load: {plugin.error}")
+    return run
+
+
+def cmd_demo(args) -> int:
+    """The blocked GEMM, then each plugin's demo part; non-zero if any part failed or is missing."""
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     figures = run_and_report(args.config, vthreads=2, timeline=out / "demo_gemm_timeline.png",
                              image=out / "demo_gemm.bin")
-    ok = figures["verified"]
-    try:
-        compiler_demo = importlib.import_module("schedules.cli").demo
-    except (ImportError, AttributeError):
-        compiler_demo = None
-    if compiler_demo is not None:
-        print()
-        ok = compiler_demo(out_dir=str(out)) and ok
-    return 0 if ok else 1
+    failed = [] if figures["verified"] else ["blocked GEMM (not bit-exact)"]
+    for plugin in args.plugins:
+        if plugin.error:
+            failed.append(f"{plugin.module_name} (failed to load: {plugin.error})")
+        elif hasattr(plugin.module, "demo"):
+            print()
+            if not plugin.module.demo(out_dir=str(out), config=args.config):
+                failed.append(f"{plugin.module_name} (not verified)")
+    if failed:
+        print("\nvta-sim demo: FAILED: " + "; ".join(failed), file=sys.stderr)
+    return 1 if failed else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vta-sim", description="VTA-8 accelerator toolkit")
+def build_parser(plugins: list | None = None) -> argparse.ArgumentParser:
+    """The full command line; `plugins` defaults to the installed ones (`load_plugins()`)."""
+    plugins = load_plugins() if plugins is None else plugins
+    parser = argparse.ArgumentParser(prog="vta-sim", description="VTA-8 accelerator toolkit",
+                                     epilog=unavailable_text(plugins),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("run", help="run a DRAM image on a backend")
@@ -150,25 +220,27 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_args(p, backend=False)
     p.set_defaults(func=cmd_disasm)
 
-    p = sub.add_parser("demo", help="the double-buffered blocked GEMM (and the compiled conv2d when available)")
+    parts = ", ".join(p.module_name for p in plugins if p.error or hasattr(p.module, "demo"))
+    p = sub.add_parser("demo", help=f"the double-buffered blocked GEMM, then the plugins' demos ({parts})")
     add_config_args(p, backend=False)
     p.add_argument("--out-dir", default="out", help="where timelines go (default: out/)")
-    p.set_defaults(func=cmd_demo)
+    p.set_defaults(func=cmd_demo, plugins=plugins)
 
-    for name in PLUGINS:
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(sub)
+    for plugin in plugins:
+        _register(sub, plugin)
     return parser
 
 
-def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def main(argv=None, plugins: list | None = None) -> int:
+    try:
+        parser = build_parser(plugins)
+    except VTAError as exc:
+        print(f"vta-sim: error: {exc}", file=sys.stderr)
+        return 2
+    # Known args only, so that a stub takes whatever the real command would have taken.
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "takes_any_args", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args)
     except VTAError as exc:

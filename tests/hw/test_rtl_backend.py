@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from examples.blocked_gemm import blocked_gemm, random_operands
+from vta_sim.blocked_gemm import blocked_gemm, random_operands
 from programs import image_with
 from rtl_programs import chain_programs
 from vta_sim import Config, cli, isa
