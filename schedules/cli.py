@@ -265,16 +265,15 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_resnet18)
 
 
-def demo(args=None, out_dir: str = "out") -> bool:
-    """`make demo`'s compiler part: resnet18.C5 with two virtual threads, timeline written."""
-    del args
+def demo(out_dir: str, config: str = "1x8x8") -> bool:
+    """`vta-sim demo`'s compiler part: resnet18.C5 on `config`, two virtual threads, timeline."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    print("conv2d resnet18.C5 compiled with TVM, two virtual threads:")
+    print(f"conv2d resnet18.C5 compiled with TVM on {config}, two virtual threads:")
     layer = get_layer("resnet18.C5")
     figures = run_vta("conv2d", {"h": layer.H, "w": layer.H, "ic": layer.IC, "oc": layer.OC,
                                  "k": layer.K, "pad": layer.pad, "stride": layer.stride},
-                      vthreads=2, trace=str(out / "demo_conv2d_C5_timeline.png"))
+                      config=config, vthreads=2, trace=str(out / "demo_conv2d_C5_timeline.png"))
     print(report(figures))
     print(f"  timeline written to {figures.get('trace')}")
     return figures["verified"]
