@@ -35,15 +35,27 @@ class _Chunk(NamedTuple):
     dst: np.ndarray          # the distinct dst entries (a itself when distinct)
     order: np.ndarray | None   # iterations sorted by dst (None when distinct) ...
     starts: np.ndarray | None  # ... and where each dst's run starts in that order
+    reads_own_write: bool    # ALU: an iteration's src is a dst an earlier iteration wrote
 
 
-def _chunk(a, s, w, depth: int) -> _Chunk:
-    if a.size < 2 or int(np.bincount(a, minlength=depth).max()) == 1:  # linear, no sort
-        return _Chunk(a, s, w, True, a, None, None)
+def _chunk(a, s, w, depth: int, alu: bool) -> _Chunk:
+    n = a.size
+    distinct = n < 2 or int(np.bincount(a, minlength=depth).max()) == 1  # linear, no sort
+    reads_own_write = False
+    if alu:
+        position = np.arange(n)
+        first_write = np.full(depth, n, dtype=np.int64)
+        if distinct:
+            first_write[a] = position
+        else:
+            np.minimum.at(first_write, a, position)
+        reads_own_write = bool(np.any(first_write[s] < position))
+    if distinct:
+        return _Chunk(a, s, w, True, a, None, None, reads_own_write)
     order = np.argsort(a, kind="stable")
     sorted_a = a[order]
     starts = np.flatnonzero(np.concatenate(([True], sorted_a[1:] != sorted_a[:-1])))
-    return _Chunk(a, s, w, False, sorted_a[starts], order, starts)
+    return _Chunk(a, s, w, False, sorted_a[starts], order, starts, reads_own_write)
 
 
 class _Shared:
@@ -200,7 +212,8 @@ class Machine:
         for p0 in range(0, pairs, step):
             p = np.arange(p0, min(pairs, p0 + step), dtype=np.int64)
             i, j = (p // insn.iter_in)[:, None], (p % insn.iter_in)[:, None]
-            yield _chunk(*((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors)), depth)
+            yield _chunk(*((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors)), depth,
+                         insn.opcode == isa.OP_ALU)
 
     def _write_acc(self, dst, vc, what):
         """OUT mirrors the written ACC entries (each distinct entry once)."""
@@ -247,14 +260,8 @@ class Machine:
             self._write_acc(chunk.dst, vc, "ALU")
             return
         n = a.size
-        order = np.arange(n)
-        first_write = np.full(acc.shape[0], n, dtype=np.int64)
         repeats_dst = not chunk.distinct
-        if repeats_dst:
-            np.minimum.at(first_write, a, order)
-        else:
-            first_write[a] = order  # distinct destinations: plain assignment is the first write
-        reads_own_write = (not insn.use_imm) and bool(np.any(first_write[s] < order))
+        reads_own_write = (not insn.use_imm) and chunk.reads_own_write
         op = insn.alu_opcode
         y = np.int64(insn.imm) if insn.use_imm else None
         if not reads_own_write and not repeats_dst:

@@ -152,8 +152,7 @@ class Engine:
             self.pops.append(pops)
             self.pushes.append(pushes)
         self._segment_cache = {}
-        self.port_free = 0
-        self.fetch_k, self.fetch_req, self.fetch_t = 0, True, 0
+        self.fetch_k = 0
         self.fetch_stall_queue = self.fetch_stall_port = 0
         self.now = 0
         self.end = None
@@ -219,18 +218,23 @@ class Engine:
         Each step, every agent proposes its next transition as (cycle, phase, priority) and the
         smallest is applied (on a tie, fetch's proposal, made first, wins).
         """
-        insns, n, mods, tokens = self.insns, len(self.insns), self.mods, self.tokens
-        modules_of = self.modules_of
+        n, mods, tokens = len(self.insns), self.mods, self.tokens
+        modules_of, progress = self.modules_of, self.progress
         pop_deques = [tuple(tokens[q] for q in pops) for pops in self.pops]
         qdepth, tdepth = self.cfg.CMD_QUEUE_DEPTH, self.cfg.TOKEN_DEPTH
+        fetch_cycles = [sum(self.dma.read_bursts(self.insn_addr + k * isa.INSN_BYTES, isa.INSN_BYTES))
+                        for k in range(n)]
+        fetch_priority = _PORT_PRIORITY[FETCH]
+        # the hot state lives in locals; written back to self for _deadlock and stats
+        now = port_free = fetch_k = fetch_t = 0
+        fetch_req = True
         while self.end is None:
-            now, port_free, k = self.now, self.port_free, self.fetch_k
             best = action = bm = None
-            if k < n:
-                if self.fetch_req:
-                    best, action = (max(now, self.fetch_t, port_free), 2, _PORT_PRIORITY[FETCH]), _FETCH_GRANT
-                elif len(mods[modules_of[k]].queue) < qdepth:
-                    best, action = (max(now, self.fetch_t), 0, 0), _FETCH_ENQUEUE
+            if fetch_k < n:
+                if fetch_req:
+                    best, action = (max(now, fetch_t, port_free), 2, fetch_priority), _FETCH_GRANT
+                elif len(mods[modules_of[fetch_k]].queue) < qdepth:
+                    best, action = (max(now, fetch_t), 0, 0), _FETCH_ENQUEUE
             for m in mods:
                 phase = m.phase
                 if phase == _IDLE:
@@ -252,19 +256,19 @@ class Engine:
                 if best is None or key < best:
                     best, action, bm = key, act, m
             if best is None:
+                self.now, self.fetch_k = now, fetch_k
                 raise self._deadlock()
-            t = self.now = best[0]
+            t = now = best[0]
             if action == _FETCH_GRANT:
-                self.fetch_stall_port += t - self.fetch_t
-                cycles = sum(self.dma.read_bursts(self.insn_addr + k * isa.INSN_BYTES, isa.INSN_BYTES))
-                self.port_free = self.fetch_t = t + cycles
-                self.fetch_req = False
+                self.fetch_stall_port += t - fetch_t
+                port_free = fetch_t = t + fetch_cycles[fetch_k]
+                fetch_req = False
             elif action == _FETCH_ENQUEUE:
-                self.fetch_stall_queue += t - self.fetch_t
-                mods[modules_of[k]].queue.append((k, t))
-                self.fetch_k, self.fetch_req, self.fetch_t = k + 1, True, t
-                if self.progress is not None:
-                    self.progress(k + 1, n, t)
+                self.fetch_stall_queue += t - fetch_t
+                mods[modules_of[fetch_k]].queue.append((fetch_k, t))
+                fetch_k, fetch_req, fetch_t = fetch_k + 1, True, t
+                if progress is not None:
+                    progress(fetch_k, n, t)
             elif action == _START:
                 self._start(bm, t)
             elif action == _GRANT:
@@ -272,7 +276,7 @@ class Engine:
                 bm.stall_port += t - cur.t
                 if cur.grant is None:
                     cur.grant = t
-                cur.t = self.port_free = t + cur.segments[cur.seg][1]
+                cur.t = port_free = t + cur.segments[cur.seg][1]
                 cur.seg += 1
                 self._advance(bm)
             elif action == _DONE:
@@ -291,6 +295,7 @@ class Engine:
                 cur.last_push = t
                 if cur.push == len(cur.pushes):
                     self._retire(bm, t)
+        self.now, self.fetch_k = now, fetch_k
         return self.end
 
     def _start(self, m: _Module, t: int):
