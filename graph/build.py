@@ -73,6 +73,7 @@ class VtaModel:
         self.partitioned = parted
         self.vm = _vm(self.mod)
         self.layers = _layers(self.mod["main"], self.build.regions, refusals, qdq_decisions)
+        self.build.expected_runs = sum(layer.target == "vta" for layer in self.layers)
         self.compile_s = time.perf_counter() - t0
 
     def run(self, x: np.ndarray) -> tuple[np.ndarray, list]:

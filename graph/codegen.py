@@ -64,6 +64,9 @@ class Region:
                              f"match the graph's {tuple(out.shape)}")
         out.copyfrom(np.ascontiguousarray(result_array))
         self.build.log.append(LayerRun(self, result, verified, seconds))
+        if self.build.progress:
+            self.build.progress(len(self.build.log), self.build.expected_runs,
+                                f"{self.spec.op} {self.spec.describe()}: {result.cycles:,} cycles")
 
 
 @dataclass
@@ -77,6 +80,7 @@ class VtaBuild:
     progress: object = None                # callable(done, total, text) or None
     regions: dict = field(default_factory=dict)
     log: list = field(default_factory=list)
+    expected_runs: int = 0                 # accelerator layers per run of the model
 
 
 @contextlib.contextmanager

@@ -51,7 +51,8 @@ class DependencyTracker:
         for accesses, is_write in ((reads, False), (writes, True)):
             for sram, lo, hi in accesses:
                 events = self.events.setdefault(sram, [])
-                events[:] = [e for e in events if not self._settled(e)]
+                events[:] = [e for e in events
+                             if not self._settled(e) and not _superseded(e, lo, hi, module, is_write)]
                 events.append((lo, hi, module, seq, is_write))
 
     def issue(self, rt, ops) -> None:
@@ -69,3 +70,12 @@ class DependencyTracker:
         """Every module that could conflict with this access already waits for it."""
         module, seq = event[2], event[3]
         return all(self.covered[(module, n)] >= seq for n in NEIGHBOURS[module])
+
+
+def _superseded(event, lo: int, hi: int, module: str, is_write: bool) -> bool:
+    """A newer access of the same module covers `event`: whoever conflicts with `event` also
+    conflicts with the newer one (a write covers reads and writes, a read covers reads), and
+    modules run in order, so waiting for the newer one waits for `event` too. Dropping such
+    events keeps the list as short as the live SRAM regions, not the program."""
+    e_lo, e_hi, other, _, e_write = event
+    return other == module and lo <= e_lo and e_hi <= hi and (is_write or not e_write)

@@ -1,0 +1,67 @@
+"""`vta-sim model digits|resnet18|PATH.onnx`: a whole model on VTA-8 against its CPU build."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from vta_sim import backends
+
+from .report import Progress, merged_trace, summary, table
+from .run import BUILTIN, load_case, run_model
+
+
+def cmd_model(args) -> int:
+    progress = Progress()
+    case = load_case(args.model, args.input, args.seed,
+                     progress=lambda e, n: progress.stage("train")(e, n, f"epoch {e}"))
+    result = run_model(case, args.config, args.vthreads, args.backend, trace=bool(args.trace),
+                       progress=progress)
+    for note in result.notes:
+        print(note)
+    print(table(result.layers))
+    print(summary(result))
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result.to_json(), indent=2))
+        print(f"  figures written to {args.json}")
+    if args.trace:
+        trace = merged_trace(result.runs, result.config)
+        (trace.save_png if str(args.trace).endswith(".png") else trace.save_json)(args.trace)
+        print(f"  trace of the accelerator layers written to {args.trace}")
+    return 0 if result.verified else 1
+
+
+def demo(out_dir: str, config: str = "1x8x8") -> bool:
+    """The digits CNN end to end (trained on first use), for `vta-sim demo`."""
+    print(f"\n$ vta-sim model digits --config {config}")
+    code = cmd_model(_Args(model="digits", config=config, json=str(Path(out_dir) / "demo_digits.json")))
+    return code == 0
+
+
+class _Args:
+    """The defaults of `vta-sim model`, for callers that do not go through argparse."""
+
+    def __init__(self, **given):
+        self.__dict__.update(dict(input=None, seed=0, vthreads=2, backend="sim", trace=None, json=None,
+                                  config="1x8x8"), **given)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "model", help="a whole model through TVM's graph level onto the accelerator, verified against "
+                      "the CPU build",
+        description="Import an ONNX model (QDQ-quantised, or float: float ops stay on the CPU), lower "
+                    "its QDQ blocks to integer ops, offload the convolutions, dense layers, max-pools "
+                    "and residual adds to VTA-8 through Relax BYOC, run the rest on the CPU, and "
+                    "compare with the all-CPU build of the same integer graph.")
+    p.add_argument("model", help=f"{' | '.join(BUILTIN)} | PATH.onnx")
+    p.add_argument("--config", default="1x8x8", help="1x8x8 (default), 8x8x8 or a JSON file")
+    p.add_argument("--backend", default="sim", choices=backends.names(), help="sim (default) or rtl")
+    p.add_argument("--vthreads", type=int, default=2, choices=(1, 2), help="virtual threads (default 2)")
+    p.add_argument("--input", help="inputs as .npy: one sample, a batch, or a stack of single-sample "
+                                   "batches (default: the held-out digits, or a seeded random image)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
+    p.add_argument("--json", help="write the figures (model, verified, accuracy, layers, ...) here")
+    p.add_argument("--trace", help="timeline of all accelerator layers: Chrome JSON, or PNG if it ends in .png")
+    p.set_defaults(func=cmd_model)
+

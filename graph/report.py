@@ -1,0 +1,107 @@
+"""The per-layer report of a model run: rows (JSON), the text table, progress, the merged trace."""
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+from schedules.cli import BYTES_KEYS
+from vta_sim.config import Config
+from vta_sim.trace import Trace
+
+MODULES = ("load", "compute", "store")
+
+
+def layer_rows(layers: list, runs: list, cfg: Config) -> list:
+    """One dict per layer: where it ran and, for accelerator layers, its figures.
+
+    Offloaded layers run in graph order, so the i-th accelerator layer is the i-th run."""
+    vta_layers = [layer for layer in layers if layer.target == "vta"]
+    if len(vta_layers) != len(runs) or any(l.symbol != r.region.symbol for l, r in zip(vta_layers, runs)):
+        raise RuntimeError(f"{len(runs)} accelerator runs for {len(vta_layers)} offloaded layers: "
+                           "the VM did not call the regions in graph order")
+    by_layer = dict(zip((id(l) for l in vta_layers), runs))
+    rows = []
+    for layer in layers:
+        row = {"name": layer.name, "op": layer.op, "target": layer.target, "cycles": None,
+               "utilization": None, "verified": None}
+        if layer.target == "cpu":
+            row["reason"] = layer.reason
+        else:
+            run = by_layer[id(layer)]
+            stats, cycles, spec = run.result.stats, int(run.result.cycles), run.region.spec
+            row.update(shape=spec.describe(), cycles=cycles, verified=run.verified,
+                       utilization=spec.macs / cfg.macs_per_cycle / cycles if spec.macs else None,
+                       dram_bytes=int(sum(stats.get(k, 0) for k in BYTES_KEYS)),
+                       compile_s=run.region.kernel.compile_s, sim_s=run.seconds,
+                       **{f"{m}_busy": stats.get(f"{m}_busy_cycles", 0) / cycles for m in MODULES})
+        rows.append(row)
+    return rows
+
+
+def _pct(value) -> str:
+    return "" if value is None else f"{100 * value:.1f}"
+
+
+def table(rows: list) -> str:
+    """The layer table (Gemmini-style): op, target, cycles, utilisation, module busy, DRAM bytes."""
+    head = (f"{'layer':<11}{'op':<9}{'target':<7}{'shape':<28}{'cycles':>12}{'util %':>8}"
+            f"{'load %':>8}{'comp %':>8}{'store %':>8}{'DRAM bytes':>12}  verified")
+    out = [head, "-" * len(head)]
+    for r in rows:
+        if r["target"] == "cpu":
+            out.append(f"{r['name']:<11}{r['op']:<9}{'cpu':<7}{r['reason']}")
+            continue
+        out.append(f"{r['name']:<11}{r['op']:<9}{'vta':<7}{r['shape']:<28}{r['cycles']:>12,}"
+                   f"{_pct(r['utilization']):>8}" + "".join(f"{_pct(r[f'{m}_busy']):>8}" for m in MODULES)
+                   + f"{r['dram_bytes']:>12,}  {'yes' if r['verified'] else 'NO'}")
+    return "\n".join(out)
+
+
+def summary(result) -> str:
+    """Totals, agreement and accuracy in a few lines."""
+    j = result.to_json()
+    vta_rows = [r for r in j["layers"] if r["target"] == "vta"]
+    lines = [
+        f"{j['model']} on {j['config']} ({j['backend']}, {j['vthreads']} virtual thread(s)), batch {j['batch']}: "
+        f"{len(vta_rows)} of {len(j['layers'])} layers on the accelerator",
+        f"  logits identical to the CPU build   {'yes' if j['logits_identical'] else 'NO'}",
+        f"  every offloaded layer bit-exact      {'yes' if all(r['verified'] for r in vta_rows) else 'NO'}",
+    ]
+    if j["accuracy_cpu"] is not None:
+        lines.append(f"  accuracy  cpu {j['accuracy_cpu']:.4f}   vta {j['accuracy_vta']:.4f}")
+    lines += [
+        f"  total cycles {j['total_cycles']:,}   ({j['total_cycles'] / j['batch']:,.0f} per frame, "
+        f"{j['frames_per_second']:,.1f} frames/s at {result.config.timing['CLOCK_MHZ']} MHz)",
+        f"  compile {j['compile_s']:.1f} s (CPU reference build {j['cpu_compile_s']:.1f} s)   "
+        f"simulate {j['run_s']:.1f} s",
+    ]
+    return "\n".join(lines)
+
+
+class Progress:
+    """`stage(name)` returns a (done, total, text) callback drawing one status line on stderr."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+
+    def stage(self, name: str):
+        def show(done: int, total: int, text: str) -> None:
+            self.stream.write(f"\r\033[K{name} {done}/{total}: {text}")
+            if done == total:
+                self.stream.write("\n")
+            self.stream.flush()
+        return show
+
+
+def merged_trace(runs: list, cfg: Config) -> Trace:
+    """One timeline of all accelerator layers, back to back in run order."""
+    events, offset = [], 0
+    for run in runs:
+        if run.result.trace is None:
+            raise RuntimeError("the model was run without traces; build it with trace=True")
+        for e in run.result.trace.events:
+            events.append(dataclasses.replace(
+                e, enqueue=e.enqueue + offset, start=e.start + offset, grant=e.grant + offset,
+                done=e.done + offset, free=e.free + offset))
+        offset += int(run.result.cycles)
+    return Trace(events, offset, cfg.name)

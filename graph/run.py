@@ -1,0 +1,154 @@
+"""A whole model on VTA-8 and on the CPU: import, QDQ lowering, both builds, run, compare.
+
+`run_model` is what `vta-sim model` calls: it returns a `ModelResult` whose `to_json()` has the
+keys docs/graph.md lists (model, verified, accuracy_cpu, accuracy_vta, logits_identical,
+total_cycles, layers, ...).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vta_sim.config import Config
+
+from . import onnx_import
+from .build import CpuModel, VtaModel
+from .errors import GraphError
+from .kernels import KernelCache
+from .qdq import lower_qdq
+from .report import layer_rows
+
+#: Models shipped with the toolkit, by the name `vta-sim model` takes.
+BUILTIN = ("digits", "resnet18")
+
+
+@dataclass
+class ModelCase:
+    """A model with the inputs to run it on (and labels when there are any)."""
+    name: str
+    onnx: object
+    x: np.ndarray
+    labels: np.ndarray | None = None
+    notes: list = field(default_factory=list)
+
+
+def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=None) -> ModelCase:
+    """`digits`, `resnet18` or a path to an ONNX model, with its inputs."""
+    if model == "digits":
+        from .models import digits
+
+        d = digits.load(progress=progress)
+        notes = [f"trained the digits CNN (float held-out accuracy {d.float_accuracy:.3f}), cached "
+                 f"under {digits.CACHE_DIR}" if d.trained else f"digits CNN from {digits.CACHE_DIR}"]
+        x = d.x_test if inputs is None else read_inputs(inputs, d.x_test.shape[1:])
+        return ModelCase("digits", d.qdq, x, d.y_test if inputs is None else None, notes)
+    if model == "resnet18":
+        from .models import resnet18
+
+        x = resnet18.images(1, seed) if inputs is None else read_inputs(inputs, resnet18.INPUT_SHAPE[1:])
+        return ModelCase("resnet18", resnet18.load(), x)
+    if not model.endswith(".onnx") and not Path(model).is_file():
+        raise GraphError(f"unknown model {model!r}; accepted: {', '.join(BUILTIN)} or a path to an "
+                         ".onnx file")
+    proto = onnx_import.load(model)
+    onnx_import.check_importable(proto)
+    shape = onnx_import.model_input(proto, batch=1).shape
+    if inputs is None:
+        x = np.random.default_rng(seed).random(shape, dtype=np.float32)
+    else:
+        x = read_inputs(inputs, shape[1:])
+    return ModelCase(Path(model).stem, proto, x)
+
+
+def read_inputs(path: str, sample_shape: tuple) -> np.ndarray:
+    """A float32 batch (N, *sample_shape) from an .npy file holding one sample, a batch, or a
+    stack of single-sample batches along a new leading axis."""
+    try:
+        x = np.load(path)
+    except (OSError, ValueError) as exc:
+        raise GraphError(f"cannot read inputs {path!r}: {exc}") from exc
+    shape = tuple(sample_shape)
+    if x.shape == shape:
+        x = x[None]
+    elif x.ndim == len(shape) + 2 and x.shape[1] == 1 and x.shape[2:] == shape:
+        x = x[:, 0]
+    if x.shape[1:] != shape:
+        raise GraphError(f"inputs {path!r} have shape {x.shape}; the model takes {shape}, a batch "
+                         f"(N, {', '.join(map(str, shape))}) or a stack (N, 1, {', '.join(map(str, shape))})")
+    if x.dtype != np.float32:
+        raise GraphError(f"inputs {path!r} are {x.dtype}; the model takes float32")
+    return x
+
+
+@dataclass
+class ModelResult:
+    model: str
+    config: Config
+    backend: str
+    vthreads: int
+    batch: int
+    logits_cpu: np.ndarray
+    logits_vta: np.ndarray
+    labels: np.ndarray | None
+    layers: list                     # report rows (graph.report.layer_rows)
+    compile_s: float
+    cpu_compile_s: float
+    run_s: float
+    partitioned: object = None       # the partitioned Relax module, for docs and debugging
+    notes: list = field(default_factory=list)
+    runs: list = field(default_factory=list)
+
+    @property
+    def logits_identical(self) -> bool:
+        return bool(np.array_equal(self.logits_cpu, self.logits_vta))
+
+    @property
+    def verified(self) -> bool:
+        return self.logits_identical and all(r["verified"] for r in self.layers if r["target"] == "vta")
+
+    @property
+    def total_cycles(self) -> int:
+        return sum(r["cycles"] for r in self.layers if r["target"] == "vta")
+
+    def accuracy(self, logits) -> float | None:
+        if self.labels is None:
+            return None
+        return float((logits.argmax(-1) == self.labels).mean())
+
+    @property
+    def frames_per_second(self) -> float:
+        cycles_per_frame = self.total_cycles / self.batch
+        return self.config.timing["CLOCK_MHZ"] * 1e6 / cycles_per_frame if cycles_per_frame else 0.0
+
+    def to_json(self) -> dict:
+        return {"model": self.model, "verified": self.verified,
+                "accuracy_cpu": self.accuracy(self.logits_cpu), "accuracy_vta": self.accuracy(self.logits_vta),
+                "logits_identical": self.logits_identical, "total_cycles": self.total_cycles,
+                "frames_per_second": self.frames_per_second, "batch": self.batch,
+                "config": self.config.name, "backend": self.backend, "vthreads": self.vthreads,
+                "compile_s": self.compile_s, "cpu_compile_s": self.cpu_compile_s, "run_s": self.run_s,
+                "layers": self.layers}
+
+
+def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str = "sim",
+              trace: bool = False, cache: KernelCache | None = None, progress=None) -> ModelResult:
+    """Build `case` for the CPU and for VTA-8 and run its inputs on both."""
+    cfg = Config.load(config)
+    batch = len(case.x)
+    mod, _ = onnx_import.import_onnx(case.onnx, batch=batch)
+    integer, decisions = lower_qdq(mod)
+    cpu = CpuModel(integer)
+    vta = VtaModel(integer, cfg, vthreads=vthreads, backend=backend, trace=trace, cache=cache,
+                   progress=progress and progress.stage("compile"), qdq_decisions=decisions)
+    logits_cpu = cpu.run(case.x)
+    if progress:
+        vta.build.progress = progress.stage("run")
+    t0 = time.perf_counter()
+    logits_vta, runs = vta.run(case.x)
+    run_s = time.perf_counter() - t0
+    return ModelResult(case.name, cfg, backend, vthreads, batch, logits_cpu, logits_vta, case.labels,
+                       layer_rows(vta.layers, runs, cfg), vta.compile_s, cpu.compile_s, run_s,
+                       vta.partitioned, case.notes, runs)
