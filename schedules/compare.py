@@ -2,9 +2,10 @@
 
 `compare(wl, targets)` returns `Row`s (the JSON rows of `vta-sim compare`): the CPU scalar
 build, the cumulative optimisation steps, the tensorised and auto-tuned builds, the GPU build,
-the accelerator and the baselines. A variant that cannot run here is a row with `skipped` set
-to the reason; a variant whose output differs from the reference is `verified: false` and is
-not timed.
+the accelerator and the baselines. Only a missing environment (no GPU, no AVX2/VNNI, no
+onnxruntime or torch) makes a row `skipped`, with the reason; a variant whose output differs
+from the reference is `verified: false` and is not timed; a variant whose build or run raised
+is `verified: false` with the exception in `error`. `vta-sim compare` exits non-zero on both.
 """
 import statistics
 import time
@@ -13,7 +14,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import tvm
 
+from schedules import cli as vta_cli
 from schedules import cpu_autotune, cpu_schedules, cpu_tensorised, gpu_schedules, references
+from vta_sim.config import Config
 
 TARGETS = ("cpu", "gpu", "vta", "reference")
 
@@ -29,6 +32,7 @@ class Row:
     speedup_vs_reference: float | None = None
     verified: bool = False
     skipped: str | None = None
+    error: str | None = None
     note: str = ""
     script: str | None = field(default=None, repr=False)  # scheduled TIR, for the report
 
@@ -116,8 +120,9 @@ def gpu_rows(wl, inputs, ref, opts):
     source = gpu_schedules.cuda_source(mod)
     row = Row(wl.name, "gpu", "cuda", script=mod.script(),
               note=f"hand schedule; CUDA source {len(source.splitlines())} lines")
-    if not gpu_schedules.gpu_present():
-        row.skipped = "no CUDA device here: CUDA source generated and checked, not run"
+    status = gpu_schedules.gpu_status()
+    if not status.usable:
+        row.skipped = f"{status.reason} (CUDA source generated and checked, not run)"
     else:
         row.verified, row.time_s = run_tvm(mod, gpu_schedules.cuda_target(), tvm.cuda(), wl,
                                            inputs, ref, opts)
@@ -141,7 +146,9 @@ def vta_rows(wl, inputs, ref, opts):
     """The compiler path's simulated cycles at the config's clock (schedules.cli.run_vta).
 
     run_vta draws its own seeded inputs and checks the output bit-exactly against its numpy
-    reference; that check is this row's `verified`.
+    reference; that check is this row's `verified`. A float workload or a kind the compiler
+    path has no schedule for is outside the accelerator (skipped); a compiler or simulator
+    error is a failure of the row.
     """
     row = Row(wl.name, "vta", "sim")
     case = vta_shape(wl)
@@ -151,17 +158,11 @@ def vta_rows(wl, inputs, ref, opts):
         row.skipped = f"the compiler path (schedules.cli.run_vta) has no {wl.kind} schedule"
     if row.skipped:
         return [row]
-    try:
-        from schedules.cli import run_vta
-        from vta_sim.config import Config
-    except ImportError as err:
-        row.skipped = f"compiler path not available ({err})"
-        return [row]
     cfg = Config.load(opts.vta_config)
     try:
-        fig = run_vta(case[0], case[1], config=opts.vta_config)
-    except Exception as err:  # noqa: BLE001 - any refusal of the compiler path is a skip reason
-        row.skipped = f"run_vta refused {case}: {type(err).__name__}: {err}"
+        fig = vta_cli.run_vta(case[0], case[1], config=opts.vta_config)
+    except Exception as err:  # noqa: BLE001 - reported as the row's error; compare exits non-zero
+        row.error = f"run_vta{case} raised {type(err).__name__}: {err}"
         return [row]
     row.verified = bool(fig["verified"])
     if row.verified:
@@ -232,7 +233,8 @@ def format_table(rows):
     head = "| target | variant | time (ms) | GOPS | x scalar | x best ref | verified | note |"
     lines = [head, "|" + "---|" * 8]
     for r in rows:
-        status = "skipped: " + r.skipped if r.skipped else ("yes" if r.verified else "NO")
+        status = ("skipped: " + r.skipped if r.skipped else "FAILED: " + r.error if r.error
+                  else "yes" if r.verified else "NO")
         lines.append(f"| {r.target} | {r.variant} | {_fmt(r.time_s and r.time_s * 1e3, '.3f')} | "
                      f"{_fmt(r.gops, '.2f')} | {_fmt(r.speedup_vs_scalar, '.1f')} | "
                      f"{_fmt(r.speedup_vs_reference, '.2f')} | {status} | {r.note} |")

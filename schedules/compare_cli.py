@@ -69,11 +69,14 @@ def make_workloads(args):
 
 def machine_line(threads=None):
     from schedules.cpu_tensorised import host_flags
+    from schedules.gpu_schedules import gpu_status
 
     flags = host_flags()
     simd = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni") if f in flags]
+    gpu = gpu_status()
     return (f"Host: {platform.processor() or platform.machine()}, {threads or os.cpu_count()} "
-            f"threads, SIMD: {', '.join(simd) or 'none detected'}.")
+            f"threads, SIMD: {', '.join(simd) or 'none detected'}. "
+            f"GPU: {gpu.reason if gpu.usable else 'not usable, ' + gpu.reason}.")
 
 
 def run(args):
@@ -109,4 +112,8 @@ def run(args):
         path = compare.write_report(results, args.report, machine_line(args.threads))
         print(f"report written to {path}")
     failed = [r for rows in results.values() for r in rows if not r.skipped and not r.verified]
+    if failed:
+        print("vta-sim compare: FAILED: " + ", ".join(
+            f"{r.workload} {r.target}/{r.variant} ({r.error or 'output differs from the reference'})"
+            for r in failed), file=sys.stderr)
     return 1 if failed else 0

@@ -2,8 +2,13 @@
 output, shared-memory tiles of both operands per reduction chunk, a register accumulator.
 
 It uses the same `BlockView` roles as the CPU schedules. CUDA source is generated everywhere
-(`cuda_source`); running and timing it needs a CUDA device (`gpu_present`).
+(`cuda_source`); running and timing it needs a usable GPU, and `gpu_status` says which piece
+is missing when there is none.
 """
+import ctypes
+import importlib.util
+import os
+import shutil
 from dataclasses import dataclass
 
 import tvm
@@ -27,15 +32,54 @@ class GpuTiling:
 
 def cuda_target():
     """CUDA target for the present device's compute capability (CUDA_ARCH without one)."""
-    arch = "sm_" + tvm.cuda(0).compute_version.replace(".", "") if gpu_present() else CUDA_ARCH
+    arch = "sm_" + tvm.cuda(0).compute_version.replace(".", "") if gpu_status().usable else CUDA_ARCH
     return tvm.target.Target({"kind": "cuda", "arch": arch})
 
 
-def gpu_present():
-    try:
-        return tvm.cuda(0).exist
-    except Exception:  # noqa: BLE001 - a runtime without CUDA support has no device either
-        return False
+@dataclass(frozen=True)
+class GpuStatus:
+    """Whether the CUDA builds can run here; `reason` names the missing piece, or the device."""
+
+    usable: bool
+    reason: str
+
+
+GPU_EXTRA_HINT = ("pip install -e '.[gpu]' brings libcudart.so.13 and NVRTC (put "
+                  "site-packages/nvidia/cu13/lib on LD_LIBRARY_PATH)")
+
+
+def gpu_status() -> GpuStatus:
+    """Driver, CUDA runtime, device and kernel compiler, checked in that order.
+
+    TVM's wheel loads its CUDA runtime (libtvm_runtime_cuda.so) at import and drops it silently
+    when a library it needs is missing; this finds out which one.
+    """
+    if tvm.get_global_func("device_api.cuda", allow_missing=True) is None:
+        for lib, what in (("libcuda.so.1", "no NVIDIA driver"),
+                          ("libcudart.so.13", "no CUDA 13 runtime library")):
+            try:
+                ctypes.CDLL(lib)
+            except OSError as err:
+                hint = GPU_EXTRA_HINT if lib == "libcudart.so.13" else "install the NVIDIA driver"
+                return GpuStatus(False, f"{what}: {lib} cannot be loaded ({err}); {hint}")
+        return GpuStatus(False, "TVM's CUDA runtime (libtvm_runtime_cuda.so) did not load")
+    if not tvm.cuda(0).exist:
+        return GpuStatus(False, "no CUDA device: the driver and runtime load but see no GPU")
+    mode = os.environ.get("TVM_CUDA_COMPILE_MODE", "nvrtc").lower()
+    if mode == "nvcc" and shutil.which("nvcc") is None:
+        return GpuStatus(False, "no kernel compiler: TVM_CUDA_COMPILE_MODE=nvcc but nvcc is not on PATH")
+    if mode == "nvrtc" and not _has_module("cuda", "cuda.bindings"):
+        return GpuStatus(False, f"no kernel compiler: TVM's default NVRTC needs cuda-bindings; "
+                                f"{GPU_EXTRA_HINT}, or set TVM_CUDA_COMPILE_MODE=nvcc")
+    if mode not in ("nvrtc", "nvcc"):
+        return GpuStatus(False, f"TVM_CUDA_COMPILE_MODE={mode!r}: accepted nvrtc (default) or nvcc")
+    dev = tvm.cuda(0)
+    return GpuStatus(True, f"{dev.device_name}, compute capability {dev.compute_version}, {mode}")
+
+
+def _has_module(*names) -> bool:
+    """Importable without importing it; parents first (find_spec raises on a missing parent)."""
+    return all(importlib.util.find_spec(n) is not None for n in names)
 
 
 def _split3(sch, loop, t):

@@ -26,7 +26,7 @@ def test_cuda_source(wl):
     assert "threadIdx.x" in src and "threadIdx.y" in src
     for bound in re.findall(r"__launch_bounds__\((\d+)\)", src):
         assert 1 <= int(bound) <= 1024
-    if gpu_schedules.gpu_present():
+    if gpu_schedules.gpu_status().usable:
         inputs = wl.random_inputs()
         dev = tvm.cuda()
         f = gpu_schedules.build(mod)
