@@ -24,7 +24,6 @@ _MODULE_NUM = {name: i for i, name in enumerate(MODULE_NAMES)}
 _FLAG_QUEUE = {_MODULE_NUM[m]: q for m, q in isa.DEP_QUEUES.items()}
 FETCH = 3  # fetch is the fourth agent; read-port priority: fetch > compute > load
 _PORT_PRIORITY = {FETCH: 0, COMPUTE: 1, LOAD: 2}
-INF = float("inf")
 
 
 @lru_cache(maxsize=4096)
@@ -107,16 +106,18 @@ class _Running:
     __slots__ = ("index", "enqueue", "start", "t", "segments", "seg", "body", "grant", "done", "pushes", "push",
                  "last_push", "token_wait")
 
-    def __init__(self, index, enqueue, start, segments, token_wait):
+    def __init__(self, index, enqueue, start, segments, body, pushes, token_wait):
         self.index, self.enqueue, self.start, self.t = index, enqueue, start, start
-        self.segments, self.seg = segments, 0      # (needs read port, cycles); seg = next one
+        self.segments, self.seg, self.body = segments, 0, body  # (needs read port, cycles); seg = next
         self.grant = self.done = None
-        self.pushes, self.push = (), 0
+        self.pushes, self.push = pushes, 0           # token queues to push, index of the next
         self.last_push = start
         self.token_wait = token_wait
 
 
 class _Module:
+    """One of load/compute/store: its instruction queue, vector clock, statistics."""
+
     __slots__ = ("num", "queue", "phase", "free", "seq", "vc", "current", "busy", "stall_token",
                  "stall_port", "stall_push")
 
@@ -309,10 +310,7 @@ class Engine:
         m.seq += 1
         m.vc[m.num] = m.seq
         self.execute(idx, insn, m.num, m.vc)
-        segments, body = self._segments(insn)
-        cur = m.current = _Running(idx, enq, t, segments, t - ready)
-        cur.body = body
-        cur.pushes = self.pushes[idx]
+        m.current = _Running(idx, enq, t, *self._segments(insn), self.pushes[idx], t - ready)
         self._advance(m)
 
     def _retire(self, m: _Module, t: int):
