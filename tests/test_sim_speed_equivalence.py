@@ -46,6 +46,17 @@ def test_repeated_gemm_nest_follows_a_uop_reload(cfg):
                     [store(0, out, 1, 8)]), lay.data)
 
 
+def test_reset_ignores_source_indices_outside_their_buffer(cfg):
+    """A GEMM/ALU reset only writes: its src/wgt indices are neither checked nor used."""
+    lay = Layout()
+    uops = lay.put(uop_words(cfg, [(0, cfg.buffers["acc"].depth - 1, cfg.buffers["wgt"].depth - 1)]), 4)
+    out = lay.reserve(4 * cfg.buffers["out"].entry_bytes, 64)
+    far = dict(uop_bgn=0, uop_end=1, iter_out=4, dst_factor_out=1, src_factor_out=5)
+    compute = [load(MEM_UOP, 0, uops, 1, 1), isa.AluInsn(reset=1, alu_opcode=isa.ALU_ADD, **far),
+               isa.GemmInsn(reset=1, wgt_factor_out=3, **far)]
+    _run(cfg, chain(compute_part=compute, store_part=[store(0, out, 1, 4)]), lay.data)
+
+
 def test_gemm_with_repeated_destinations_wraps_like_the_reference(cfg):
     """Many iterations into few ACC entries (a reduction), starting next to the int32 limits."""
     lay = Layout()

@@ -213,7 +213,7 @@ class Machine:
             p = np.arange(p0, min(pairs, p0 + step), dtype=np.int64)
             i, j = (p // insn.iter_in)[:, None], (p % insn.iter_in)[:, None]
             yield _chunk(*((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors)), depth,
-                         insn.opcode == isa.OP_ALU)
+                         insn.opcode == isa.OP_ALU and not insn.reset)  # a reset reads nothing
 
     def _write_acc(self, dst, vc, what):
         """OUT mirrors the written ACC entries (each distinct entry once)."""
