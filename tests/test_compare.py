@@ -5,7 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from schedules import compare, compare_cli, references, workloads
+from intrinsics.errors import CompileError
+from schedules import cli as vta_cli
+from schedules import compare, compare_cli, gpu_schedules, references, workloads
 
 FAST = compare.Options(repeats=1, min_time_s=0.0, trials=0)  # trials=0: meta_schedule skipped
 JSON_KEYS = {"workload", "target", "variant", "time_s", "gops", "speedup_vs_scalar", "verified",
@@ -68,14 +70,41 @@ def test_baselines_verify(wl):
 def test_vta_column():
     wl = workloads.gemm(16, 16, 16, "int8")
     (row,) = compare.vta_rows(wl, None, None, FAST)
-    if row.skipped:  # the compiler path may be absent; then the reason says so
-        assert "compiler path" in row.skipped or "run_vta" in row.skipped
-    else:
-        assert row.verified and row.time_s > 0 and "MHz" in row.note
+    assert not row.skipped and not row.error
+    assert row.verified and row.time_s > 0 and "MHz" in row.note
     (fp,) = compare.vta_rows(workloads.gemm(16, 16, 16, "fp32"), None, None, FAST)
     assert "int8" in fp.skipped
     (dw,) = compare.vta_rows(workloads.dwsep(1, 4, 4, 4, 8), None, None, FAST)
     assert "no dwsep schedule" in dw.skipped
+
+
+def test_vta_column_fails_when_run_vta_raises(monkeypatch, capsys):
+    def broken(*args, **kwargs):
+        raise CompileError("tile does not fit")
+    monkeypatch.setattr(vta_cli, "run_vta", broken)
+    (row,) = compare.vta_rows(workloads.gemm(16, 16, 16, "int8"), None, None, FAST)
+    assert not row.skipped and not row.verified and row.time_s is None
+    assert "CompileError: tile does not fit" in row.error
+    assert _cli(["--workload", "gemm", "--m", "16", "--n", "16", "--k", "16", "--dtype", "int8",
+                 "--targets", "vta", "--repeats", "1"]) == 1
+    out, err = capsys.readouterr()
+    assert "FAILED: run_vta" in out and "vta/sim (run_vta" in err
+
+
+def test_gpu_row_skips_with_the_reason(monkeypatch):
+    wl = workloads.gemm(8, 8, 8, "int8")
+    monkeypatch.setattr(gpu_schedules, "gpu_status",
+                        lambda: gpu_schedules.GpuStatus(False, "no NVIDIA driver: libcuda.so.1 missing"))
+    (row,) = compare.gpu_rows(wl, None, None, FAST)
+    assert row.skipped.startswith("no NVIDIA driver: libcuda.so.1 missing") and not row.error
+
+
+def test_gpu_status_names_the_missing_piece():
+    status = gpu_schedules.gpu_status()
+    assert status.usable or status.reason.startswith(
+        ("no NVIDIA driver", "no CUDA 13 runtime", "no CUDA device", "no kernel compiler",
+         "TVM's CUDA runtime", "TVM_CUDA_COMPILE_MODE")), status
+    assert compare_cli.machine_line().endswith(f"{status.reason}.")
 
 
 def _cli(argv):
