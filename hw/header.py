@@ -1,7 +1,9 @@
 """Generate the Verilog header `vta_cfg.vh` from a `vta_sim.Config` and `vta_sim.isa.layout`.
 
-The RTL never hard-codes a size, a latency or a bit position: every one of them is a macro of
-this header, written from the same Python objects the simulator and the compiler read.
+Every size, latency and bit position that a configuration or the instruction layout can change
+is a macro of this header, written from the same Python objects the simulator and the compiler
+read. What the ISA fixes for all configurations is written in the RTL directly: the 8-bit data
+and 32-bit accumulator lanes, the shift clamp of 31, the register map (`hw/rtl/vta_regs.v`).
 """
 from __future__ import annotations
 
