@@ -17,6 +17,7 @@ from . import codegen, ops
 from .errors import GraphError
 from .kernels import KernelCache
 from .partition import partition
+from .partition import refusals as partition_refusals
 
 _BUILDS = itertools.count()
 #: Relax ops that are layers of the report when they run on the CPU, by layer kind.
@@ -65,14 +66,14 @@ class VtaModel:
     def __init__(self, mod, cfg: Config, vthreads: int = 2, backend: str = "sim", trace: bool = False,
                  cache: KernelCache | None = None, progress=None, qdq_decisions=()):
         t0 = time.perf_counter()
-        refusals: dict = {}
-        parted = _unique_symbols(partition(mod, refusals), f"vta{next(_BUILDS)}_")
+        cpu_reasons = _cpu_reasons(mod["main"], qdq_decisions)
+        parted = _unique_symbols(partition(mod), f"vta{next(_BUILDS)}_")
         self.build = codegen.VtaBuild(cfg, vthreads, backend, trace, cache or KernelCache(), progress)
         with codegen.active(self.build):
             self.mod = relax.transform.RunCodegen()(parted)
         self.partitioned = parted
         self.vm = _vm(self.mod)
-        self.layers = _layers(self.mod["main"], self.build.regions, refusals, qdq_decisions)
+        self.layers = _layers(self.mod["main"], self.build.regions, cpu_reasons)
         self.build.expected_runs = sum(layer.target == "vta" for layer in self.layers)
         self.compile_s = time.perf_counter() - t0
 
@@ -96,33 +97,45 @@ def _extern_symbol(call) -> str | None:
     return None
 
 
-def _layers(main, regions: dict, refusals: dict, qdq_decisions) -> list:
-    """The report's layers in execution order, with where each runs and why."""
+def _layer_calls(main):
+    """(kind, call) of each layer of `main` in execution order; offloaded regions have kind None."""
     var2val = dict(relax.analysis.get_var2val(main))
-    float_reasons = {d.name: d.reason for d in qdq_decisions if not d.integer}
-    counts: dict = {}
-    layers = []
-
-    def add(kind, target, reason, symbol=None):
-        counts[kind] = counts.get(kind, 0) + 1
-        name = f"{kind}{counts[kind]}"
-        if target == "cpu" and reason is None:
-            reason = float_reasons.get(name, "no accelerator pattern matched")
-        layers.append(Layer(name, kind, target, reason, symbol))
-
     for block in main.body.blocks:
         for binding in block.bindings:
-            call = binding.value
-            symbol = _extern_symbol(call)
-            if symbol in regions:
-                add(regions[symbol].spec.op, "vta", None, symbol)
-                continue
-            name = ops.op_name(call)
-            if name in CPU_LAYERS:
-                kind = CPU_LAYERS[name]
-                add(kind, "cpu", AVG_REASON if kind == "avg_pool" else refusals.get(call))
+            call, name = binding.value, ops.op_name(binding.value)
+            if _extern_symbol(call) is not None:
+                yield None, call
+            elif name in CPU_LAYERS:
+                yield CPU_LAYERS[name], call
             elif name == "relax.add" and _is_residual(call, var2val):
-                add("add", "cpu", refusals.get(call))
+                yield "add", call
+
+
+def _cpu_reasons(main, qdq_decisions) -> dict:
+    """{kind: [reason of the kind's i-th layer]}: why each layer would stay on the CPU, from the
+    QDQ pass (float layers) or the partitioner's check (integer layers VTA-8 does not take)."""
+    refused = partition_refusals(main)
+    float_reasons = {d.name: d.reason for d in qdq_decisions if not d.integer}
+    reasons: dict = {}
+    for kind, call in _layer_calls(main):
+        index = len(reasons.setdefault(kind, [])) + 1
+        reason = refused.get(call) or float_reasons.get(f"{kind}{index}")
+        reasons[kind].append(AVG_REASON if kind == "avg_pool" else reason or "no accelerator pattern matched")
+    return reasons
+
+
+def _layers(main, regions: dict, cpu_reasons: dict) -> list:
+    """The report's layers in execution order, with where each runs and why."""
+    layers, counts = [], {}
+    for kind, call in _layer_calls(main):
+        symbol = _extern_symbol(call)
+        kind = regions[symbol].spec.op if symbol else kind
+        counts[kind] = counts.get(kind, 0) + 1
+        name = f"{kind}{counts[kind]}"
+        if symbol:
+            layers.append(Layer(name, kind, "vta", None, symbol))
+        else:
+            layers.append(Layer(name, kind, "cpu", cpu_reasons[kind][counts[kind] - 1]))
     return layers
 
 

@@ -28,38 +28,45 @@ def _widened():
     return is_op("relax.left_shift")(is_op("relax.astype")(wildcard()), is_const())
 
 
-#: Composite name -> pattern, in matching order.
+#: Composite name -> pattern, in matching order. The max-pool comes first: its check looks at
+#: its producer (a ReLU makes zero padding exact), which must not be fused away yet.
 PATTERNS = {
+    "vta.max_pool": is_op("relax.nn.max_pool2d")(wildcard()),
     "vta.conv2d": _requant(is_op("relax.nn.conv2d")(wildcard(), is_const())),
     "vta.dense": _requant(is_op("relax.matmul")(wildcard(), is_const())),
     "vta.add": _requant(is_op("relax.add")(_widened(), _widened())),
-    "vta.max_pool": is_op("relax.nn.max_pool2d")(wildcard()),
 }
 
 
-def _checker(value_of, refusals: dict):
-    def check(ctx) -> bool:
-        root = ctx.matched_expr
-        reason = ops.check(root, lambda e: value_of(e, ctx))
-        if reason is not None:
-            refusals[ops.layer_call(root, lambda e: value_of(e, ctx))] = reason
-        return reason is None
-    return check
+def refusals(main) -> dict:
+    """{layer call: why it stays on the CPU} for every pattern match VTA-8 does not take.
+
+    Computed on the function before partitioning, with the same `ops.check` the partitioner
+    uses, so the report's reasons are the partitioner's."""
+    var2val = dict(relax.analysis.get_var2val(main))
+    value_of = lambda e: var2val.get(e, e) if isinstance(e, relax.Var) else e  # noqa: E731
+    out = {}
+    for block in main.body.blocks:
+        for binding in block.bindings:
+            root = binding.value
+            if any(p.match(root, var2val) for p in PATTERNS.values()):
+                reason = ops.check(root, value_of)
+                if reason is not None:
+                    out[ops.layer_call(root, value_of)] = reason
+    return out
 
 
-def partition(mod, refusals: dict | None = None):
-    """`mod` with each accelerator-runnable op wrapped in a `Codegen: "vta"` function.
-
-    `refusals` (optional) collects, per layer call (`ops.layer_call`), why an op stays on the CPU."""
-    refusals = {} if refusals is None else refusals
+def partition(mod):
+    """`mod` with each accelerator-runnable op wrapped in a `Codegen: "vta"` function."""
     var2val = dict(relax.analysis.get_var2val(mod["main"]))
 
-    def value_of(e, ctx):
-        if isinstance(e, relax.Var):
-            return ctx.matched_bindings.get(e, var2val.get(e, e))
-        return e
+    def check(ctx) -> bool:
+        def value_of(e):
+            if isinstance(e, relax.Var):
+                return ctx.matched_bindings.get(e, var2val.get(e, e))
+            return e
+        return ops.check(ctx.matched_expr, value_of) is None
 
-    check = _checker(value_of, refusals)
     patterns = [relax.transform.FusionPattern(name, pattern, check=check)
                 for name, pattern in PATTERNS.items()]
     return relax.transform.FuseOpsByPattern(patterns, bind_constants=True, annotate_codegen=True)(mod)
