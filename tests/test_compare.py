@@ -134,5 +134,5 @@ def test_cli_refuses_bad_input(capsys):
     assert "positive" in capsys.readouterr().err
     assert _cli(["--workload", "gemm", "--m", "4", "--targets", "tpu"]) == 2
     assert "accepted: cpu, gpu, vta, reference" in capsys.readouterr().err
-    assert _cli(["--workload", "conv2d", "--layer", "resnet18.C1", "--targets", "cpu"]) == 2
+    assert _cli(["--workload", "conv2d", "--layer", "resnet18.C99", "--targets", "cpu"]) == 2
     assert "resnet18.C5" in capsys.readouterr().err
