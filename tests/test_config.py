@@ -32,6 +32,8 @@ def test_load_from_path_with_timing_override(tmp_path):
 @pytest.mark.parametrize("change, word", [
     ({"LOG_ACC_BUFF_SIZE": 22}, "micro-op"),          # LA = 17: 17 + 17 + 10 > 32
     ({"LOG_UOP_BUFF_SIZE": 18}, "word 0"),            # LU = 16: 7 + 16 + 17 + 28 > 64
+    # LA = 12, LI = 11, LW = 8: the micro-op (32) and GEMM word 1 (62) fit, ALU word 1 does not (68)
+    ({"LOG_ACC_BUFF_SIZE": 17, "LOG_WGT_BUFF_SIZE": 14}, r"ALU word 1 \(64 bits\) needs 68 bits"),
 ])
 def test_config_that_does_not_fit_names_the_word(change, word):
     with pytest.raises(ConfigError, match=word):

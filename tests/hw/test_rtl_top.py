@@ -6,13 +6,15 @@ the programs that disagree. Random programs are seeded; a failure names `random_
 `rtl_programs.random_program(cfg, seed)` rebuilds.
 """
 import numpy as np
+import pytest
 
 from hw.backend import run_jobs
-from hw.header import ERROR_CODES
+from hw.compare import compare_run
+from hw.header import COUNTERS, ERROR_CODES
 from programs import image_with, load, store
 from rtl_programs import (blocked_gemm_program, chain_programs, random_program,
                           single_instruction_programs)
-from vta_sim import isa
+from vta_sim import Config, Simulator, isa
 from vta_sim.config import MEM_INP, MEM_OUT, MEM_UOP
 
 RANDOM_SEEDS = range(8)
@@ -105,3 +107,22 @@ def test_illegal_programs_set_error_and_code_instead_of_hanging(cfg):
     by_name = {r["name"]: r for r in results}
     assert by_name["finish_not_last"]["error_index"] == 0
     assert by_name["opcode_5"]["error_index"] == 0
+
+
+@pytest.mark.parametrize("backpressure, delta, accepted", [
+    (None, 0, True), (None, 1, False), (None, -1, False),      # no stalls: equal cycles
+    (7, 0, True), (7, 250, True), (7, -1, False),             # stalls may only slow the RTL down
+], ids=["exact", "exact_slower", "exact_faster", "bp_equal", "bp_slower", "bp_faster"])
+def test_compare_checks_the_cycle_relation(tmp_path, backpressure, delta, accepted):
+    """hw.compare: RTL cycles == sim cycles without back-pressure, >= with it (timing.md)."""
+    cfg = Config.default()
+    name, image, addr, count = chain_programs(cfg)[0]
+    path = tmp_path / "prog.bin"
+    path.write_bytes(image.tobytes())
+    ref = Simulator(cfg).run(image, insn_addr=addr, insn_count=count)
+    job = dict(name=name, image=str(path), insn_addr=addr, insn_count=count, backpressure=backpressure)
+    result = dict(done=True, error=False, cycles=ref.cycles + delta,
+                  stats={k: ref.stats[k] for k in COUNTERS})
+    problems = compare_run(cfg, job, result, ref.dram)
+    assert (problems == []) == accepted, problems
+    assert accepted or "CYCLES" in problems[0]
