@@ -119,7 +119,7 @@ def _cpu_reasons(main, qdq_decisions) -> dict:
     reasons: dict = {}
     for kind, call in _layer_calls(main):
         index = len(reasons.setdefault(kind, [])) + 1
-        reason = refused.get(call) or float_reasons.get(f"{kind}{index}")
+        reason = float_reasons.get(f"{kind}{index}") or refused.get(call)
         reasons[kind].append(AVG_REASON if kind == "avg_pool" else reason or "no accelerator pattern matched")
     return reasons
 

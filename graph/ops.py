@@ -136,6 +136,8 @@ def read_spec(root, value_of=lambda e: e):
     if name == "relax.nn.max_pool2d":
         a = root.attrs
         x = root.args[0]
+        if x.ty.dtype != "int8":
+            raise _Unsupported(f"a {x.ty.dtype} max-pool: the accelerator pools int8")
         n, c, h, w = _shape(x)
         pool, strides, pad = _ints(a.pool_size), _ints(a.strides), _ints(a.padding)
         spec = PoolSpec(n, c, h, w, pool[0], strides[0], pad[0])

@@ -1,0 +1,189 @@
+"""The graph level: quantiser, QDQ pass, Relax BYOC partition, whole models against their CPU build."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper, numpy_helper
+
+from graph.errors import GraphError
+from graph.models.onnx_builder import OnnxBuilder
+from graph.onnx_import import import_onnx
+from graph.qdq import lower_qdq
+from graph.quantize import quantize_model
+from graph.run import ModelCase, run_model
+
+
+def _cnn(batch_shape=(1, 3, 9, 9), relu_before_pool=True, seed=0):
+    """conv+relu, conv, residual add+relu, max-pool, dense: every accelerator pattern, odd shapes."""
+    rng = np.random.default_rng(seed)
+    c = batch_shape[1]
+    b = OnnxBuilder("t", batch_shape)
+    x = b.relu(b.conv("input", rng.normal(0, .3, (10, c, 3, 3)), rng.normal(0, .1, 10), pad=1))
+    y = b.conv(x, rng.normal(0, .3, (10, 10, 3, 3)), rng.normal(0, .1, 10), pad=1)
+    s = b.add(y, x)
+    s = b.relu(s) if relu_before_pool else s
+    p = b.flatten(b.max_pool(s, 3, 2, pad=1))
+    h = (batch_shape[2] + 1) // 2
+    return b.build(b.dense(p, rng.normal(0, .3, (7, 10 * h * h)), rng.normal(0, .1, 7)))
+
+
+def _ort(model, x):
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, {"input": x})[0]
+
+
+@pytest.fixture(scope="module")
+def small():
+    rng = np.random.default_rng(1)
+    model = _cnn()
+    qdq = quantize_model(model, rng.random((8, 3, 9, 9), dtype=np.float32))
+    x = rng.random((3, 3, 9, 9), dtype=np.float32)         # batch 3
+    return model, qdq, x
+
+
+@pytest.fixture(scope="module")
+def small_result(small):
+    _, qdq, x = small
+    return run_model(ModelCase("small", qdq, x), "1x8x8", vthreads=2)
+
+
+# ----------------------------------------------------------------------------- quantiser
+def test_quantiser_writes_symmetric_power_of_two_qdq(small):
+    model, qdq, x = small
+    inits = {i.name: numpy_helper.to_array(i) for i in qdq.graph.initializer}
+    qnodes = [n for n in qdq.graph.node if n.op_type in ("QuantizeLinear", "DequantizeLinear")]
+    assert qnodes
+    for node in qnodes:
+        scale, zero = inits[node.input[1]], inits[node.input[2]]
+        assert scale.size == 1 and float(scale) > 0
+        assert np.log2(float(scale)) == round(np.log2(float(scale))), node.name
+        assert int(zero) == 0
+    weights = [inits[n.input[0]] for n in qnodes if n.op_type == "DequantizeLinear" and n.input[0] in inits]
+    assert {w.dtype for w in weights} == {np.dtype(np.int8), np.dtype(np.int32)}
+    # the quantised model still computes what the float one does, to within quantisation error
+    ref, got = _ort(model, x), _ort(qdq, x)
+    assert np.abs(ref - got).max() < 0.1 * np.abs(ref).max()
+
+
+def test_quantiser_refuses_an_already_quantised_model(small):
+    with pytest.raises(GraphError, match="already quantised"):
+        quantize_model(small[1], small[2])
+
+
+# ----------------------------------------------------------------------------- QDQ pass
+def test_qdq_pass_rewrites_every_block_into_integer_ops(small):
+    _, qdq, _ = small
+    mod, _ = import_onnx(qdq, batch=3)
+    integer, decisions = lower_qdq(mod)
+    assert [(d.op, d.integer) for d in decisions] == [("conv2d", True), ("conv2d", True), ("add", True),
+                                                       ("max_pool", True), ("dense", True)]
+    text = integer.script()
+    assert "R.nn.conv2d" in text and 'out_dtype="int32"' in text
+    # only the model's input quantize and its output dequantize remain in float
+    assert text.count("R.quantize(") == 1 and text.count("R.dequantize(") == 1
+
+
+@pytest.mark.parametrize("layer", ["conv_relu", "dense"])
+def test_each_integer_block_is_within_one_lsb_of_onnxruntime(layer):
+    """Rounding differs only on ties (half up here, half to even in ONNX), so one requantised
+    layer agrees to 1 LSB; a deep stack compounds it, so this checks one block at a time."""
+    rng = np.random.default_rng(3)
+    b = OnnxBuilder(layer, (1, 5, 6, 6))
+    if layer == "conv_relu":
+        out = b.relu(b.conv("input", rng.normal(0, .3, (12, 5, 3, 3)), rng.normal(0, .1, 12), pad=1))
+    else:
+        out = b.dense(b.flatten("input"), rng.normal(0, .3, (9, 180)), rng.normal(0, .1, 9))
+    qdq = quantize_model(b.build(out), rng.random((8, 5, 6, 6), dtype=np.float32))
+    x = rng.random((4, 5, 6, 6), dtype=np.float32)
+    mod, _ = import_onnx(qdq, batch=4)
+    integer, _ = lower_qdq(mod)
+    from graph.build import CpuModel
+
+    output_dq = next(n for n in qdq.graph.node if n.output[0] == "output")
+    scale = next(numpy_helper.to_array(i) for i in qdq.graph.initializer if i.name == output_dq.input[1])
+    diff = np.abs(CpuModel(integer).run(x) - _ort(qdq, x)) / float(scale)
+    assert diff.max() <= 1 + 1e-6
+    assert (diff == 0).mean() > 0.9
+
+
+def _with_scale(qdq: onnx.ModelProto, name: str, value: float) -> onnx.ModelProto:
+    model = onnx.ModelProto()
+    model.CopyFrom(qdq)
+    for init in model.graph.initializer:
+        if init.name == name:
+            init.CopyFrom(numpy_helper.from_array(np.array(value, np.float32), name))
+            return model
+    raise KeyError(name)
+
+
+def test_a_scale_that_is_not_a_power_of_two_stays_on_the_cpu(small):
+    _, qdq, x = small
+    conv_w = next(n for n in qdq.graph.node if n.op_type == "Conv").input[1]
+    model = _with_scale(qdq, conv_w.removesuffix("_dq") + "_scale", 0.01)
+    result = run_model(ModelCase("odd_scale", model, x), "1x8x8")
+    first = result.layers[0]
+    assert first["name"] == "conv2d1" and first["target"] == "cpu"
+    assert "not a power of two" in first["reason"]
+    assert all(r["target"] == "vta" for r in result.layers[1:])
+    assert result.logits_identical and result.verified
+
+
+def test_a_float_model_runs_on_the_cpu_with_the_reason(small):
+    model, _, x = small
+    result = run_model(ModelCase("float", model, x[:1]), "1x8x8")
+    assert {r["target"] for r in result.layers} == {"cpu"}
+    assert all("not quantised" in r["reason"] for r in result.layers)
+    assert result.logits_identical
+
+
+def test_integer_op_formats_are_refused_with_the_qdq_alternative():
+    node = helper.make_node("QLinearConv", ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy"], ["y"], name="qconv")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", onnx.TensorProto.UINT8,
+                                                                          [1, 1, 4, 4])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.UINT8, [1, 1, 4, 4])])
+    with pytest.raises(GraphError, match="QLinearConv.*QDQ"):
+        import_onnx(helper.make_model(graph))
+
+
+# ----------------------------------------------------------------------------- offload
+def test_every_pattern_offloads_and_matches_the_cpu_build(small_result):
+    r = small_result
+    assert [(row["op"], row["target"]) for row in r.layers] == [
+        ("conv2d", "vta"), ("conv2d", "vta"), ("add", "vta"), ("max_pool", "vta"), ("dense", "vta")]
+    assert all(row["verified"] and row["cycles"] > 0 for row in r.layers)
+    assert r.batch == 3 and r.logits_identical and r.verified
+    assert r.total_cycles == sum(row["cycles"] for row in r.layers)
+
+
+def test_padded_max_pool_of_a_signed_input_stays_on_the_cpu():
+    rng = np.random.default_rng(2)
+    qdq = quantize_model(_cnn(relu_before_pool=False), rng.random((4, 3, 9, 9), dtype=np.float32))
+    result = run_model(ModelCase("signed_pool", qdq, rng.random((1, 3, 9, 9), dtype=np.float32)), "1x8x8")
+    pool = next(r for r in result.layers if r["op"] == "max_pool")
+    assert pool["target"] == "cpu" and "negative" in pool["reason"]
+    assert result.logits_identical and result.verified
+
+
+def test_json_keys(small_result):
+    j = small_result.to_json()
+    for key in ("model", "verified", "accuracy_cpu", "accuracy_vta", "logits_identical", "total_cycles",
+                "layers"):
+        assert key in j
+    assert j["accuracy_cpu"] is None
+    for row in j["layers"]:
+        assert {"name", "op", "target", "cycles", "utilization", "verified"} <= set(row)
+
+
+def test_digits_on_the_accelerator(tmp_path):
+    """The acceptance run: trained at first use, >= 0.95 held out, identical logits, convs on VTA."""
+    from graph.models import digits
+
+    d = digits.load(cache_dir=tmp_path)
+    assert d.trained and digits.load(cache_dir=tmp_path).trained is False
+    result = run_model(ModelCase("digits", d.qdq, d.x_test, d.y_test), "1x8x8")
+    j = result.to_json()
+    assert j["logits_identical"] and j["verified"]
+    assert j["accuracy_vta"] == j["accuracy_cpu"] >= 0.95
+    assert all(r["target"] == "vta" for r in j["layers"] if r["op"] == "conv2d")
