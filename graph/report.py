@@ -4,11 +4,10 @@ from __future__ import annotations
 import dataclasses
 import sys
 
-from schedules.cli import BYTES_KEYS
 from vta_sim.config import Config
+from vta_sim.isa import MODULES
+from vta_sim.result import BYTES_STATS as BYTES_KEYS
 from vta_sim.trace import Trace
-
-MODULES = ("load", "compute", "store")
 
 
 def layer_rows(layers: list, runs: list, cfg: Config) -> list:

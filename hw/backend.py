@@ -14,20 +14,15 @@ from pathlib import Path
 import numpy as np
 
 from vta_sim.config import Config
-from vta_sim.errors import DeadlockError, EncodingError, MemoryAccessError, ProgramError, VTAError
+from vta_sim.errors import VTAError
+from vta_sim.registers import ERROR_CLASSES, ERROR_NAMES, NO_INDEX
 from vta_sim.result import RunResult
 from vta_sim.simulator import as_image, check_program
 
 from . import build as hwbuild
-from .header import ERROR_CODES
 
 #: Cycles a test-bench run may take before the bench gives up (the backend waits without limit).
 TIMEOUT_FLOOR = 200_000
-#: The simulator's exception class for each RTL error code.
-ERROR_CLASSES = {"OPCODE": EncodingError, "MEM_TYPE": EncodingError, "DEP_FLAG": EncodingError,
-                 "ALU_OPCODE": EncodingError, "MALFORMED": ProgramError, "FINISH": ProgramError,
-                 "INSN_ADDR": ProgramError, "SRAM_RANGE": MemoryAccessError, "INDEX": MemoryAccessError,
-                 "DEADLOCK": DeadlockError}
 
 
 def run_jobs(cfg: Config | str, jobs: list, compare: bool = False, waves: bool = False,
@@ -89,8 +84,8 @@ class RTLBackend:
         if res.get("timeout"):
             raise VTAError("RTL run did not finish (timeout)")
         if res.get("error"):
-            name = {v: k for k, v in ERROR_CODES.items()}.get(res["error_code"], str(res["error_code"]))
-            index = None if res["error_index"] == 0xFFFFFFFF else res["error_index"]
+            name = ERROR_NAMES.get(res["error_code"], str(res["error_code"]))
+            index = None if res["error_index"] == NO_INDEX else res["error_index"]
             raise ERROR_CLASSES.get(name, VTAError)(
                 f"the RTL stopped with ERROR_CODE {res['error_code']} ({name}) at cycle {res['cycles']}",
                 index=index)

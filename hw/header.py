@@ -2,52 +2,24 @@
 
 Every size, latency and bit position that a configuration or the instruction layout can change
 is a macro of this header, written from the same Python objects the simulator and the compiler
-read. What the ISA fixes for all configurations is written in the RTL directly: the 8-bit data
-and 32-bit accumulator lanes, the shift clamp of 31, the register map (`hw/rtl/vta_regs.v`).
+read, and so is what every configuration shares: opcodes, ALU ops, the register map, the
+error codes and the statistics counters' order (`vta_sim.registers`), the token queues'
+flags (`vta_sim.isa.TOKEN_QUEUES`). Only the 8-bit data and 32-bit accumulator lanes and the
+shift clamp of 31 are written in the RTL directly.
 """
 from __future__ import annotations
 
-from vta_sim import isa
+from vta_sim import isa, registers
 from vta_sim.config import MEM_NAMES, Config
 from vta_sim.errors import ConfigError
+# The register map and error codes, re-exported for the benches that drive the registers.
+from vta_sim.registers import (COUNTERS, ERROR_CODES, REG_COUNTERS, REG_CTRL, REG_CYCLES,  # noqa: F401
+                               REG_ERROR_CODE, REG_ERROR_INDEX, REG_INSN_ADDR, REG_INSN_COUNT,
+                               counter_offset)
 
-#: ERROR_CODE values of the status register (docs/hardware.md lists them).
-ERROR_CODES = {
-    "NONE": 0,
-    "OPCODE": 1,        # illegal opcode (5-7)
-    "MEM_TYPE": 2,      # memory type the instruction's module does not take
-    "DEP_FLAG": 3,      # dependency flag that is illegal in the module
-    "ALU_OPCODE": 4,    # illegal ALU opcode (5-7)
-    "MALFORMED": 5,     # UOP load not 1 row/unpadded, padded STORE, unused bits set, uop_bgn > uop_end
-    "SRAM_RANGE": 6,    # LOAD/STORE/uop range outside its SRAM
-    "FINISH": 7,        # FINISH not last, or the last instruction is not FINISH
-    "INSN_ADDR": 8,     # insn_addr not 16-byte aligned, or insn_count = 0
-    "INDEX": 9,         # GEMM/ALU index (dst/src/wgt) outside its SRAM
-    "DEADLOCK": 10,     # every module waits and FINISH has not completed
-}
-
-#: 32-bit counters that follow ERROR_CODE in the register map, from 0x18 on (0x14 = ERROR_INDEX).
-COUNTERS = (
-    "inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes", "out_store_nbytes",
-    "gemm_counter", "alu_counter",
-    "load_busy_cycles", "load_stall_token_cycles", "load_stall_port_cycles",
-    "load_stall_push_cycles", "load_insn_count",
-    "compute_busy_cycles", "compute_stall_token_cycles", "compute_stall_port_cycles",
-    "compute_stall_push_cycles", "compute_insn_count",
-    "store_busy_cycles", "store_stall_token_cycles", "store_stall_port_cycles",
-    "store_stall_push_cycles", "store_insn_count",
-    "fetch_stall_queue_cycles", "fetch_stall_port_cycles",
-)
-REG_CTRL, REG_CYCLES, REG_INSN_COUNT, REG_INSN_ADDR, REG_ERROR_CODE, REG_ERROR_INDEX = \
-    0x00, 0x04, 0x08, 0x0C, 0x10, 0x14
-REG_COUNTERS = 0x18
 #: Depth of the read-data FIFO of the AXI master: read latencies up to about this many cycles stay
 #: cycle-exact against DMA_READ_LATENCY (docs/hardware.md).
 RFIFO_DEPTH = 32
-
-
-def counter_offset(name: str) -> int:
-    return REG_COUNTERS + 4 * COUNTERS.index(name)
 
 
 def check_supported(cfg: Config) -> None:
@@ -70,7 +42,7 @@ def header_text(cfg: Config) -> str:
     defines = {
         "BATCH": cfg.BATCH, "BLOCK_IN": cfg.BLOCK_IN, "BLOCK_OUT": cfg.BLOCK_OUT,
         "BUS_BYTES": cfg.bus_bytes, "LOG_BUS_BYTES": cfg.bus_bytes.bit_length() - 1,
-        "BURST_BOUNDARY": min(4096, 256 * cfg.bus_bytes),
+        "BURST_BOUNDARY": cfg.burst_boundary,
         "LU": cfg.LU, "LI": cfg.LI, "LW": cfg.LW, "LA": cfg.LA,
         "UOP_DEPTH": b["uop"].depth, "INP_DEPTH": b["inp"].depth, "WGT_DEPTH": b["wgt"].depth,
         "ACC_DEPTH": b["acc"].depth,
@@ -83,8 +55,21 @@ def header_text(cfg: Config) -> str:
         "INSN_BYTES": isa.INSN_BYTES, "RFIFO_DEPTH": RFIFO_DEPTH,
         "OP_LOAD": isa.OP_LOAD, "OP_STORE": isa.OP_STORE, "OP_GEMM": isa.OP_GEMM,
         "OP_FINISH": isa.OP_FINISH, "OP_ALU": isa.OP_ALU,
-        "NUM_COUNTERS": len(COUNTERS),
+        "NUM_COUNTERS": len(COUNTERS), "REG_COUNTERS": REG_COUNTERS // 4,
+        "NO_INDEX": f"32'h{registers.NO_INDEX:08X}", "ERROR_CODE_BITS": registers.ERROR_CODE_BITS,
+        "CTRL_START": registers.CTRL_START, "STATUS_RUNNING": registers.STATUS_RUNNING,
+        "STATUS_DONE": registers.STATUS_DONE, "STATUS_ERROR": registers.STATUS_ERROR,
     }
+    # Register indices (byte offset / 4): the RTL decodes address bits [7:2].
+    defines.update({f"REG_{name}": i for i, name in enumerate(registers.REGISTERS)})
+    # Each module's flag that pushes or pops a queue, by queue: `VTA_L2C_PUSH = push_next of load.
+    for q in isa.TOKEN_QUEUES:
+        defines[f"{q.name.upper()}_PUSH(w)"] = f"`VTA_MEM_{q.push_flag.upper()}(w)"
+        defines[f"{q.name.upper()}_POP(w)"] = f"`VTA_MEM_{q.pop_flag.upper()}(w)"
+    # Set when an instruction of the module carries a flag that names no queue there.
+    for module, queues in isa.DEP_QUEUES.items():
+        illegal = [f"`VTA_MEM_{flag.upper()}(w)" for flag, q in queues.items() if q is None]
+        defines[f"{module.upper()}_FLAG_ILLEGAL(w)"] = f"({' || '.join(illegal)})" if illegal else "1'b0"
     defines.update({f"MEM_{name}": value for value, name in MEM_NAMES.items()})
     defines.update({f"ALU_{name}": value for value, name in isa.ALU_NAMES.items()})
     defines.update({f"ERR_{name}": value for name, value in ERROR_CODES.items()})

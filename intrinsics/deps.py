@@ -10,18 +10,15 @@ a producer op already covered by an earlier token is not asked again.
 """
 from __future__ import annotations
 
-from vta_sim.runtime import DEPS
+from vta_sim.isa import NEIGHBOURS, QUEUE_BETWEEN
 
 from .errors import CompileError
-
-#: The modules each module exchanges tokens with (spec section 6).
-NEIGHBOURS = {m: tuple(c for p, c in DEPS if p == m) for m in ("load", "compute", "store")}
 
 
 class DependencyTracker:
     def __init__(self):
         self.issued = {m: 0 for m in NEIGHBOURS}      # ops recorded per module
-        self.covered = {pair: 0 for pair in DEPS}      # consumer already waits for ops 1..n
+        self.covered = {pair: 0 for pair in QUEUE_BETWEEN}      # consumer already waits for ops 1..n
         self.events = {}                               # sram -> [(lo, hi, module, seq, write)]
         self.pops = []                                 # per op: the (producer, consumer) it pops
         self.pushes = {}                               # (module, seq) -> pairs it pushes
@@ -37,7 +34,7 @@ class DependencyTracker:
         pops = []
         for producer, seq in need.items():
             pair = (producer, module)
-            if pair not in DEPS:
+            if pair not in QUEUE_BETWEEN:
                 raise CompileError(f"{module} accesses SRAM data of {producer}, but there is no "
                                    f"token queue between them; route the data through compute")
             if self.covered[pair] >= seq:

@@ -21,16 +21,13 @@ import numpy as np
 from intrinsics.errors import CompileError
 from vta_sim import backends
 from vta_sim.config import Config
+from vta_sim.result import BYTES_STATS as BYTES_KEYS
 
 from . import vta_conv2d as vc
 from . import vta_dense as vd
 from . import vta_ops as vo
 from . import vta_workloads as wl
 from .layers import RESNET18, TABLE_LAYERS, get_layer
-
-BYTES_KEYS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes",
-              "out_store_nbytes")
-
 
 def default_shift(reduction: int) -> int:
     """A right shift that keeps requantised outputs of random int8 data mostly unsaturated."""

@@ -21,6 +21,7 @@ from intrinsics.build import compile_vta
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES
 from vta_sim.config import Config
+from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
 from .vta_common import (best_tiles, epilogue_cycles, padded_extent, pipelined_cycles, read_index,
@@ -89,11 +90,6 @@ def computed_shape(cfg: Config, s: ConvShape, t: ConvTiles) -> ConvShape:
                      padded_extent(ib, t.ic_blocks) * cfg.BLOCK_IN,
                      padded_extent(ob, t.oc_blocks, t.threads_on("oc")) * cfg.BLOCK_OUT,
                      s.k, s.pad, s.stride)
-
-
-#: Upper bound of one kernel's micro-ops, so a GEMM kernel and the epilogue kernels of every
-#: thread stay resident in the UOP SRAM together.
-MAX_KERNEL_UOPS = 1024
 
 
 def input_rows(s: ConvShape, rows: int) -> int:

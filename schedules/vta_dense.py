@@ -18,15 +18,12 @@ from intrinsics.build import compile_vta
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES
 from vta_sim.config import Config
+from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
 from .vta_common import (best_tiles, epilogue_cycles, padded_extent, pipelined_cycles, read_index,
                           row_read_cycles, schedule_epilogue, tensorize_reduction, tile_sizes,
                           tile_waste)
-
-#: Largest GEMM kernel (micro-ops), leaving UOP room for the epilogue kernels of every thread.
-MAX_KERNEL_UOPS = 1024
-
 
 @dataclass(frozen=True)
 class DenseShape:

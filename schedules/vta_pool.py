@@ -24,13 +24,11 @@ from intrinsics.build import compile_vta
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES, alu_update_intrin, fill_intrin, tensorize_loop
 from vta_sim.config import Config
+from vta_sim.isa import MAX_PAD
 from vta_sim.packing import pack_nchw, unpack_nchw
 
 from .op_kernel import OpKernel
 from .vta_workloads import INT8_MIN, out_size
-
-#: The DMA's pad fields are 4 bits (spec section 3).
-MAX_PAD = 15
 
 
 @dataclass(frozen=True)

@@ -150,6 +150,12 @@ class Config:
         return (1 << self.LOG_BUS_WIDTH) // 8
 
     @property
+    def burst_boundary(self) -> int:
+        """Bytes at whose multiples a DMA row splits into bursts: AXI4's 4 KiB page, or 256 beats
+        when that is shorter (docs/timing.md, "Bursts")."""
+        return min(4096, 256 * self.bus_bytes)
+
+    @property
     def macs_per_cycle(self) -> int:
         return self.BATCH * self.BLOCK_IN * self.BLOCK_OUT
 

@@ -15,9 +15,11 @@ import numpy as np
 from . import isa
 from .config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_NAMES, MEM_UOP, MEM_WGT, Config
 from .errors import HazardError, MemoryAccessError
+from .result import FUNCTIONAL_STATS
 
-LOAD, COMPUTE, STORE = 0, 1, 2  # module numbers, the positions in a vector clock
-MODULE_NAMES = ("load", "compute", "store")
+MODULE_NAMES = isa.MODULES
+LOAD, COMPUTE, STORE = (MODULE_NAMES.index(m) for m in (isa.LOAD_MODULE, isa.COMPUTE_MODULE,
+                                                        isa.STORE_MODULE))  # vector-clock positions
 _SRAM_OF_MEM = {MEM_INP: "inp", MEM_WGT: "wgt", MEM_ACC: "acc", MEM_ACC_8BIT: "acc", MEM_UOP: "uop"}
 _CHUNK = 1 << 18  # iterations materialised at once: bounds memory on huge loop nests
 _NEST_CACHE_SIZE = 64  # memoised loop nests (each at most one chunk of index arrays)
@@ -102,8 +104,7 @@ class Machine:
         self.shared = {"inp": _Shared(bufs["inp"].depth, LOAD, COMPUTE),
                        "wgt": _Shared(bufs["wgt"].depth, LOAD, COMPUTE),
                        "out": _Shared(bufs["out"].depth, COMPUTE, STORE)}
-        self.stats = {"inp_load_nbytes": 0, "wgt_load_nbytes": 0, "acc_load_nbytes": 0,
-                      "uop_load_nbytes": 0, "out_store_nbytes": 0, "gemm_counter": 0, "alu_counter": 0}
+        self.stats = dict.fromkeys(FUNCTIONAL_STATS, 0)
 
     # ------------------------------------------------------------------ DMA
     def _dram_rows(self, insn, elem_bytes: int) -> np.ndarray:

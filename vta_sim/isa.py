@@ -19,13 +19,40 @@ from .errors import EncodingError
 # Opcodes (spec section 3).
 OP_LOAD, OP_STORE, OP_GEMM, OP_FINISH, OP_ALU = range(5)
 OPCODE_NAMES = {OP_LOAD: "LOAD", OP_STORE: "STORE", OP_GEMM: "GEMM", OP_FINISH: "FINISH", OP_ALU: "ALU"}
-# ALU opcodes.
-ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL = range(5)
-ALU_NAMES = {ALU_MIN: "MIN", ALU_MAX: "MAX", ALU_ADD: "ADD", ALU_SHR: "SHR", ALU_MUL: "MUL"}
+# ALU opcodes (spec section 5): the code is the position in ALU_NAMES.
+ALU_NAMES = dict(enumerate(("MIN", "MAX", "ADD", "SHR", "MUL")))
+ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL = ALU_NAMES
+#: Lower-case op name -> ALU opcode, the names the runtime and the compiler use.
+ALU_OPS = {name.lower(): code for code, name in ALU_NAMES.items()}
+#: Pseudo-ops the compiler offers on top of ALU_OPS: name -> (ALU op, immediate transform).
+#: SHL by n is SHR by -n (spec section 5: a negative shift amount shifts left).
+ALU_PSEUDO_OPS = {"shl": ("shr", lambda imm: -imm)}
 
 INSN_BYTES = 16
 UOP_BYTES = 4
 FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
+#: Widths of the fields that bound what a program may ask for, whatever the configuration.
+PAD_BITS, IMM_BITS = 4, 16
+MAX_PAD = (1 << PAD_BITS) - 1
+IMM_MIN, IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
+
+
+def resolve_alu(op: str, imm: int | None) -> tuple:
+    """(ALU op name, immediate) the hardware runs for `op`, a real ALU op or a pseudo-op.
+
+    Raises EncodingError naming the accepted ops, or the immediate's range when it does not fit."""
+    if op in ALU_PSEUDO_OPS:
+        if imm is None:
+            raise EncodingError(f"{op} needs an immediate amount (a tensor operand is only "
+                                f"accepted by {', '.join(ALU_OPS)})")
+        op, transform = ALU_PSEUDO_OPS[op]
+        imm = transform(int(imm))
+    elif op not in ALU_OPS:
+        raise EncodingError(f"unknown ALU op {op!r}; accepted: {', '.join([*ALU_OPS, *ALU_PSEUDO_OPS])}")
+    if imm is not None and not IMM_MIN <= int(imm) <= IMM_MAX:
+        raise EncodingError(f"ALU immediate {imm} does not fit the signed {IMM_BITS}-bit field "
+                            f"[{IMM_MIN}, {IMM_MAX}]")
+    return op, None if imm is None else int(imm)
 
 
 @dataclass(frozen=True)
@@ -59,13 +86,14 @@ def _layout(lu: int, li: int, lw: int, la: int) -> dict:
     common = [("opcode", 3), ("pop_prev", 1), ("pop_next", 1), ("push_prev", 1), ("push_next", 1)]
     mem, _ = _pack(common + [("memory_type", 3), ("sram_base", 16), ("dram_base", 32), ("unused", 6),
                              ("y_size", 16), ("x_size", 16), ("x_stride", 16),
-                             ("y_pad_0", 4), ("y_pad_1", 4), ("x_pad_0", 4), ("x_pad_1", 4)])
+                             ("y_pad_0", PAD_BITS), ("y_pad_1", PAD_BITS), ("x_pad_0", PAD_BITS),
+                             ("x_pad_1", PAD_BITS)])
     word0, _ = _pack(common + [("reset", 1), ("uop_bgn", lu), ("uop_end", lu + 1),
                                ("iter_out", 14), ("iter_in", 14)])
     gemm1, _ = _pack([("dst_factor_out", la), ("dst_factor_in", la), ("src_factor_out", li),
                       ("src_factor_in", li), ("wgt_factor_out", lw), ("wgt_factor_in", lw)], 64)
     alu1, _ = _pack([("dst_factor_out", la), ("dst_factor_in", la), ("src_factor_out", la),
-                     ("src_factor_in", la), ("alu_opcode", 3), ("use_imm", 1), ("imm", 16, True)], 64)
+                     ("src_factor_in", la), ("alu_opcode", 3), ("use_imm", 1), ("imm", IMM_BITS, True)], 64)
     finish, _ = _pack(common)
     uop, _ = _pack([("dst_idx", la), ("src_idx", max(la, li)), ("wgt_idx", lw)])
     return {"mem": tuple(mem), "gemm": tuple(word0 + gemm1), "alu": tuple(word0 + alu1),
@@ -301,12 +329,37 @@ def module_of(insn: Insn) -> str | None:
     return COMPUTE_MODULE
 
 
-#: Which token queue each flag names, per module (spec section 6); None = illegal.
-DEP_QUEUES = {
-    LOAD_MODULE: {"pop_prev": None, "pop_next": "c2l", "push_prev": None, "push_next": "l2c"},
-    COMPUTE_MODULE: {"pop_prev": "l2c", "pop_next": "s2c", "push_prev": "c2l", "push_next": "c2s"},
-    STORE_MODULE: {"pop_prev": "c2s", "pop_next": None, "push_prev": "s2c", "push_next": None},
-}
+
+
+@dataclass(frozen=True)
+class TokenQueue:
+    """A dependency-token queue: `producer` pushes it with `push_flag`, `consumer` pops it with
+    `pop_flag` (spec section 6)."""
+
+    name: str
+    producer: str
+    push_flag: str
+    consumer: str
+    pop_flag: str
+
+
+#: The token-queue topology, the one table every other view of it derives from.
+TOKEN_QUEUES = (
+    TokenQueue("l2c", LOAD_MODULE, "push_next", COMPUTE_MODULE, "pop_prev"),
+    TokenQueue("c2l", COMPUTE_MODULE, "push_prev", LOAD_MODULE, "pop_next"),
+    TokenQueue("c2s", COMPUTE_MODULE, "push_next", STORE_MODULE, "pop_prev"),
+    TokenQueue("s2c", STORE_MODULE, "push_prev", COMPUTE_MODULE, "pop_next"),
+)
+#: (producer, consumer) -> its TokenQueue.
+QUEUE_BETWEEN = {(q.producer, q.consumer): q for q in TOKEN_QUEUES}
+#: Which token queue each flag names, per module; None = the flag is illegal there.
+DEP_QUEUES = {m: {flag: next((q.name for q in TOKEN_QUEUES
+                              if (q.producer, q.push_flag) == (m, flag) or (q.consumer, q.pop_flag) == (m, flag)),
+                             None)
+                  for flag in FLAGS}
+              for m in MODULES}
+#: The modules each module exchanges tokens with.
+NEIGHBOURS = {m: tuple(q.consumer for q in TOKEN_QUEUES if q.producer == m) for m in MODULES}
 
 
 # ------------------------------------------------------------------------------ disassembler

@@ -5,9 +5,23 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Statistics every backend reports, besides per-module busy/stall cycles.
-SPEC_STATS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes",
-              "out_store_nbytes", "gemm_counter", "alu_counter", "cycles")
+from .isa import MODULES
+
+#: Bytes each DMA moved, by memory (spec section 8).
+BYTES_STATS = ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes",
+               "out_store_nbytes")
+#: What the functional model counts: bytes moved, GEMM and ALU iterations.
+FUNCTIONAL_STATS = BYTES_STATS + ("gemm_counter", "alu_counter")
+#: Statistics every backend reports, besides the timing statistics below.
+SPEC_STATS = FUNCTIONAL_STATS + ("cycles",)
+#: Per-module timing statistics; each module reports `<module>_<name>` (docs/timing.md).
+MODULE_STATS = ("busy_cycles", "stall_token_cycles", "stall_port_cycles", "stall_push_cycles",
+                "insn_count")
+#: Fetch's timing statistics, reported as `fetch_<name>`.
+FETCH_STATS = ("stall_queue_cycles", "stall_port_cycles")
+#: The timing statistics by full name, in register-map order (vta_sim.registers).
+TIMING_STATS = tuple(f"{m}_{s}" for m in MODULES for s in MODULE_STATS) + \
+    tuple(f"fetch_{s}" for s in FETCH_STATS)
 
 
 @dataclass

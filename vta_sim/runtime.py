@@ -22,13 +22,11 @@ from .result import RunResult
 #: Buffer kinds a user allocates: memory type and the SRAM whose entry is one DRAM element.
 MEM_KINDS = {"inp": (MEM_INP, "inp"), "wgt": (MEM_WGT, "wgt"), "acc": (MEM_ACC, "acc"),
              "acc8": (MEM_ACC_8BIT, "out"), "out": (MEM_OUT, "out")}
-ALU_OPS = {name.lower(): code for code, name in isa.ALU_NAMES.items()}
+ALU_OPS = isa.ALU_OPS
 MODULES = isa.MODULES
-#: (from, to) -> (queue, flag on the pusher, flag on the popper)  (spec section 6)
-DEPS = {("load", "compute"): ("l2c", "push_next", "pop_prev"),
-        ("compute", "load"): ("c2l", "push_prev", "pop_next"),
-        ("compute", "store"): ("c2s", "push_next", "pop_prev"),
-        ("store", "compute"): ("s2c", "push_prev", "pop_next")}
+#: Micro-ops one compiled GEMM kernel may hold (schedules refuse tiles that need more), so a GEMM
+#: kernel and the epilogue kernels of every thread stay resident in the UOP SRAM together.
+MAX_KERNEL_UOPS = 1024
 _ALIGN = 64
 
 
@@ -164,7 +162,7 @@ class Runtime:
         self._insns: list = []
         self._last = {m: None for m in MODULES}          # index of each module's last instruction
         self._pending_pops = {m: [] for m in MODULES}
-        self._balance = {q: 0 for q, _, _ in DEPS.values()}
+        self._balance = {q.name: 0 for q in isa.TOKEN_QUEUES}
         self._uop_resident = {}                           # signature -> (uop_bgn, uop_end)
         self._uop_next = 0
 
@@ -193,28 +191,28 @@ class Runtime:
 
     def dep_push(self, src: str, dst: str) -> None:
         """`src` signals `dst` once its instructions so far have completed."""
-        queue, push_flag, _ = self._dep(src, dst)
+        queue = self._dep(src, dst)
         last = self._last[src]
-        if last is None or getattr(self._insns[last], push_flag):
+        if last is None or getattr(self._insns[last], queue.push_flag):
             last = len(self._insns)
             self._noop(src)
-        setattr(self._insns[last], push_flag, 1)
-        self._balance[queue] += 1
+        setattr(self._insns[last], queue.push_flag, 1)
+        self._balance[queue.name] += 1
 
     def dep_pop(self, src: str, dst: str) -> None:
         """`dst`'s next instruction waits for a token from `src`."""
-        queue, _, pop_flag = self._dep(src, dst)
-        if pop_flag in self._pending_pops[dst]:
+        queue = self._dep(src, dst)
+        if queue.pop_flag in self._pending_pops[dst]:
             self._noop(dst)
-        self._pending_pops[dst].append(pop_flag)
-        self._balance[queue] -= 1
+        self._pending_pops[dst].append(queue.pop_flag)
+        self._balance[queue.name] -= 1
 
     @staticmethod
-    def _dep(src, dst):
-        if (src, dst) not in DEPS:
+    def _dep(src, dst) -> isa.TokenQueue:
+        if (src, dst) not in isa.QUEUE_BETWEEN:
             raise RuntimeAPIError(f"no token queue from {src!r} to {dst!r}; queues: "
-                                  + ", ".join(f"{a}->{b}" for a, b in DEPS))
-        return DEPS[(src, dst)]
+                                  + ", ".join(f"{a}->{b}" for a, b in isa.QUEUE_BETWEEN))
+        return isa.QUEUE_BETWEEN[(src, dst)]
 
     # ------------------------------------------------------------------ DMA
     def load_2d(self, buf: DramBuffer, offset: int, x_size: int, y_size: int, x_stride: int,
@@ -224,8 +222,9 @@ class Runtime:
             raise RuntimeAPIError("cannot load an 'out' buffer: a LOAD never writes OUT (use 'acc8')")
         self._check_rows(buf, offset, x_size, y_size, x_stride)
         pads = tuple(int(p) for p in pad)
-        if len(pads) != 4 or any(not 0 <= p <= 15 for p in pads):
-            raise RuntimeAPIError(f"pad={pad}: give (y_before, y_after, x_before, x_after), each 0..15")
+        if len(pads) != 4 or any(not 0 <= p <= isa.MAX_PAD for p in pads):
+            raise RuntimeAPIError(f"pad={pad}: give (y_before, y_after, x_before, x_after), "
+                                  f"each 0..{isa.MAX_PAD}")
         return self._emit(isa.MemInsn(opcode=isa.OP_LOAD, memory_type=buf.mem_type, sram_base=sram_base,
                                       dram_base=buf.elem_base + offset, y_size=y_size, x_size=x_size,
                                       x_stride=x_stride, y_pad_0=pads[0], y_pad_1=pads[1],
@@ -283,8 +282,10 @@ class Runtime:
         """Element-wise ACC[dst] = op(ACC[dst], imm or ACC[src]); op in min/max/add/shr/mul."""
         if op not in ALU_OPS:
             raise RuntimeAPIError(f"unknown ALU op {op!r}; accepted: {', '.join(ALU_OPS)}")
-        if imm is not None and not -32768 <= int(imm) <= 32767:
-            raise RuntimeAPIError(f"ALU immediate {imm} does not fit the signed 16-bit field [-32768, 32767]")
+        try:
+            op, imm = isa.resolve_alu(op, imm)
+        except EncodingError as exc:
+            raise RuntimeAPIError(str(exc)) from None
         bgn, end = self._resident(kernel)
         return self._emit(isa.AluInsn(uop_bgn=bgn, uop_end=end, alu_opcode=ALU_OPS[op],
                                       use_imm=int(imm is not None), imm=int(imm or 0),

@@ -11,12 +11,12 @@ import numpy as np
 from . import isa
 from .config import MEM_NAMES, MEM_OUT, MEM_UOP, Config
 from .errors import EncodingError, MemoryAccessError, ProgramError, VTAError
-from .functional import COMPUTE, LOAD, MODULE_NAMES, STORE, Machine
+from .functional import MODULE_NAMES, Machine
 from .result import RunResult
 from .timing import Engine
 from .trace import Trace
 
-_MODULE_NUM = {"load": LOAD, "compute": COMPUTE, "store": STORE}
+_MODULE_NUM = {name: i for i, name in enumerate(MODULE_NAMES)}
 
 
 def as_image(dram) -> np.ndarray:

@@ -15,13 +15,10 @@ from functools import lru_cache
 from . import isa
 from .config import Config
 from .errors import DeadlockError
-from .functional import COMPUTE, LOAD, MODULE_NAMES, STORE
+from .result import TIMING_STATS
+from .functional import COMPUTE, LOAD, MODULE_NAMES
 
-# Token queues: name -> (producer, consumer).
-TOKEN_QUEUES = {"l2c": (LOAD, COMPUTE), "c2l": (COMPUTE, LOAD), "c2s": (COMPUTE, STORE),
-                "s2c": (STORE, COMPUTE)}
-_MODULE_NUM = {name: i for i, name in enumerate(MODULE_NAMES)}
-_FLAG_QUEUE = {_MODULE_NUM[m]: q for m, q in isa.DEP_QUEUES.items()}
+_FLAG_QUEUE = {MODULE_NAMES.index(m): q for m, q in isa.DEP_QUEUES.items()}
 FETCH = 3  # fetch is the fourth agent; read-port priority: fetch > compute > load
 _PORT_PRIORITY = {FETCH: 0, COMPUTE: 1, LOAD: 2}
 
@@ -47,7 +44,7 @@ class DmaCost:
     def __init__(self, cfg: Config):
         self.cfg = cfg
         self.bus = cfg.bus_bytes
-        self.boundary = min(4096, 256 * self.bus)
+        self.boundary = cfg.burst_boundary
 
     def read_bursts(self, addr: int, nbytes: int) -> tuple:
         return _bursts(addr % self.boundary, nbytes, self.bus, self.boundary, self.cfg.DMA_READ_LATENCY)
@@ -141,7 +138,7 @@ class Engine:
         self.dma = DmaCost(cfg)
         self.insn_addr = insn_addr
         self.mods = [_Module(i) for i in range(3)]
-        self.tokens = {q: deque() for q in TOKEN_QUEUES}           # each: deque of vc snapshots
+        self.tokens = {q.name: deque() for q in isa.TOKEN_QUEUES}           # each: deque of vc snapshots
         # Token queues each instruction pops and pushes, by name, decided once per flag pattern.
         flag_queues = {}
         self.pops, self.pushes = [], []
@@ -354,14 +351,6 @@ class Engine:
                              index=idx, disasm=isa.disasm(self.insns[idx]) if idx is not None else None)
 
     def stats(self) -> dict:
-        out = {}
-        for m in self.mods:
-            name = MODULE_NAMES[m.num]
-            out[f"{name}_busy_cycles"] = m.busy
-            out[f"{name}_stall_token_cycles"] = m.stall_token
-            out[f"{name}_stall_port_cycles"] = m.stall_port
-            out[f"{name}_stall_push_cycles"] = m.stall_push
-            out[f"{name}_insn_count"] = m.seq
-        out["fetch_stall_queue_cycles"] = self.fetch_stall_queue
-        out["fetch_stall_port_cycles"] = self.fetch_stall_port
-        return out
+        values = [v for m in self.mods for v in (m.busy, m.stall_token, m.stall_port, m.stall_push, m.seq)]
+        values += [self.fetch_stall_queue, self.fetch_stall_port]
+        return dict(zip(TIMING_STATS, values, strict=True))

@@ -79,8 +79,8 @@ module vta_compute (
     vta_dep_ctrl ctrl (
         .clk(clk), .rst(rst), .enable(enable),
         .head_valid(head_valid),
-        .head_pop_prev(`VTA_FINISH_POP_PREV(head)), .head_pop_next(`VTA_FINISH_POP_NEXT(head)),
-        .head_push_prev(`VTA_FINISH_PUSH_PREV(head)), .head_push_next(`VTA_FINISH_PUSH_NEXT(head)),
+        .head_pop_prev(`VTA_L2C_POP(head)), .head_pop_next(`VTA_S2C_POP(head)),
+        .head_push_prev(`VTA_C2L_PUSH(head)), .head_push_next(`VTA_C2S_PUSH(head)),
         .prev_avail(l2c_avail), .next_avail(s2c_avail), .prev_queued(l2c_queued), .next_queued(s2c_queued),
         .prev_push_ok(c2l_push_ok), .next_push_ok(c2s_push_ok),
         .prev_free_ok(c2l_free_ok), .next_free_ok(c2s_free_ok),

@@ -25,7 +25,7 @@ module vta_fetch (
     output wire [2:0]   q_valid,      // load, compute, store
     input  wire [2:0]   q_ready,
     output reg          err,
-    output reg  [3:0]   err_code,
+    output reg  [`VTA_ERROR_CODE_BITS-1:0] err_code,
     output reg  [31:0]  err_index,
     output wire         busy,         // fetching, or enqueuing this cycle
     output reg  [31:0]  stall_queue,
@@ -76,8 +76,8 @@ module vta_fetch (
     wire [2:0] target = to_load ? 3'b001 : to_store ? 3'b100 : 3'b010;
 
     wire [15:0] y = `VTA_MEM_Y_SIZE(w), x = `VTA_MEM_X_SIZE(w);
-    wire [3:0] y0 = `VTA_MEM_Y_PAD_0(w), y1 = `VTA_MEM_Y_PAD_1(w);
-    wire [3:0] x0 = `VTA_MEM_X_PAD_0(w), x1 = `VTA_MEM_X_PAD_1(w);
+    wire [`VTA_MEM_Y_PAD_0_W-1:0] y0 = `VTA_MEM_Y_PAD_0(w), y1 = `VTA_MEM_Y_PAD_1(w);
+    wire [`VTA_MEM_X_PAD_0_W-1:0] x0 = `VTA_MEM_X_PAD_0(w), x1 = `VTA_MEM_X_PAD_1(w);
     wire pads = (y0 | y1 | x0 | x1) != 4'd0;
     wire [39:0] entries = (op == `VTA_OP_STORE) ? 40'(y) * 40'(x)
                         : (40'(y0) + 40'(y) + 40'(y1)) * (40'(x0) + 40'(x) + 40'(x1));
@@ -92,9 +92,8 @@ module vta_fetch (
     end
     wire [`VTA_GEMM_UOP_BGN_W-1:0] ubgn = `VTA_GEMM_UOP_BGN(w);
     wire [`VTA_GEMM_UOP_END_W-1:0] uend = `VTA_GEMM_UOP_END(w);
-    wire dep_bad = (to_load && (`VTA_MEM_POP_PREV(w) || `VTA_MEM_PUSH_PREV(w))) ||
-                   (to_store && (`VTA_MEM_POP_NEXT(w) || `VTA_MEM_PUSH_NEXT(w)));
-    reg [3:0] code;
+    wire dep_bad = (to_load && `VTA_LOAD_FLAG_ILLEGAL(w)) || (to_store && `VTA_STORE_FLAG_ILLEGAL(w));
+    reg [`VTA_ERROR_CODE_BITS-1:0] code;
     always @(*) begin
         code = `VTA_ERR_NONE;
         if (op > `VTA_OP_ALU) code = `VTA_ERR_OPCODE;

@@ -52,8 +52,8 @@ module vta_load (
     vta_dep_ctrl ctrl (
         .clk(clk), .rst(rst), .enable(enable),
         .head_valid(head_valid),
-        .head_pop_prev(1'b0), .head_pop_next(`VTA_MEM_POP_NEXT(head)),
-        .head_push_prev(1'b0), .head_push_next(`VTA_MEM_PUSH_NEXT(head)),
+        .head_pop_prev(1'b0), .head_pop_next(`VTA_C2L_POP(head)),
+        .head_push_prev(1'b0), .head_push_next(`VTA_L2C_PUSH(head)),
         .prev_avail(1'b0), .next_avail(c2l_avail), .prev_queued(1'b0), .next_queued(c2l_queued),
         .prev_push_ok(1'b0), .next_push_ok(l2c_push_ok), .prev_free_ok(1'b0), .next_free_ok(l2c_push_ok),
         .prev_not_full(1'b0), .next_not_full(l2c_not_full),
@@ -65,7 +65,7 @@ module vta_load (
         .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
     assign head_ready = start;
     assign running = in_body;
-    assign c2l_pop_early = start_early && `VTA_MEM_POP_NEXT(head);
+    assign c2l_pop_early = start_early && `VTA_C2L_POP(head);
 
     wire head_nop = (`VTA_MEM_X_SIZE(head) == 16'd0);
     assign body_done = in_body && (nop || dma_done);

@@ -1,5 +1,5 @@
 // AXI4-Lite register file (spec section 8): CTRL/STATUS, CYCLES, INSN_COUNT, INSN_ADDR,
-// ERROR_CODE, ERROR_INDEX, then the statistics counters of hw/header.py:COUNTERS from 0x18.
+// ERROR_CODE, ERROR_INDEX, then the statistics counters (vta_sim.registers: indices VTA_REG_*).
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_regs (
@@ -35,7 +35,7 @@ module vta_regs (
     input  wire        done,
     input  wire        error,
     input  wire [31:0] cycles,
-    input  wire [3:0]  error_code,
+    input  wire [`VTA_ERROR_CODE_BITS-1:0] error_code,
     input  wire [31:0] error_index,
     input  wire [`VTA_NUM_COUNTERS*32-1:0] counters
 );
@@ -52,13 +52,15 @@ module vta_regs (
     reg [31:0] rvalue;
     always @(*) begin
         case (rsel)
-            6'd0: rvalue = {29'd0, error, done, running};
-            6'd1: rvalue = cycles;
-            6'd2: rvalue = insn_count;
-            6'd3: rvalue = insn_addr;
-            6'd4: rvalue = 32'(error_code);
-            6'd5: rvalue = error_index;
-            default: rvalue = (rsel >= 6 && rsel < 6 + `VTA_NUM_COUNTERS) ? counters[(rsel - 6) * 32 +: 32] : 32'd0;
+            6'(`VTA_REG_CTRL): rvalue = (32'(running) << `VTA_STATUS_RUNNING) | (32'(done) << `VTA_STATUS_DONE) |
+                                        (32'(error) << `VTA_STATUS_ERROR);
+            6'(`VTA_REG_CYCLES): rvalue = cycles;
+            6'(`VTA_REG_INSN_COUNT): rvalue = insn_count;
+            6'(`VTA_REG_INSN_ADDR): rvalue = insn_addr;
+            6'(`VTA_REG_ERROR_CODE): rvalue = 32'(error_code);
+            6'(`VTA_REG_ERROR_INDEX): rvalue = error_index;
+            default: rvalue = (rsel >= `VTA_REG_COUNTERS && rsel < `VTA_REG_COUNTERS + `VTA_NUM_COUNTERS) ?
+                              counters[(rsel - `VTA_REG_COUNTERS) * 32 +: 32] : 32'd0;
         endcase
     end
 
@@ -70,11 +72,11 @@ module vta_regs (
             insn_count <= 0;
             insn_addr <= 0;
         end else begin
-            launch <= wr && (s_axil_awaddr[7:2] == 6'd0) && s_axil_wdata[0];
+            launch <= wr && (s_axil_awaddr[7:2] == 6'(`VTA_REG_CTRL)) && s_axil_wdata[`VTA_CTRL_START];
             if (wr) begin
                 s_axil_bvalid <= 1'b1;
-                if (s_axil_awaddr[7:2] == 6'd2) insn_count <= s_axil_wdata;
-                if (s_axil_awaddr[7:2] == 6'd3) insn_addr <= s_axil_wdata;
+                if (s_axil_awaddr[7:2] == 6'(`VTA_REG_INSN_COUNT)) insn_count <= s_axil_wdata;
+                if (s_axil_awaddr[7:2] == 6'(`VTA_REG_INSN_ADDR)) insn_addr <= s_axil_wdata;
             end else if (s_axil_bready) begin
                 s_axil_bvalid <= 1'b0;
             end

@@ -50,8 +50,8 @@ module vta_store (
     vta_dep_ctrl ctrl (
         .clk(clk), .rst(rst), .enable(enable),
         .head_valid(head_valid),
-        .head_pop_prev(`VTA_MEM_POP_PREV(head)), .head_pop_next(1'b0),
-        .head_push_prev(`VTA_MEM_PUSH_PREV(head)), .head_push_next(1'b0),
+        .head_pop_prev(`VTA_C2S_POP(head)), .head_pop_next(1'b0),
+        .head_push_prev(`VTA_S2C_PUSH(head)), .head_push_next(1'b0),
         .prev_avail(c2s_avail), .next_avail(1'b0), .prev_queued(c2s_queued), .next_queued(1'b0),
         .prev_push_ok(s2c_push_ok), .next_push_ok(1'b0), .prev_free_ok(s2c_push_ok), .next_free_ok(1'b0),
         .prev_not_full(s2c_not_full), .next_not_full(1'b0),
@@ -63,7 +63,7 @@ module vta_store (
         .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
     assign head_ready = start;
     assign running = in_body;
-    assign c2s_pop_early = start_early && `VTA_MEM_POP_PREV(head);
+    assign c2s_pop_early = start_early && `VTA_C2S_POP(head);
 
     wire [15:0] f_y = `VTA_MEM_Y_SIZE(head), f_x = `VTA_MEM_X_SIZE(head);
     wire [31:0] f_base = `VTA_MEM_DRAM_BASE(head) << LE;

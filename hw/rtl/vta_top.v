@@ -61,10 +61,10 @@ module vta_top (
     // ------------------------------------------------------------ run control
     wire        launch, finish, fetch_err, index_err;
     wire [31:0] insn_count, insn_addr, fetch_err_index;
-    wire [3:0]  fetch_err_code;
+    wire [`VTA_ERROR_CODE_BITS-1:0] fetch_err_code;
     reg         running, done, error;
     reg  [31:0] cycle, cycles;
-    reg  [3:0]  error_code;
+    reg  [`VTA_ERROR_CODE_BITS-1:0] error_code;
     reg  [31:0] error_index;
     wire        mrst = rst || launch;
     wire        enable = running;
@@ -97,8 +97,9 @@ module vta_top (
                 done <= 1'b1;
                 error <= 1'b1;
                 cycles <= cycle;
-                error_code <= fetch_err ? fetch_err_code : index_err ? 4'(`VTA_ERR_INDEX) : 4'(`VTA_ERR_DEADLOCK);
-                error_index <= fetch_err ? fetch_err_index : 32'hFFFF_FFFF;
+                error_code <= fetch_err ? fetch_err_code : index_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_INDEX) :
+                                                                        `VTA_ERROR_CODE_BITS'(`VTA_ERR_DEADLOCK);
+                error_index <= fetch_err ? fetch_err_index : `VTA_NO_INDEX;
             end else if (finish) begin
                 running <= 1'b0;
                 done <= 1'b1;
@@ -113,13 +114,34 @@ module vta_top (
     wire [31:0] c_busy, c_tok, c_port, c_push, c_count;
     wire [31:0] s_busy, s_tok, s_push, s_count;
     wire [31:0] f_queue, f_port;
-    // Order of hw/header.py:COUNTERS, counter 0 in the low word.
-    wire [`VTA_NUM_COUNTERS*32-1:0] counters = {
-        f_port, f_queue,
-        s_count, s_push, 32'd0, s_tok, s_busy,
-        c_count, c_push, c_port, c_tok, c_busy,
-        l_count, l_push, l_port, l_tok, l_busy,
-        alu_count, gemm_count, out_bytes, uop_bytes, acc_bytes, wgt_bytes, inp_bytes};
+    // Counter i of vta_sim.registers.COUNTERS in word i (store never waits for the read port).
+    wire [`VTA_NUM_COUNTERS*32-1:0] counters;
+    `define VTA_COUNTER(name) counters[`VTA_CNT_``name*32 +: 32]
+    assign `VTA_COUNTER(INP_LOAD_NBYTES) = inp_bytes;
+    assign `VTA_COUNTER(WGT_LOAD_NBYTES) = wgt_bytes;
+    assign `VTA_COUNTER(ACC_LOAD_NBYTES) = acc_bytes;
+    assign `VTA_COUNTER(UOP_LOAD_NBYTES) = uop_bytes;
+    assign `VTA_COUNTER(OUT_STORE_NBYTES) = out_bytes;
+    assign `VTA_COUNTER(GEMM_COUNTER) = gemm_count;
+    assign `VTA_COUNTER(ALU_COUNTER) = alu_count;
+    assign `VTA_COUNTER(LOAD_BUSY_CYCLES) = l_busy;
+    assign `VTA_COUNTER(LOAD_STALL_TOKEN_CYCLES) = l_tok;
+    assign `VTA_COUNTER(LOAD_STALL_PORT_CYCLES) = l_port;
+    assign `VTA_COUNTER(LOAD_STALL_PUSH_CYCLES) = l_push;
+    assign `VTA_COUNTER(LOAD_INSN_COUNT) = l_count;
+    assign `VTA_COUNTER(COMPUTE_BUSY_CYCLES) = c_busy;
+    assign `VTA_COUNTER(COMPUTE_STALL_TOKEN_CYCLES) = c_tok;
+    assign `VTA_COUNTER(COMPUTE_STALL_PORT_CYCLES) = c_port;
+    assign `VTA_COUNTER(COMPUTE_STALL_PUSH_CYCLES) = c_push;
+    assign `VTA_COUNTER(COMPUTE_INSN_COUNT) = c_count;
+    assign `VTA_COUNTER(STORE_BUSY_CYCLES) = s_busy;
+    assign `VTA_COUNTER(STORE_STALL_TOKEN_CYCLES) = s_tok;
+    assign `VTA_COUNTER(STORE_STALL_PORT_CYCLES) = 32'd0;
+    assign `VTA_COUNTER(STORE_STALL_PUSH_CYCLES) = s_push;
+    assign `VTA_COUNTER(STORE_INSN_COUNT) = s_count;
+    assign `VTA_COUNTER(FETCH_STALL_QUEUE_CYCLES) = f_queue;
+    assign `VTA_COUNTER(FETCH_STALL_PORT_CYCLES) = f_port;
+    `undef VTA_COUNTER
 
     vta_regs regs (
         .clk(clk), .rst(rst),
