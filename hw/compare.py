@@ -25,8 +25,11 @@ def _first_diffs(a: np.ndarray, b: np.ndarray, n: int = 4) -> str:
         f" ... ({idx.size} bytes differ)" if idx.size > n else "")
 
 
-def compare_run(cfg: Config, job: dict, result: dict, out: np.ndarray | None) -> list:
-    image = np.frombuffer(Path(job["image"]).read_bytes(), np.uint8)
+def compare_run(cfg: Config, job: dict, result: dict, out: np.ndarray | None,
+                image: np.ndarray | None = None) -> list:
+    """Disagreements of one RTL run with vta_sim on `image` (default: the job's image file)."""
+    if image is None:
+        image = np.frombuffer(Path(job["image"]).read_bytes(), np.uint8)
     try:
         ref = Simulator(cfg).run(image, insn_addr=job["insn_addr"], insn_count=job["insn_count"])
     except VTAError as exc:

@@ -29,8 +29,8 @@ def single_instruction_programs(cfg):
     lay = Layout()
     lay.put(_rand_bytes(rng, 64 * 1024), 64)
     F = isa.FinishInsn
-    # SRAMs start at zero once per simulation, as in vta_sim at each run: the programs that read
-    # SRAM come first, before any LOAD of this batch fills it.
+    # The bench zeroes the SRAMs before every program, as vta_sim starts each run: the programs
+    # that read SRAM they did not write may come in any order (test_rtl_top runs them last).
     progs = [("finish", [F()]),
              ("store", [isa.MemInsn(opcode=isa.OP_STORE, memory_type=4, sram_base=1, dram_base=40, y_size=3,
                                     x_size=4, x_stride=6, push_prev=1), F(pop_next=1)]),
