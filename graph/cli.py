@@ -6,11 +6,14 @@ from pathlib import Path
 
 from vta_sim import backends
 
+from .errors import GraphError
 from .report import Progress, merged_trace, summary, table
 from .run import BUILTIN, load_case, run_model
 
 
 def cmd_model(args) -> int:
+    if args.trace and args.backend != "sim":
+        raise GraphError(f"--trace needs --backend sim: the {args.backend} backend records no trace")
     progress = Progress()
     case = load_case(args.model, args.input, args.seed,
                      progress=lambda e, n: progress.stage("train")(e, n, f"epoch {e}"))

@@ -187,3 +187,39 @@ def test_digits_on_the_accelerator(tmp_path):
     assert j["logits_identical"] and j["verified"]
     assert j["accuracy_vta"] == j["accuracy_cpu"] >= 0.95
     assert all(r["target"] == "vta" for r in j["layers"] if r["op"] == "conv2d")
+
+
+def test_cli_runs_an_onnx_file_with_inputs_and_writes_json(small, tmp_path, capsys):
+    import json
+
+    from vta_sim.cli import main
+
+    _, qdq, x = small
+    path, inputs, out = tmp_path / "small.onnx", tmp_path / "x.npy", tmp_path / "out" / "r.json"
+    onnx.save(qdq, str(path))
+    np.save(inputs, x[:2])
+    assert main(["model", str(path), "--input", str(inputs), "--json", str(out), "--vthreads", "1"]) == 0
+    j = json.loads(out.read_text())
+    assert j["model"] == "small" and j["batch"] == 2 and j["verified"] and j["vthreads"] == 1
+    assert "logits identical to the CPU build   yes" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad, message", [
+    (np.zeros((2, 3, 9, 8), np.float32), "model takes"),
+    (np.zeros((2, 3, 9, 9), np.float64), "float32"),
+])
+def test_cli_refuses_inputs_of_the_wrong_shape_or_dtype(small, tmp_path, capsys, bad, message):
+    from vta_sim.cli import main
+
+    path, inputs = tmp_path / "small.onnx", tmp_path / "x.npy"
+    onnx.save(small[1], str(path))
+    np.save(inputs, bad)
+    assert main(["model", str(path), "--input", str(inputs)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_refuses_an_unknown_model(capsys):
+    from vta_sim.cli import main
+
+    assert main(["model", "lenet"]) == 2
+    assert "digits, resnet18 or a path" in capsys.readouterr().err
