@@ -27,7 +27,8 @@ from . import vta_conv2d as vc
 from . import vta_dense as vd
 from . import vta_ops as vo
 from . import vta_workloads as wl
-from .layers import RESNET18, TABLE_LAYERS, get_layer
+from .layers import TABLE_LAYERS, get_layer
+
 
 def default_shift(reduction: int) -> int:
     """A right shift that keeps requantised outputs of random int8 data mostly unsaturated."""
@@ -35,10 +36,23 @@ def default_shift(reduction: int) -> int:
     return max(0, min(31, round(math.log2(spread)) - 6))
 
 
+def layer_shape(name: str) -> dict:
+    """run_vta's conv2d shape of a ResNet-18 layer ('resnet18.C5'); KeyError names the accepted ones."""
+    layer = get_layer(name)
+    return {"h": layer.H, "w": layer.H, "ic": layer.IC, "oc": layer.OC, "k": layer.K,
+            "pad": layer.pad, "stride": layer.stride}
+
+
+def op_shape(cfg, workload: str, shape: dict):
+    """The schedule's shape (vta_conv2d.ConvShape or vta_dense.DenseShape) of a run_vta shape dict."""
+    if workload == "conv2d":
+        return vc.ConvShape(shape.get("batch", cfg.BATCH), shape["h"], shape.get("w", shape["h"]),
+                            shape["ic"], shape["oc"], shape["k"], shape.get("pad", 0), shape.get("stride", 1))
+    return vd.DenseShape(shape["m"], shape["k"], shape["n"])
+
+
 def _conv_case(cfg, shape, vthreads, tiles, rng):
-    batch = shape.get("batch", cfg.BATCH)
-    s = vc.ConvShape(batch, shape["h"], shape.get("w", shape["h"]), shape["ic"], shape["oc"],
-                     shape["k"], shape.get("pad", 0), shape.get("stride", 1))
+    s = op_shape(cfg, "conv2d", shape)
     shift = default_shift(s.ic * s.k * s.k)
     op = vo.conv2d_kernel(cfg, *vars(s).values(), vo.Requant(shift), vthreads, tiles)
     x = rng.integers(-128, 128, (s.n, s.ic, s.h, s.w), dtype=np.int8)
@@ -53,7 +67,7 @@ def _conv_case(cfg, shape, vthreads, tiles, rng):
 
 
 def _dense_case(cfg, shape, vthreads, tiles, rng):
-    s = vd.DenseShape(shape["m"], shape["k"], shape["n"])
+    s = op_shape(cfg, "gemm", shape)
     shift = default_shift(s.k)
     op = vo.dense_kernel(cfg, s.m, s.k, s.n, vo.Requant(shift), vthreads, tiles)
     a = rng.integers(-128, 128, (s.m, s.k), dtype=np.int8)
@@ -162,18 +176,46 @@ def _finish(figures: dict, args) -> int:
     return 0 if figures["verified"] else 1
 
 
+def _tuner():
+    """The search behind --tune: `tune` of the plugin that provides one (dse.cli, `vta-sim sweep`).
+
+    Found through the plugin registry because dse sits above schedules: schedules never imports it."""
+    from vta_sim.cli import load_plugins
+
+    plugins = load_plugins()
+    for plugin in plugins:
+        if plugin.module is not None and hasattr(plugin.module, "tune"):
+            return plugin.module.tune
+    broken = "; ".join(f"{p.module_name}: {p.error}" for p in plugins if p.error)
+    raise CompileError("--tune needs the design-space exploration plugin (dse, `vta-sim sweep`), "
+                       "which is not installed" + (f" or failed to load ({broken})" if broken else "")
+                       + "; run `pip install -e '.[dev]'`")
+
+
+def _run(workload: str, shape: dict, tiles, args) -> int:
+    """run_vta with the given tiles, or with the best of `--tune N` simulator trials."""
+    tuned = None
+    if args.tune:
+        if tiles is not None:
+            raise CompileError("--tune searches the tiles: give --tune or --tiles, not both")
+        tuned = _tuner()(workload, shape, config=args.config, vthreads=args.vthreads, trials=args.tune,
+                         seed=args.seed, db=args.tuning_db, scheduler=args.scheduler, workers=args.workers)
+        tiles = tuned.best_tiles
+    figures = run_vta(workload, shape, args.config, args.vthreads, args.backend, tiles, args.trace, args.seed)
+    if tuned:
+        print(tuned.summary())
+        figures["tuning"] = tuned.to_json()
+    return _finish(figures, args)
+
+
 def cmd_gemm(args) -> int:
     tiles = vd.DenseTiles(*args.tiles, args.vthreads, args.split) if args.tiles else None
-    figures = run_vta("gemm", {"m": args.m, "k": args.k, "n": args.n}, args.config, args.vthreads,
-                      args.backend, tiles, args.trace, args.seed)
-    return _finish(figures, args)
+    return _run("gemm", {"m": args.m, "k": args.k, "n": args.n}, tiles, args)
 
 
 def _conv_shape(args) -> dict:
     if args.layer:
-        layer = get_layer(args.layer)
-        return {"h": layer.H, "w": layer.H, "ic": layer.IC, "oc": layer.OC, "k": layer.K,
-                "pad": layer.pad, "stride": layer.stride}
+        return layer_shape(args.layer)
     missing = [k for k in ("h", "ic", "oc", "k") if getattr(args, k) is None]
     if missing:
         raise CompileError("give --layer resnet18.C<n> or all of --h --ic --oc --k "
@@ -191,9 +233,7 @@ def cmd_conv2d(args) -> int:
         shape["batch"] = args.batch
     tiles = (vc.ConvTiles(*args.tiles, args.vthreads, args.split, args.batch_blocks)
              if args.tiles else None)
-    figures = run_vta("conv2d", shape, args.config, args.vthreads, args.backend, tiles,
-                      args.trace, args.seed)
-    return _finish(figures, args)
+    return _run("conv2d", shape, tiles, args)
 
 
 def run_resnet18(config="1x8x8", vthreads=2, backend="sim", trace=None, seed=0, progress=print,
@@ -202,14 +242,11 @@ def run_resnet18(config="1x8x8", vthreads=2, backend="sim", trace=None, seed=0, 
     each figure dict gains its `layer` name."""
     rows = []
     for name in layers:
-        layer = RESNET18[name]
         path = None
         if trace:
             p = Path(trace)
             path = str(p.with_name(f"{p.stem}_{name}{p.suffix}"))
-        f = run_vta("conv2d", {"h": layer.H, "w": layer.H, "ic": layer.IC, "oc": layer.OC,
-                               "k": layer.K, "pad": layer.pad, "stride": layer.stride},
-                    config, vthreads, backend, trace=path, seed=seed)
+        f = run_vta("conv2d", layer_shape(name), config, vthreads, backend, trace=path, seed=seed)
         rows.append({"layer": name, **f})
         if progress:
             progress(f"  {name}: {f['cycles']:,} cycles, {100 * f['utilization']:.1f} % utilisation, "
@@ -229,6 +266,16 @@ def cmd_resnet18(args) -> int:
     return 0 if all(r["verified"] for r in rows) else 1
 
 
+def _tune_args(p):
+    p.add_argument("--tune", type=int, metavar="N", help="search tiles, threads and split with N "
+                   "simulator trials on a Dask cluster (default tiles first), keep the best in the "
+                   "tuning database and run with it (docs/dse.md)")
+    p.add_argument("--tuning-db", help="with --tune: the database file (default $VTA_TUNING_DB or "
+                   "build/tuning/tiles.json)")
+    p.add_argument("--scheduler", help="with --tune: a Dask scheduler address (default: a local cluster)")
+    p.add_argument("--workers", type=int, help="with --tune: local Dask workers (default: one per core)")
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("gemm", help="compile and run a packed int8 GEMM with requantisation")
     p.add_argument("--m", type=int, required=True)
@@ -239,6 +286,7 @@ def register(subparsers) -> None:
                         "shape, remainder tiles are padded")
     p.add_argument("--split", default="n", choices=("m", "n"), help="dimension the threads divide")
     _common(p)
+    _tune_args(p)
     p.set_defaults(func=cmd_gemm)
 
     p = subparsers.add_parser("conv2d", help="compile and run a blocked int8 conv2d with requantisation")
@@ -255,6 +303,7 @@ def register(subparsers) -> None:
                    "(default: the whole batch)")
     p.add_argument("--split", default="h", choices=("h", "oc"), help="dimension the threads divide")
     _common(p)
+    _tune_args(p)
     p.set_defaults(func=cmd_conv2d)
 
     p = subparsers.add_parser("resnet18", help="the ResNet-18 conv layers C2-C11 in one table")
@@ -267,10 +316,7 @@ def demo(out_dir: str, config: str = "1x8x8") -> bool:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     print(f"conv2d resnet18.C5 compiled with TVM on {config}, two virtual threads:")
-    layer = get_layer("resnet18.C5")
-    figures = run_vta("conv2d", {"h": layer.H, "w": layer.H, "ic": layer.IC, "oc": layer.OC,
-                                 "k": layer.K, "pad": layer.pad, "stride": layer.stride},
-                      config=config, vthreads=2, trace=str(out / "demo_conv2d_C5_timeline.png"))
+    figures = run_vta("conv2d", layer_shape("resnet18.C5"), config=config, vthreads=2, trace=str(out / "demo_conv2d_C5_timeline.png"))
     print(report(figures))
     print(f"  timeline written to {figures.get('trace')}")
     return figures["verified"]

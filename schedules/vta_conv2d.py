@@ -159,6 +159,17 @@ def estimate_cycles(cfg: Config, s: ConvShape, t: ConvTiles) -> float:
     return pipelined_cycles(t.vthreads, tiles, chunks, gemm, load, epilogue_cycles(cfg, out_entries), store)
 
 
+def candidates(cfg: Config, s: ConvShape, v: int) -> list:
+    """Every tiling with `v` threads that choose_tiles ranks (usable or not); the tuner's space too."""
+    nb, ib, ob = blocks(cfg, s)
+    return [ConvTiles(to, th, ci, v, split, bb)
+            for split in (("h", "oc") if v > 1 else ("h",))
+            for bb in tile_sizes(nb)
+            for to in tile_sizes(-(-ob // (v if split == "oc" else 1)))
+            for th in tile_sizes(-(-s.oh // (v if split == "h" else 1)))
+            for ci in tile_sizes(ib)]
+
+
 def choose_tiles(cfg: Config, s: ConvShape, vthreads: int = 1) -> ConvTiles:
     """The usable tiling with the lowest estimated cycles; refuses shapes that cannot fit.
 
@@ -166,23 +177,14 @@ def choose_tiles(cfg: Config, s: ConvShape, vthreads: int = 1) -> ConvTiles:
     to share, or the SRAMs cannot hold two tiles), falls back to one thread."""
     if vthreads not in (1, 2):
         raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
-    nb, ib, ob = blocks(cfg, s)
-
-    def candidates(v):
-        return [ConvTiles(to, th, ci, v, split, bb)
-                for split in (("h", "oc") if v > 1 else ("h",))
-                for bb in tile_sizes(nb)
-                for to in tile_sizes(-(-ob // (v if split == "oc" else 1)))
-                for th in tile_sizes(-(-s.oh // (v if split == "h" else 1)))
-                for ci in tile_sizes(ib)]
     what = f"conv2d {s} on {cfg.name} with {vthreads} virtual thread(s)"
     try:
-        return best_tiles(candidates(vthreads), lambda t: usable(cfg, s, t),
+        return best_tiles(candidates(cfg, s, vthreads), lambda t: usable(cfg, s, t),
                           lambda t: estimate_cycles(cfg, s, t), what)
     except CompileError:
         if vthreads == 1:
             raise
-    return best_tiles(candidates(1), lambda t: usable(cfg, s, t), lambda t: estimate_cycles(cfg, s, t),
+    return best_tiles(candidates(cfg, s, 1), lambda t: usable(cfg, s, t), lambda t: estimate_cycles(cfg, s, t),
                       f"conv2d {s} on {cfg.name} with 1 virtual thread (2 do not fit)")
 
 

@@ -25,6 +25,7 @@ from .vta_common import (best_tiles, epilogue_cycles, padded_extent, pipelined_c
                           row_read_cycles, schedule_epilogue, tensorize_reduction, tile_sizes,
                           tile_waste)
 
+
 @dataclass(frozen=True)
 class DenseShape:
     m: int
@@ -103,27 +104,29 @@ def estimate_cycles(cfg: Config, s: DenseShape, t: DenseTiles) -> float:
     return pipelined_cycles(t.vthreads, tiles, chunks, gemm, load, epilogue_cycles(cfg, out_entries), store)
 
 
+def candidates(cfg: Config, s: DenseShape, v: int) -> list:
+    """Every tiling with `v` threads that choose_tiles ranks (usable or not); the tuner's space too."""
+    mb, kb, nb = blocks(cfg, s)
+    return [DenseTiles(r, c, kc, v, split)
+            for split in (("n", "m") if v > 1 else ("n",))
+            for r in tile_sizes(-(-mb // (v if split == "m" else 1)))
+            for c in tile_sizes(-(-nb // (v if split == "n" else 1)))
+            for kc in tile_sizes(kb)]
+
+
 def choose_tiles(cfg: Config, s: DenseShape, vthreads: int = 1) -> DenseTiles:
     """The usable tiling with the lowest estimated cycles; falls back to one thread when no
     two-thread tiling is usable (a single row and column block, or SRAMs too small)."""
     if vthreads not in (1, 2):
         raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
-    mb, kb, nb = blocks(cfg, s)
-
-    def candidates(v):
-        return [DenseTiles(r, c, kc, v, split)
-                for split in (("n", "m") if v > 1 else ("n",))
-                for r in tile_sizes(-(-mb // (v if split == "m" else 1)))
-                for c in tile_sizes(-(-nb // (v if split == "n" else 1)))
-                for kc in tile_sizes(kb)]
     try:
-        return best_tiles(candidates(vthreads), lambda t: usable(cfg, s, t),
+        return best_tiles(candidates(cfg, s, vthreads), lambda t: usable(cfg, s, t),
                           lambda t: estimate_cycles(cfg, s, t),
                           f"dense {s} on {cfg.name} with {vthreads} virtual thread(s)")
     except CompileError:
         if vthreads == 1:
             raise
-    return best_tiles(candidates(1), lambda t: usable(cfg, s, t), lambda t: estimate_cycles(cfg, s, t),
+    return best_tiles(candidates(cfg, s, 1), lambda t: usable(cfg, s, t), lambda t: estimate_cycles(cfg, s, t),
                       f"dense {s} on {cfg.name} with 1 virtual thread (2 do not fit)")
 
 

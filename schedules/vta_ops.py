@@ -18,6 +18,7 @@ from vta_sim.config import Config
 
 from . import vta_conv2d as vc
 from . import vta_dense as vd
+from . import tuning_db
 from . import vta_workloads as wl
 from .op_kernel import OpKernel
 
@@ -56,16 +57,33 @@ def _inputs(op: str, inputs: tuple, expected: dict) -> list:
     return arrays
 
 
+def _tiles(cfg: Config, op: str, module, s, vthreads: int, tiles):
+    """`tiles` if given, else the tuning database's record for the shape, else the cycle model's
+    choice (`module.choose_tiles`). A record that no longer suits the shape is refused loudly."""
+    if tiles is not None:
+        return tiles
+    record = tuning_db.lookup(cfg, op, s, vthreads)
+    if record is None:
+        return module.choose_tiles(cfg, s, vthreads)
+    tuned = (vc.ConvTiles if op == "conv2d" else vd.DenseTiles)(**record["tiles"])
+    why = module.usable(cfg, s, tuned)
+    if why:
+        raise CompileError(f"tuning database {tuning_db.db_path()}: tiles {tuned} for {op} {s} are "
+                           f"unusable ({why}); re-tune or delete the record")
+    return tuned
+
+
 def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant, vthreads=2,
                   tiles=None) -> OpKernel:
     """A compiled conv2d: (N,IC,H,W) int8 data, (OC,IC,K,K) int8 weight, (OC,) int32 bias ->
     (N,OC,OH,OW) int8. `tiles` (a vta_conv2d.ConvTiles) overrides the automatic choice and
-    carries its own thread count; otherwise two threads fall back to one where they cannot help."""
+    carries its own thread count; otherwise the tuning database's tiles, else choose_tiles' (two
+    threads fall back to one where they cannot help)."""
     _positive("conv2d", n=n, h=h, w=w, ic=ic, oc=oc, k=k, stride=stride)
     for size in (h, w):
         wl.out_size(size, k, pad, stride)      # refuses impossible kernel/pad/stride early
     s = vc.ConvShape(n, h, w, ic, oc, k, pad, stride)
-    t = tiles if tiles is not None else vc.choose_tiles(cfg, s, vthreads)
+    t = _tiles(cfg, "conv2d", vc, s, vthreads, tiles)
     kernel = vc.build(cfg, s, t, requant.shift, requant.lo, requant.hi)
     c = vc.computed_shape(cfg, s, t)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
@@ -86,10 +104,10 @@ def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant
 
 def dense_kernel(cfg: Config, m, k, n, requant: Requant, vthreads=2, tiles=None) -> OpKernel:
     """A compiled dense: (M,K) int8 data, (N,K) int8 weight, (N,) int32 bias -> (M,N) int8.
-    `tiles` (a vta_dense.DenseTiles) overrides the automatic choice."""
+    `tiles` (a vta_dense.DenseTiles) overrides the tuning database and the automatic choice."""
     _positive("dense", m=m, k=k, n=n)
     s = vd.DenseShape(m, k, n)
-    t = tiles if tiles is not None else vd.choose_tiles(cfg, s, vthreads)
+    t = _tiles(cfg, "dense", vd, s, vthreads, tiles)
     kernel = vd.build(cfg, s, t, requant.shift, requant.lo, requant.hi)
     c = vd.computed_shape(cfg, s, t)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
