@@ -41,24 +41,25 @@ def _pause_generator(rng: random.Random, busy: float):
 
 
 def store_guards(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: int) -> np.ndarray:
-    """Byte addresses within GUARD_BYTES of a STORE row that no STORE writes and that hold no
-    instruction: the program must leave them as they are."""
+    """Byte addresses within GUARD_BYTES of a STORE row that no STORE writes, no LOAD reads and
+    no instruction holds: the program must leave them as they are, and cannot see them."""
     written = np.zeros(image.size, bool)
     near = np.zeros(image.size, bool)
-    eb = cfg.buffers["out"].entry_bytes
     for k in range(insn_count):
         at = insn_addr + 16 * k
         try:
             insn = isa.decode(image[at:at + 16].tobytes(), cfg)
-        except VTAError:
+            eb = cfg.dram_elem_bytes(insn.memory_type)
+        except (VTAError, AttributeError, KeyError):
             continue
-        if not (isinstance(insn, isa.MemInsn) and insn.opcode == isa.OP_STORE and insn.x_size):
+        if not (isinstance(insn, isa.MemInsn) and insn.x_size):
             continue
         for r in range(insn.y_size):
             lo = (insn.dram_base + r * insn.x_stride) * eb
             hi = lo + insn.x_size * eb
-            written[lo:hi] = True
-            near[max(0, lo - GUARD_BYTES):lo] = near[hi:hi + GUARD_BYTES] = True
+            written[lo:hi] = True          # a LOAD's source is excluded like a STORE's destination
+            if insn.opcode == isa.OP_STORE:
+                near[max(0, lo - GUARD_BYTES):lo] = near[hi:hi + GUARD_BYTES] = True
     near[insn_addr:insn_addr + 16 * insn_count] = False
     return np.flatnonzero(near & ~written)
 
