@@ -8,6 +8,7 @@ from vta_sim import backends
 
 from .errors import GraphError
 from .report import Progress, merged_trace, summary, table
+from .quantize import QUANTIZERS
 from .run import BUILTIN, load_case, run_model
 
 
@@ -16,9 +17,9 @@ def cmd_model(args) -> int:
         raise GraphError(f"--trace needs --backend sim: the {args.backend} backend records no trace")
     progress = Progress()
     case = load_case(args.model, args.input, args.seed,
-                     progress=lambda e, n: progress.stage("train")(e, n, f"epoch {e}"))
+                     progress=lambda e, n: progress.stage("train")(e, n, f"epoch {e}"), quantizer=args.quantizer)
     result = run_model(case, args.config, args.vthreads, args.backend, trace=bool(args.trace),
-                       progress=progress)
+                       progress=progress, compare_onnxruntime=args.compare_onnxruntime)
     for note in result.notes:
         print(note)
     print(table(result.layers))
@@ -46,7 +47,7 @@ class _Args:
 
     def __init__(self, **given):
         self.__dict__.update(dict(input=None, seed=0, vthreads=2, backend="sim", trace=None, json=None,
-                                  config="1x8x8"), **given)
+                                  config="1x8x8", quantizer=None, compare_onnxruntime=False), **given)
 
 
 def register(subparsers) -> None:
@@ -64,6 +65,12 @@ def register(subparsers) -> None:
     p.add_argument("--input", help="inputs as .npy: one sample, a batch, or a stack of single-sample "
                                    "batches (default: the held-out digits, or a seeded random image)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
+    p.add_argument("--quantizer", choices=sorted(QUANTIZERS),
+                   help="quantise the float network: pow2 (the toolkit's power-of-two scales; default for "
+                        "digits and resnet18) or onnxruntime's quantize_static (defaults, per-channel, "
+                        "symmetric); for an .onnx file, quantise it on its inputs")
+    p.add_argument("--compare-onnxruntime", action="store_true",
+                   help="also run the QDQ model in onnxruntime (ORT_DISABLE_ALL) and report the agreement")
     p.add_argument("--json", help="write the figures (model, verified, accuracy, layers, ...) here")
     p.add_argument("--trace", help="timeline of all accelerator layers: Chrome JSON, or PNG if it ends in .png")
     p.set_defaults(func=cmd_model)

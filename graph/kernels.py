@@ -7,22 +7,52 @@ same shape share one compiled kernel.
 """
 from __future__ import annotations
 
-from schedules import vta_eltwise, vta_ops, vta_pool
+import dataclasses
+
+import numpy as np
+
+from schedules import fixed_point, vta_eltwise, vta_ops, vta_pool
 from schedules import vta_workloads as wl
 from vta_sim.config import Config
 
 from . import ops
+from .ops import INT8_MIN
+
+
+def host_padding(spec) -> tuple[int, int | None]:
+    """(pad the kernel's DMA does, value the host pads with first or None).
+
+    The DMA pads with 0. Where padding must hold something else (a conv input's zero point; a
+    max-pool's -128, the int8 minimum, so that padding never wins a max) the host pads the
+    input in DRAM and the kernel runs unpadded."""
+    if isinstance(spec, ops.PoolSpec) and spec.pad:
+        return 0, INT8_MIN
+    if isinstance(spec, ops.ConvSpec) and spec.pad and spec.pad_value:
+        return 0, spec.pad_value
+    return spec.pad, None
+
+
+def _pad_input(x: np.ndarray, pad: int, value: int) -> np.ndarray:
+    return np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=value)
 
 
 def compile_kernel(cfg: Config, spec, vthreads: int):
     """The OpKernel of `spec` (inputs: the activations, then the spec's constants)."""
-    if isinstance(spec, ops.ConvSpec):
-        return vta_ops.conv2d_kernel(cfg, spec.n, spec.h, spec.w, spec.ic, spec.oc, spec.k, spec.pad,
-                                     spec.stride, spec.requant, vthreads=vthreads)
+    if isinstance(spec, (ops.ConvSpec, ops.PoolSpec)):
+        pad, value = host_padding(spec)
+        h, w = (spec.h, spec.w) if value is None else (spec.h + 2 * spec.pad, spec.w + 2 * spec.pad)
+        if isinstance(spec, ops.ConvSpec):
+            kernel = vta_ops.conv2d_kernel(cfg, spec.n, h, w, spec.ic, spec.oc, spec.k, pad, spec.stride,
+                                           spec.requant, vthreads=vthreads)
+        else:
+            kernel = vta_pool.max_pool_kernel(cfg, spec.n, spec.c, h, w, spec.k, spec.stride, pad)
+        if value is not None:
+            pack = kernel.pack
+            kernel = dataclasses.replace(kernel, pack=lambda x, *rest: pack(_pad_input(x, spec.pad, value),
+                                                                            *rest))
+        return kernel
     if isinstance(spec, ops.DenseSpec):
         return vta_ops.dense_kernel(cfg, spec.m, spec.k, spec.n, spec.requant, vthreads=vthreads)
-    if isinstance(spec, ops.PoolSpec):
-        return vta_pool.max_pool_kernel(cfg, spec.n, spec.c, spec.h, spec.w, spec.k, spec.stride, spec.pad)
     if isinstance(spec, ops.AddSpec):
         r = spec.requant
         return vta_eltwise.add_kernel(cfg, spec.n, spec.c, spec.h, spec.w, spec.ka, spec.kb, r.shift,
@@ -32,22 +62,28 @@ def compile_kernel(cfg: Config, spec, vthreads: int):
 
 def reference(spec, *arrays):
     """The numpy int64 result of `spec` on plain arrays (activations, then constants)."""
-    if isinstance(spec, ops.ConvSpec):
-        x, w, b = arrays
-        r = spec.requant
-        return wl.conv2d_ref(x, w, b, spec.pad, spec.stride, r.shift, r.lo, r.hi)
+    if isinstance(spec, (ops.ConvSpec, ops.PoolSpec)):
+        pad, value = host_padding(spec)
+        x = arrays[0] if value is None else _pad_input(arrays[0], spec.pad, value)
+        if isinstance(spec, ops.PoolSpec):
+            return vta_pool.max_pool_ref(x, spec.k, spec.stride, pad)
+        w, b, *channel = arrays[1:]
+        return _requantized(wl.conv2d_acc(x, w, b, pad, spec.stride), spec.requant, channel)
     if isinstance(spec, ops.DenseSpec):
-        x, w, b = arrays
-        r = spec.requant
-        return wl.dense_ref(x, w, b, r.shift, r.lo, r.hi)
-    if isinstance(spec, ops.PoolSpec):
-        (x,) = arrays
-        return vta_pool.max_pool_ref(x, spec.k, spec.stride, spec.pad)
+        x, w, b, *channel = arrays
+        return _requantized(wl.dense_acc(x, w, b), spec.requant, channel)
     if isinstance(spec, ops.AddSpec):
         a, b = arrays
         r = spec.requant
         return vta_eltwise.add_ref(a, b, spec.ka, spec.kb, r.shift, r.lo, r.hi)
     raise TypeError(f"no reference for {spec!r}")
+
+
+def _requantized(acc, requant, channel: list):
+    """The int8 output of int64 accumulators (bias added) under either requantisation."""
+    if isinstance(requant, fixed_point.ScaledRequant):
+        return fixed_point.requantize_ref(acc, requant, fixed_point.ChannelParams(*channel), axis=1)
+    return wl.requantize_ref(acc, requant.shift, requant.lo, requant.hi)
 
 
 def input_vars(spec, root, value_of) -> list:
@@ -57,7 +93,8 @@ def input_vars(spec, root, value_of) -> list:
     acc = ops.layer_call(root, value_of)
     if isinstance(spec, ops.AddSpec):
         return [value_of(value_of(t).args[0]).args[0] for t in acc.args]
-    return [acc.args[0]]
+    x = value_of(acc.args[0])
+    return [x.args[0] if ops.op_name(x) == "relax.nn.pad" else acc.args[0]]
 
 
 class KernelCache:

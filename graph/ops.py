@@ -15,6 +15,7 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from intrinsics.errors import CompileError
+from schedules.fixed_point import ScaledRequant
 from schedules.vta_ops import Requant
 
 from .errors import GraphError
@@ -36,7 +37,8 @@ class ConvSpec:
     k: int
     pad: int
     stride: int
-    requant: Requant
+    requant: Requant | ScaledRequant
+    pad_value: int = 0        # the input's zero point: what padding holds
     op: str = field(default="conv2d", init=False)
 
     @property
@@ -53,7 +55,7 @@ class DenseSpec:
     m: int
     k: int
     n: int
-    requant: Requant
+    requant: Requant | ScaledRequant
     op: str = field(default="dense", init=False)
 
     @property
@@ -118,20 +120,49 @@ def op_name(e) -> str | None:
     return e.op.name if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op) else None
 
 
+def _vector(e) -> np.ndarray:
+    return _const(e).reshape(-1).astype(np.int32)
+
+
 def _requant_chain(root, value_of):
-    """(acc call, bias const, Requant) of astype(clip(right_shift(add(acc, bias), s), lo, hi))."""
+    """(acc call, per-channel constants, requantisation) of graph.qdq's two forms:
+
+    power of two:  astype(clip(right_shift(add(acc, bias), shift), lo, hi))
+    fixed point:   astype(clip(add(right_shift(add(right_shift(p, t), rnd), s - t), zp), lo, hi))
+                   p = add(multiply(a, m_hi), right_shift(multiply(a, m_lo), k))
+                   a = minimum(maximum(add(acc, bias), a_min), a_max)
+    """
     clip = value_of(root.args[0])
-    shr = value_of(clip.args[0])
-    add = value_of(shr.args[0])
-    requant = Requant(int(_const(shr.args[1])), _prim(clip.args[1]), _prim(clip.args[2]))
-    return value_of(add.args[0]), add.args[1], requant
+    lo, hi = _prim(clip.args[1]), _prim(clip.args[2])
+    inner = value_of(clip.args[0])
+    if op_name(inner) == "relax.right_shift":
+        add = value_of(inner.args[0])
+        return value_of(add.args[0]), (_vector(add.args[1]),), Requant(int(_const(inner.args[1])), lo, hi)
+    zp = int(_const(inner.args[1]))
+    shr_s = value_of(inner.args[0])
+    rnd_add = value_of(shr_s.args[0])
+    shr_t = value_of(rnd_add.args[0])
+    p = value_of(shr_t.args[0])
+    high, low_shr = (value_of(v) for v in p.args)
+    low = value_of(low_shr.args[0])
+    clamp_hi = value_of(high.args[0])
+    clamp_lo = value_of(clamp_hi.args[0])
+    add = value_of(clamp_lo.args[0])
+    t = int(_const(shr_t.args[1]))
+    requant = ScaledRequant(int(_const(low_shr.args[1])), t, t + int(_const(shr_s.args[1])), zp, lo, hi)
+    if requant.rounding != int(_const(rnd_add.args[1])):
+        raise _Unsupported(f"rounding constant {int(_const(rnd_add.args[1]))} is not 2^(s-t-1)")
+    constants = (_vector(add.args[1]), _vector(clamp_lo.args[1]), _vector(clamp_hi.args[1]),
+                 _vector(high.args[1]), _vector(low.args[1]))
+    return value_of(add.args[0]), constants, requant
 
 
 def read_spec(root, value_of=lambda e: e):
     """(OpSpec, constants) of the integer op whose final call is `root` (see graph.qdq's forms).
 
-    `value_of` maps a var to its bound value (identity inside a fused function's body, which
-    is nested calls after normalisation is undone by the caller)."""
+    Constants are the kernel's inputs after the activations: the weight and the per-channel
+    vectors (bias, then a_min, a_max, m_hi, m_lo for a fixed-point requantisation). `value_of`
+    maps a var to its bound value."""
     name = op_name(root)
     if name == "relax.nn.max_pool2d":
         a = root.attrs
@@ -143,23 +174,27 @@ def read_spec(root, value_of=lambda e: e):
         spec = PoolSpec(n, c, h, w, pool[0], strides[0], pad[0])
         _check_pool_attrs(spec, pool, strides, pad, a)
         return spec, ()
-    acc, bias, requant = _requant_chain(root, value_of)
+    acc, vectors, requant = _requant_chain(root, value_of)
     kind = op_name(acc)
     if kind == "relax.nn.conv2d":
         a = acc.attrs
         x, wgt = acc.args
+        pad, pad_value = _ints(a.padding), 0
+        padded = value_of(x)
+        if op_name(padded) == "relax.nn.pad":           # an input zero point: pad with it
+            x, pad, pad_value = padded.args[0], _explicit_pad(padded), int(padded.attrs.pad_value)
         n, ic, h, w = _shape(x)
         weight = _const(wgt)
         oc, _, kh, kw = weight.shape
-        spec = ConvSpec(n, h, w, ic, oc, kh, _ints(a.padding)[0], _ints(a.strides)[0], requant)
-        _check_conv_attrs(spec, kh, kw, a)
-        return spec, (weight, _const(bias).reshape(-1).astype(np.int32))
+        spec = ConvSpec(n, h, w, ic, oc, kh, pad[0], _ints(a.strides)[0], requant, pad_value)
+        _check_conv_attrs(spec, kh, kw, a, pad)
+        return spec, (weight, *vectors)
     if kind == "relax.matmul":
         x, wgt = acc.args
         weight = _const(wgt)                       # (K, N)
         m, k = _shape(x)
         spec = DenseSpec(m, k, weight.shape[1], requant)
-        return spec, (np.ascontiguousarray(weight.T), _const(bias).reshape(-1).astype(np.int32))
+        return spec, (np.ascontiguousarray(weight.T), *vectors)
     if kind == "relax.add":                       # residual: add(a << ka, b << kb) + rnd
         shifts = [value_of(t) for t in acc.args]
         n, c, h, w = _shape(value_of(shifts[0].args[0]).args[0])
@@ -168,12 +203,20 @@ def read_spec(root, value_of=lambda e: e):
     raise GraphError(f"not an accelerator op: {name}({kind})")
 
 
+def _explicit_pad(pad_call) -> list:
+    """[top, left, bottom, right] of an NCHW nn.pad that pads only H and W."""
+    widths = _ints(pad_call.attrs.pad_width)
+    if any(widths[:4]) or pad_call.attrs.pad_mode != "constant":
+        raise _Unsupported(f"pad {widths} ({pad_call.attrs.pad_mode}) touches N or C or is not constant")
+    return [widths[4], widths[6], widths[5], widths[7]]
+
+
 class _Unsupported(GraphError):
     pass
 
 
-def _check_conv_attrs(spec, kh, kw, a) -> None:
-    pads, strides, dil = _ints(a.padding), _ints(a.strides), _ints(a.dilation)
+def _check_conv_attrs(spec, kh, kw, a, pads) -> None:
+    strides, dil = _ints(a.strides), _ints(a.dilation)
     if kh != kw:
         raise _Unsupported(f"kernel {kh}x{kw} is not square")
     if len(set(pads)) != 1 or len(set(strides)) != 1:
@@ -193,10 +236,6 @@ def _check_pool_attrs(spec, pool, strides, pad, a) -> None:
 
 def why_not(spec) -> str | None:
     """None when VTA-8 runs the op, else the reason it stays on the CPU."""
-    if isinstance(spec, (ConvSpec, DenseSpec, AddSpec)):
-        r = spec.requant
-        if not (INT8_MIN <= r.lo <= r.hi <= INT8_MAX) or not 0 <= r.shift <= 31:
-            return f"requantisation shift {r.shift} / clip [{r.lo}, {r.hi}] outside the ALU's range"
     if isinstance(spec, ConvSpec) and spec.pad > MAX_PAD:
         return f"padding {spec.pad} exceeds the DMA's 4-bit pad field (at most {MAX_PAD})"
     if isinstance(spec, PoolSpec):
@@ -214,21 +253,10 @@ def layer_call(root, value_of):
     return _requant_chain(root, value_of)[0]
 
 
-def non_negative(x, value_of) -> bool:
-    """Whether `x` is produced by a requantisation that clips at >= 0 (a folded ReLU)."""
-    producer = value_of(x)
-    if op_name(producer) != "relax.astype" or op_name(value_of(producer.args[0])) != "relax.clip":
-        return False
-    return _prim(value_of(producer.args[0]).args[1]) >= 0
-
-
 def check(root, value_of) -> str | None:
     """Why the op at `root` stays on the CPU (None: VTA-8 runs it), given its graph context."""
     try:
         spec, _ = read_spec(root, value_of)
     except CompileError as exc:      # an attribute or requantisation range VTA-8 does not take
         return str(exc)
-    if isinstance(spec, PoolSpec) and spec.pad and not non_negative(root.args[0], value_of):
-        return ("padded max-pool of an input that may be negative: the DMA pads with 0, which "
-                "equals -inf padding only after a ReLU")
     return why_not(spec)

@@ -17,22 +17,27 @@ from . import ops
 
 
 def _requant(acc):
-    """astype(clip(right_shift(add(acc, bias), shift), lo, hi)): graph.qdq's requantisation."""
-    x = is_op("relax.add")(acc, is_const())
-    x = is_op("relax.right_shift")(x, is_const())
-    x = is_op("relax.clip")(x, wildcard(), wildcard())
-    return is_op("relax.astype")(x)
+    """graph.qdq's requantisations after `acc` (see graph.ops._requant_chain): the power-of-two
+    shift, or the fixed-point sequence."""
+    biased = is_op("relax.add")(acc, is_const())
+    pow2 = is_op("relax.right_shift")(biased, is_const())
+    a = is_op("relax.minimum")(is_op("relax.maximum")(biased, is_const()), is_const())
+    low = is_op("relax.right_shift")(is_op("relax.multiply")(a, is_const()), is_const())
+    p = is_op("relax.add")(is_op("relax.multiply")(a, is_const()), low)
+    rounded = is_op("relax.add")(is_op("relax.right_shift")(p, is_const()), is_const())
+    scaled = is_op("relax.add")(is_op("relax.right_shift")(rounded, is_const()), is_const())
+    return is_op("relax.astype")(is_op("relax.clip")(pow2 | scaled, wildcard(), wildcard()))
 
 
 def _widened():
     return is_op("relax.left_shift")(is_op("relax.astype")(wildcard()), is_const())
 
 
-#: Composite name -> pattern, in matching order. The max-pool comes first: its check looks at
-#: its producer (a ReLU makes zero padding exact), which must not be fused away yet.
+#: Composite name -> pattern. A conv's explicit pad (its input's zero point) joins the conv.
 PATTERNS = {
     "vta.max_pool": is_op("relax.nn.max_pool2d")(wildcard()),
-    "vta.conv2d": _requant(is_op("relax.nn.conv2d")(wildcard(), is_const())),
+    "vta.conv2d": _requant(is_op("relax.nn.conv2d")(is_op("relax.nn.pad")(wildcard()) | wildcard(),
+                                                    is_const())),
     "vta.dense": _requant(is_op("relax.matmul")(wildcard(), is_const())),
     "vta.add": _requant(is_op("relax.add")(_widened(), _widened())),
 }

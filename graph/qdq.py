@@ -26,6 +26,10 @@ from tvm import relax
 from tvm.ir.expr import Constant
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
+from intrinsics.errors import CompileError
+from schedules import fixed_point
+from schedules.vta_ops import Requant
+
 from .errors import GraphError
 
 INT8_MIN, INT8_MAX = -128, 127
@@ -125,20 +129,22 @@ def _scalar(g: _Graph, e, what: str) -> float:
     return float(value.reshape(()))
 
 
-def _dq_input(g: _Graph, e, what: str):
-    """(x_q var, scale) of `dequantize(x_q, scale, 0)` with int8 x_q, else refuse with the reason."""
+def _dq_input(g: _Graph, e, what: str, zero_point_ok: bool = False):
+    """(x_q var, scale, zero point) of `dequantize(x_q, scale, zp)` with int8 x_q, else refuse
+    with the reason (a zero point only where `zero_point_ok`)."""
     dq = g.call(e, "relax.dequantize")
     if dq is None:
         raise _Refusal(f"its {what} is not quantised (no DequantizeLinear in front of it)")
     scale = _scalar(g, dq.args[1], f"{what} scale")
     zero = _scalar(g, dq.args[2], f"{what} zero point")
-    if zero != 0:
-        raise _Refusal(f"the {what} has zero point {zero:g}; the accelerator takes symmetric "
-                       "(zero point 0) tensors")
+    if zero != 0 and not zero_point_ok:
+        raise _Refusal(f"the {what} has zero point {zero:g}; this op takes symmetric (zero point 0) "
+                       "tensors on the accelerator")
     dtype = dq.args[0].ty.dtype
     if dtype != "int8":
-        raise _Refusal(f"the {what} is {dtype}; the accelerator takes int8")
-    return dq.args[0], scale
+        raise _Refusal(f"the {what} is {dtype}; the accelerator takes int8 (uint8 activations are "
+                       "not mapped yet)")
+    return dq.args[0], scale, int(zero)
 
 
 def _pow2_shift(multiplier: float, what: str) -> int:
@@ -158,7 +164,34 @@ def _single_use(g: _Graph, *vars_) -> None:
             raise _Refusal("an intermediate float value of the block is used elsewhere")
 
 
-def _plan_linear(g: _Graph, q, body, relu_var, lo):
+def _weight(g: _Graph, wexpr, kind: str):
+    """(int8 weight in the op's layout, per-output-channel scales) of a dequantized constant."""
+    transposed = g.call(wexpr, "relax.permute_dims")
+    wdq = g.call(transposed.args[0] if transposed is not None else wexpr, "relax.dequantize")
+    if wdq is None or not isinstance(g.val(wdq.args[0]), Constant):
+        raise _Refusal("its weight is not a quantised constant (no DequantizeLinear on a constant)")
+    weight = g.val(wdq.args[0]).value.numpy()
+    if weight.dtype != np.int8:
+        raise _Refusal(f"its weights are {weight.dtype}; the accelerator takes int8")
+    zero = g.const(wdq.args[2])
+    if zero is None or np.any(zero != 0):
+        raise _Refusal("its weights have a non-zero zero point; the accelerator's GEMM takes "
+                       "symmetric weights")
+    scale = g.const(wdq.args[1]).reshape(-1)
+    axis = int(wdq.attrs.axis) % weight.ndim
+    if transposed is not None:
+        axes = [int(a) for a in transposed.attrs.axes]
+        weight, axis = np.transpose(weight, axes), axes.index(axis)
+    out_axis = 0 if kind == "conv2d" else weight.ndim - 1
+    channels = weight.shape[out_axis]
+    if scale.size == 1:
+        scale = np.full(channels, scale[0])
+    elif scale.size != channels or axis != out_axis:
+        raise _Refusal(f"its weight scales run along axis {axis}, not the output channels")
+    return weight, scale
+
+
+def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
     """conv2d / matmul (+ bias) (+ relu) -> quantize."""
     bias, op_var = None, body
     add = g.call(body, "relax.add")
@@ -173,42 +206,48 @@ def _plan_linear(g: _Graph, q, body, relu_var, lo):
     op = g.val(op_var)
     _single_use(g, *(v for v in (op_var, body if add is not None else None, relu_var) if v is not None))
     kind = "conv2d" if _op(op) == "relax.nn.conv2d" else "dense"
-    x, sx = _dq_input(g, op.args[0], "input")
-    wexpr = op.args[1]
-    wdq = g.call(wexpr, "relax.dequantize")
-    transposed = g.call(wexpr, "relax.permute_dims")
-    if transposed is not None:
-        wdq = g.call(transposed.args[0], "relax.dequantize")
-    if wdq is None:
-        raise _Refusal("its weight is not quantised (no DequantizeLinear on a constant)")
-    if not isinstance(g.val(wdq.args[0]), Constant):
-        raise _Refusal("its weight is not a constant")
-    sw = _scalar(g, wdq.args[1], "weight scale")
-    if _scalar(g, wdq.args[2], "weight zero point") != 0:
-        raise _Refusal("its weights have a non-zero zero point")
-    weight = g.val(wdq.args[0]).value.numpy()
-    if weight.dtype != np.int8:
-        raise _Refusal(f"its weights are {weight.dtype}; the accelerator takes int8")
-    if transposed is not None:
-        weight = np.transpose(weight, [int(a) for a in transposed.attrs.axes])
-    sy = _scalar(g, q.args[1], "output scale")
-    if _scalar(g, q.args[2], "output zero point") != 0:
-        raise _Refusal("its output has a non-zero zero point")
-    shift = _pow2_shift(sx * sw / sy, "requantisation multiplier s_x*s_w/s_y =")
-    channels = weight.shape[0] if kind == "conv2d" else weight.shape[-1]
-    acc_bias = np.zeros(channels, np.float64) if bias is None else bias.reshape(-1) / (sx * sw)
+    x, sx, zx = _dq_input(g, op.args[0], "input", zero_point_ok=True)
+    weight, sw = _weight(g, op.args[1], kind)
+    sy, zy = _scalar(g, q.args[1], "output scale"), _scalar(g, q.args[2], "output zero point")
+    channels = sw.size
+    acc_bias = np.zeros(channels) if bias is None else bias.reshape(-1) / (sx * sw)
     if acc_bias.size != channels:
         raise _Refusal(f"its bias has {acc_bias.size} values for {channels} output channels")
-    acc_bias = np.round(acc_bias) + ((1 << (shift - 1)) if shift else 0)
+    sums = weight.astype(np.int64).sum(axis=tuple(range(1, weight.ndim))) if kind == "conv2d" \
+        else weight.astype(np.int64).sum(axis=0)
+    acc_bias = np.round(acc_bias) - zx * sums             # real zero of the input is x_q = zp_x
+    lo = max(INT8_MIN, int(zy)) if relu else INT8_MIN
+    multipliers = sx * sw / sy
+    shift = _common_pow2_shift(multipliers)
+    if shift is not None and zy == 0:
+        requant = Requant(shift, lo, INT8_MAX)
+        acc_bias = acc_bias + ((1 << (shift - 1)) if shift else 0)
+        params = None
+    else:
+        try:
+            requant, params = fixed_point.choose(multipliers, int(zy), lo, INT8_MAX)
+        except CompileError as exc:
+            raise _Refusal(f"its requantisation multipliers cannot be encoded: {exc}") from None
     if np.abs(acc_bias).max(initial=0) >= 2 ** 31:
         raise _Refusal("its bias does not fit int32 at scale s_x*s_w")
-    return _Plan(kind, dict(x=x, weight=weight, bias=acc_bias.astype(np.int32), shift=shift, lo=lo,
-                            op=op))
+    return _Plan(kind, dict(x=x, weight=weight, bias=acc_bias.astype(np.int32), requant=requant,
+                            params=params, pad_value=zx, op=op))
+
+
+def _common_pow2_shift(multipliers: np.ndarray) -> int | None:
+    """n when every multiplier is the same 2^-n with 0 <= n <= 31, else None."""
+    first = float(multipliers[0])
+    if not np.all(multipliers == first):
+        return None
+    try:
+        return _pow2_shift(first, "multiplier")
+    except _Refusal:
+        return None
 
 
 def _plan_add(g: _Graph, q, add, body, relu_var, lo):
     _single_use(g, body, relu_var)
-    (a, sa), (b, sb) = (_dq_input(g, arg, "operand") for arg in add.args)
+    (a, sa, _), (b, sb, _) = (_dq_input(g, arg, "operand") for arg in add.args)
     sy = _scalar(g, q.args[1], "output scale")
     if _scalar(g, q.args[2], "output zero point") != 0:
         raise _Refusal("its output has a non-zero zero point")
@@ -216,7 +255,7 @@ def _plan_add(g: _Graph, q, add, body, relu_var, lo):
     kb = -_pow2_exponent(sb / sy, "operand scale / output scale")
     low = min(ka, kb, 0)
     shift, ka, kb = -low, ka - low, kb - low
-    if max(ka, kb) > MAX_ADD_SHIFT or shift > 31:
+    if max(ka, kb) > MAX_ADD_SHIFT or shift > 15:
         raise _Refusal(f"the operand scales differ by 2^{abs(ka - kb)}, beyond the int32 range")
     return _Plan("add", dict(a=a, b=b, ka=ka, kb=kb, shift=shift, lo=lo))
 
@@ -232,10 +271,10 @@ def _pow2_exponent(ratio: float, what: str) -> int:
 def _plan_same_scale(g: _Graph, q, inner, kind):
     """max_pool2d / reshape / identity between a dequantize and a quantize of the same scale."""
     source = inner.args[0] if kind != "identity" else q.args[0]
-    x, sx = _dq_input(g, source, "input")
-    sy = _scalar(g, q.args[1], "output scale")
-    if _scalar(g, q.args[2], "output zero point") != 0 or sx != sy:
-        raise _Refusal(f"input scale {sx:g} and output scale {sy:g} differ")
+    x, sx, zx = _dq_input(g, source, "input", zero_point_ok=True)
+    sy, zy = _scalar(g, q.args[1], "output scale"), _scalar(g, q.args[2], "output zero point")
+    if (sx, zx) != (sy, zy):
+        raise _Refusal(f"input scale/zero point {sx:g}/{zx} and output {sy:g}/{zy:g} differ")
     if kind != "identity":
         _single_use(g, q.args[0])
     return _Plan(kind, dict(x=x, op=inner))
@@ -249,15 +288,17 @@ def plan(func) -> tuple[dict, list]:
         q = binding.value
         if _op(q) != "relax.quantize":
             continue
-        if q.attrs.out_dtype != "int8":
-            continue
-        body, relu_var, lo = q.args[0], None, INT8_MIN
+        body, relu_var = q.args[0], None
         if g.call(body, "relax.nn.relu") is not None:
-            relu_var, body, lo = body, g.val(body).args[0], 0
+            relu_var, body = body, g.val(body).args[0]
+        lo = 0 if relu_var is not None else INT8_MIN
         inner = g.val(body)
         name = _op(inner)
         layer_var = body
         try:
+            if q.attrs.out_dtype != "int8":
+                raise _Refusal(f"its output is {q.attrs.out_dtype}; the accelerator writes int8 "
+                               "(uint8 activations are not mapped yet)")
             if name == "relax.add" and not any(
                     _op(g.val(a)) in ("relax.nn.conv2d", "relax.matmul") for a in inner.args):
                 plans[binding.var] = _plan_add(g, q, inner, body, relu_var, lo)
@@ -265,7 +306,7 @@ def plan(func) -> tuple[dict, list]:
                 if name == "relax.add":
                     layer_var = next(a for a in inner.args
                                      if _op(g.val(a)) in ("relax.nn.conv2d", "relax.matmul"))
-                plans[binding.var] = _plan_linear(g, q, body, relu_var, lo)
+                plans[binding.var] = _plan_linear(g, q, body, relu_var, relu_var is not None)
             elif name == "relax.nn.max_pool2d" and relu_var is None:
                 plans[binding.var] = _plan_same_scale(g, q, inner, "max_pool")
             elif name == "relax.reshape" and relu_var is None:
@@ -315,30 +356,60 @@ class _Rewriter(PyExprMutator):
                 return x
             op = a["op"]
             return relax.Call(op.op, [x] + list(op.args[1:]), op.attrs)
-        if p.kind == "add":
-            def widened(v, k):
-                wide = self.builder_.emit(relax.op.astype(self.visit_expr(v), "int32"))
-                return self.builder_.emit(relax.op.left_shift(wide, relax.const(k, "int32")))
-            acc = self.builder_.emit(relax.op.add(widened(a["a"], a["ka"]), widened(a["b"], a["kb"])))
-            rnd = (1 << (a["shift"] - 1)) if a["shift"] else 0
-            acc = self.builder_.emit(relax.op.add(acc, relax.const(rnd, "int32")))
-        else:
-            x = self.visit_expr(a["x"])
-            op, weight = a["op"], relax.const(a["weight"], "int8")
-            if p.kind == "conv2d":
-                at = op.attrs
-                acc = relax.op.nn.conv2d(x, weight, strides=list(at.strides), padding=list(at.padding),
-                                         dilation=list(at.dilation), groups=int(at.groups),
-                                         data_layout=at.data_layout, kernel_layout=at.kernel_layout,
-                                         out_layout=at.out_layout, out_dtype="int32")
-                bias = a["bias"].reshape(1, -1, 1, 1)
-            else:
-                acc = relax.op.matmul(x, weight, out_dtype="int32")
-                bias = a["bias"]
-            acc = self.builder_.emit(acc)
-            acc = self.builder_.emit(relax.op.add(acc, relax.const(bias, "int32")))
+        if p.kind != "add":
+            return self._linear(a)
+
+        def widened(v, k):
+            wide = self.builder_.emit(relax.op.astype(self.visit_expr(v), "int32"))
+            return self.builder_.emit(relax.op.left_shift(wide, relax.const(k, "int32")))
+        acc = self.builder_.emit(relax.op.add(widened(a["a"], a["ka"]), widened(a["b"], a["kb"])))
+        rnd = (1 << (a["shift"] - 1)) if a["shift"] else 0
+        acc = self.builder_.emit(relax.op.add(acc, relax.const(rnd, "int32")))
         acc = self.builder_.emit(relax.op.right_shift(acc, relax.const(a["shift"], "int32")))
         acc = self.builder_.emit(relax.op.clip(acc, relax.prim_value(a["lo"]), relax.prim_value(INT8_MAX)))
+        return relax.op.astype(acc, "int8")
+
+    def _linear(self, a: dict):
+        """conv2d/matmul, + bias, then the power-of-two or the fixed-point requantisation."""
+        emit = self.builder_.emit
+        x, op = self.visit_expr(a["x"]), a["op"]
+        weight = relax.const(a["weight"], "int8")
+        if _op(op) == "relax.nn.conv2d":
+            at = op.attrs
+            padding = [int(v) for v in at.padding]
+            if a["pad_value"] and any(padding):      # the input's real zero is its zero point
+                top, left, bottom, right = padding
+                x = emit(relax.op.nn.pad(x, [0, 0, 0, 0, top, bottom, left, right],
+                                         pad_value=float(a["pad_value"])))
+                padding = [0, 0, 0, 0]
+            acc = relax.op.nn.conv2d(x, weight, strides=list(at.strides), padding=padding,
+                                     dilation=list(at.dilation), groups=int(at.groups),
+                                     data_layout=at.data_layout, kernel_layout=at.kernel_layout,
+                                     out_layout=at.out_layout, out_dtype="int32")
+            shape = (1, -1, 1, 1)
+        else:
+            acc = relax.op.matmul(x, weight, out_dtype="int32")
+            shape = (-1,)
+
+        def vector(values):
+            return relax.const(np.asarray(values, np.int32).reshape(shape), "int32")
+
+        def imm(value):
+            return relax.const(int(value), "int32")
+
+        acc = emit(relax.op.add(emit(acc), vector(a["bias"])))
+        r = a["requant"]
+        if a["params"] is None:
+            acc = emit(relax.op.right_shift(acc, imm(r.shift)))
+        else:
+            c = a["params"]
+            acc = emit(relax.op.minimum(emit(relax.op.maximum(acc, vector(c.a_min))), vector(c.a_max)))
+            low = emit(relax.op.right_shift(emit(relax.op.multiply(acc, vector(c.m_lo))), imm(r.k)))
+            acc = emit(relax.op.add(emit(relax.op.multiply(acc, vector(c.m_hi))), low))
+            acc = emit(relax.op.right_shift(emit(relax.op.add(emit(relax.op.right_shift(acc, imm(r.t))),
+                                                                imm(r.rounding))), imm(r.s - r.t)))
+            acc = emit(relax.op.add(acc, imm(r.zero_point)))
+        acc = emit(relax.op.clip(acc, relax.prim_value(r.lo), relax.prim_value(r.hi)))
         return relax.op.astype(acc, "int8")
 
 

@@ -199,3 +199,52 @@ def _quantise_params(node, src, inits, scales, new_inits, scale_init, zero32) ->
         node.input[bidx] = f"{bname}_dq"
     return out
 
+
+
+def quantize_with_onnxruntime(model: onnx.ModelProto, calibration: np.ndarray, per_channel: bool = False,
+                              symmetric: bool = False) -> onnx.ModelProto:
+    """The QDQ model onnxruntime's `quantize_static` writes (its defaults: float scales, int8
+    activations with zero points, int8 symmetric weights), calibrated on `calibration`.
+
+    `per_channel` gives one weight scale per output channel; `symmetric` also makes the
+    activations symmetric (ActivationSymmetric/WeightSymmetric)."""
+    import tempfile
+    from pathlib import Path
+
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    name = model.graph.input[0].name
+    data = np.asarray(calibration, np.float32)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.samples = iter(data[i:i + 1] for i in range(len(data)))
+
+        def get_next(self):
+            sample = next(self.samples, None)
+            return None if sample is None else {name: sample}
+
+    extra = {"ActivationSymmetric": True, "WeightSymmetric": True} if symmetric else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = Path(tmp) / "float.onnx", Path(tmp) / "qdq.onnx"
+        onnx.save(model, str(src))
+        quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                        extra_options=extra)
+        return onnx.load(str(dst))
+
+
+#: Quantisers by the name `vta-sim model --quantizer` takes: the toolkit's power-of-two one, and
+#: onnxruntime's quantize_static (defaults, per-channel weights, symmetric activations).
+QUANTIZERS = {
+    "pow2": quantize_model,
+    "onnxruntime": quantize_with_onnxruntime,
+    "onnxruntime-per-channel": lambda m, x: quantize_with_onnxruntime(m, x, per_channel=True),
+    "onnxruntime-symmetric": lambda m, x: quantize_with_onnxruntime(m, x, symmetric=True),
+}
+
+
+def quantizer_named(name: str):
+    """(float model, calibration batch) -> QDQ model, by name."""
+    if name not in QUANTIZERS:
+        raise GraphError(f"unknown quantizer {name!r}; accepted: {', '.join(QUANTIZERS)}")
+    return QUANTIZERS[name]

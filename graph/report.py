@@ -67,7 +67,12 @@ def summary(result) -> str:
         f"  every offloaded layer bit-exact      {'yes' if all(r['verified'] for r in vta_rows) else 'NO'}",
     ]
     if j["accuracy_cpu"] is not None:
-        lines.append(f"  accuracy  cpu {j['accuracy_cpu']:.4f}   vta {j['accuracy_vta']:.4f}")
+        ort = f"   onnxruntime {j['accuracy_onnxruntime']:.4f}" if "accuracy_onnxruntime" in j else ""
+        lines.append(f"  accuracy  cpu {j['accuracy_cpu']:.4f}   vta {j['accuracy_vta']:.4f}{ort}")
+    if "onnxruntime" in j:
+        o = j["onnxruntime"]
+        lines.append(f"  against onnxruntime (ORT_DISABLE_ALL): {100 * o['identical_fraction']:.2f} % of outputs "
+                     f"identical, max {o['max_abs_lsb']} LSB, argmax {'equal' if o['argmax_equal'] else 'DIFFERS'}")
     lines += [
         f"  total cycles {j['total_cycles']:,}   ({j['total_cycles'] / j['batch']:,.0f} per frame, "
         f"{j['frames_per_second']:,.1f} frames/s at {result.config.timing['CLOCK_MHZ']} MHz)",

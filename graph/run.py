@@ -19,6 +19,7 @@ from .build import CpuModel, VtaModel
 from .errors import GraphError
 from .kernels import KernelCache
 from .qdq import lower_qdq
+from .quantize import quantizer_named
 from .report import layer_rows
 
 #: Models shipped with the toolkit, by the name `vta-sim model` takes.
@@ -35,12 +36,16 @@ class ModelCase:
     notes: list = field(default_factory=list)
 
 
-def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=None) -> ModelCase:
-    """`digits`, `resnet18` or a path to an ONNX model, with its inputs."""
+def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=None,
+              quantizer: str | None = None) -> ModelCase:
+    """`digits`, `resnet18` or a path to an ONNX model, with its inputs.
+
+    `quantizer` (graph.quantize.QUANTIZERS) quantises the float network of a built-in model
+    (default: pow2), or a float ONNX file on its inputs (default: take the file as it is)."""
     if model == "digits":
         from .models import digits
 
-        d = digits.load(progress=progress)
+        d = digits.load(progress=progress, quantizer=quantizer or "pow2")
         notes = [f"trained the digits CNN (float held-out accuracy {d.float_accuracy:.3f}), cached "
                  f"under {digits.CACHE_DIR}" if d.trained else f"digits CNN from {digits.CACHE_DIR}"]
         x = d.x_test if inputs is None else read_inputs(inputs, d.x_test.shape[1:])
@@ -49,7 +54,7 @@ def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=Non
         from .models import resnet18
 
         x = resnet18.images(1, seed) if inputs is None else read_inputs(inputs, resnet18.INPUT_SHAPE[1:])
-        return ModelCase("resnet18", resnet18.load(), x)
+        return ModelCase("resnet18", resnet18.load(quantizer=quantizer or "pow2"), x)
     if not model.endswith(".onnx") and not Path(model).is_file():
         raise GraphError(f"unknown model {model!r}; accepted: {', '.join(BUILTIN)} or a path to an "
                          ".onnx file")
@@ -57,10 +62,28 @@ def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=Non
     onnx_import.check_importable(proto)
     shape = onnx_import.model_input(proto, batch=1).shape
     if inputs is None:
-        x = np.random.default_rng(seed).random(shape, dtype=np.float32)
+        lo, hi = input_range(proto)
+        x = lo + (hi - lo) * np.random.default_rng(seed).random(shape, dtype=np.float32)
     else:
         x = read_inputs(inputs, shape[1:])
+    if quantizer is not None:
+        proto = quantizer_named(quantizer)(proto, x)
     return ModelCase(Path(model).stem, proto, x)
+
+
+def input_range(proto) -> tuple[float, float]:
+    """The real range the model's input quantizer covers ([0, 1) for a float model)."""
+    from onnx import numpy_helper
+
+    inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    name = onnx_import.model_input(proto, batch=1).name
+    for node in proto.graph.node:
+        if node.op_type == "QuantizeLinear" and node.input[0] == name:
+            scale = float(inits[node.input[1]])
+            zero = int(inits[node.input[2]]) if len(node.input) > 2 else 0
+            info = np.iinfo(inits[node.input[2]].dtype if len(node.input) > 2 else np.uint8)
+            return (info.min - zero) * scale, (info.max - zero) * scale
+    return 0.0, 1.0
 
 
 def read_inputs(path: str, sample_shape: tuple) -> np.ndarray:
@@ -100,6 +123,8 @@ class ModelResult:
     partitioned: object = None       # the partitioned Relax module, for docs and debugging
     notes: list = field(default_factory=list)
     runs: list = field(default_factory=list)
+    onnxruntime: dict | None = None  # agreement with onnxruntime (compare_onnxruntime=True)
+    logits_onnxruntime: np.ndarray | None = None
 
     @property
     def logits_identical(self) -> bool:
@@ -130,12 +155,52 @@ class ModelResult:
                 "frames_per_second": self.frames_per_second, "batch": self.batch,
                 "config": self.config.name, "backend": self.backend, "vthreads": self.vthreads,
                 "compile_s": self.compile_s, "cpu_compile_s": self.cpu_compile_s, "run_s": self.run_s,
+                **({} if self.onnxruntime is None else {
+                    "onnxruntime": self.onnxruntime,
+                    "accuracy_onnxruntime": self.accuracy(self.logits_onnxruntime)}),
                 "layers": self.layers}
 
 
+def run_onnxruntime(proto, x: np.ndarray) -> np.ndarray:
+    """The model's outputs from onnxruntime with every graph optimisation off (its optimised
+    int8 kernels are not a bit-exact oracle on AVX2 hosts)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    return np.concatenate([session.run(None, {name: x[i:i + 256]})[0] for i in range(0, len(x), 256)])
+
+
+def output_step(proto) -> float:
+    """The quantisation step of the model's output (the scale of its final DequantizeLinear)."""
+    from onnx import numpy_helper
+
+    inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    out = proto.graph.output[0].name
+    for node in proto.graph.node:
+        if node.output[0] == out and node.op_type == "DequantizeLinear" and inits.get(node.input[1]) is not None:
+            scale = inits[node.input[1]]
+            if scale.size == 1:
+                return float(scale)
+    raise GraphError(f"output {out!r} is not written by a per-tensor DequantizeLinear, so there is no "
+                     "quantisation step to measure agreement in")
+
+
+def agreement(logits: np.ndarray, reference: np.ndarray, step: float) -> dict:
+    """How close `logits` are to `reference`, in output quantisation steps (LSB)."""
+    lsb = np.abs(logits.astype(np.float64) - reference.astype(np.float64)) / step
+    return {"identical_fraction": float((lsb < 0.5).mean()), "max_abs_lsb": int(np.round(lsb.max())),
+            "argmax_equal": bool(np.array_equal(logits.argmax(-1), reference.argmax(-1)))}
+
+
 def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str = "sim",
-              trace: bool = False, cache: KernelCache | None = None, progress=None) -> ModelResult:
-    """Build `case` for the CPU and for VTA-8 and run its inputs on both."""
+              trace: bool = False, cache: KernelCache | None = None, progress=None,
+              compare_onnxruntime: bool = False) -> ModelResult:
+    """Build `case` for the CPU and for VTA-8 and run its inputs on both (and on onnxruntime
+    when `compare_onnxruntime`)."""
+    step = output_step(case.onnx) if compare_onnxruntime else None
     cfg = Config.load(config)
     batch = len(case.x)
     mod, _ = onnx_import.import_onnx(case.onnx, batch=batch)
@@ -149,6 +214,10 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
     t0 = time.perf_counter()
     logits_vta, runs = vta.run(case.x)
     run_s = time.perf_counter() - t0
-    return ModelResult(case.name, cfg, backend, vthreads, batch, logits_cpu, logits_vta, case.labels,
-                       layer_rows(vta.layers, runs, cfg), vta.compile_s, cpu.compile_s, run_s,
-                       vta.partitioned, case.notes, runs)
+    result = ModelResult(case.name, cfg, backend, vthreads, batch, logits_cpu, logits_vta, case.labels,
+                         layer_rows(vta.layers, runs, cfg), vta.compile_s, cpu.compile_s, run_s,
+                         vta.partitioned, case.notes, runs)
+    if compare_onnxruntime:
+        result.logits_onnxruntime = run_onnxruntime(case.onnx, case.x)
+        result.onnxruntime = agreement(logits_vta, result.logits_onnxruntime, step)
+    return result

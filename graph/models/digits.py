@@ -1,8 +1,8 @@
 """A small CNN trained at first use on scikit-learn's bundled digits (1797 8x8 images, no download).
 
 conv 3x3 1->16, ReLU, conv 3x3 16->32, ReLU, max-pool 2x2, dense 512->10: trained in numpy
-(im2col convolutions, Adam, cross-entropy), exported to float ONNX, quantised by
-graph.quantize on training images, and cached under build/models/ so later runs skip all that.
+(im2col convolutions, Adam, cross-entropy), exported to float ONNX, quantised on training images (by graph.quantize, or by onnxruntime's
+quantize_static), and cached under build/models/ so later runs skip all that.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from ..quantize import quantize_model
+from ..quantize import quantizer_named
 from .onnx_builder import OnnxBuilder
 
 VERSION = 1
@@ -139,19 +139,22 @@ def float_model(p: dict) -> onnx.ModelProto:
     return b.build(b.dense(t, p["w3"], p["b3"]))
 
 
-def load(cache_dir: Path | str = CACHE_DIR, progress=None) -> Digits:
-    """The quantised digits CNN and its held-out split, training it on first use."""
+def load(cache_dir: Path | str = CACHE_DIR, progress=None, quantizer: str = "pow2") -> Digits:
+    """The quantised digits CNN and its held-out split, training it on first use; each
+    quantiser's model is cached beside the float one."""
+    quantize = quantizer_named(quantizer)
     x_train, x_test, y_train, y_test = load_data()
     cache = Path(cache_dir)
-    qdq_path, meta_path = cache / f"digits_v{VERSION}_qdq.onnx", cache / f"digits_v{VERSION}.json"
-    if qdq_path.is_file() and meta_path.is_file():
-        meta = json.loads(meta_path.read_text())
-        return Digits(onnx.load(str(qdq_path)), x_test, y_test, meta["float_accuracy"], trained=False)
-    params = train(x_train, y_train, progress)
-    qdq = quantize_model(float_model(params), x_train[:CALIBRATION_IMAGES])
-    cache.mkdir(parents=True, exist_ok=True)
-    onnx.save(float_model(params), str(cache / f"digits_v{VERSION}_float.onnx"))
-    onnx.save(qdq, str(qdq_path))
-    float_acc = accuracy(params, x_test, y_test)
-    meta_path.write_text(json.dumps({"float_accuracy": float_acc, "seed": SEED, "epochs": EPOCHS}))
-    return Digits(qdq, x_test, y_test, float_acc, trained=True)
+    float_path, meta_path = cache / f"digits_v{VERSION}_float.onnx", cache / f"digits_v{VERSION}.json"
+    qdq_path = cache / f"digits_v{VERSION}_{quantizer}_qdq.onnx"
+    trained = not (float_path.is_file() and meta_path.is_file())
+    if trained:
+        params = train(x_train, y_train, progress)
+        cache.mkdir(parents=True, exist_ok=True)
+        onnx.save(float_model(params), str(float_path))
+        meta_path.write_text(json.dumps({"float_accuracy": accuracy(params, x_test, y_test), "seed": SEED,
+                                         "epochs": EPOCHS}))
+    if not qdq_path.is_file():
+        onnx.save(quantize(onnx.load(str(float_path)), x_train[:CALIBRATION_IMAGES]), str(qdq_path))
+    meta = json.loads(meta_path.read_text())
+    return Digits(onnx.load(str(qdq_path)), x_test, y_test, meta["float_accuracy"], trained)

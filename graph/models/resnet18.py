@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from ..quantize import quantize_model
+from ..quantize import quantizer_named
 from .onnx_builder import OnnxBuilder
 
 VERSION = 1
@@ -54,12 +54,13 @@ def images(count: int, seed: int = SEED) -> np.ndarray:
     return np.random.default_rng(seed + 1).random((count, *INPUT_SHAPE[1:]), dtype=np.float32)
 
 
-def load(cache_dir: Path | str = CACHE_DIR) -> onnx.ModelProto:
+def load(cache_dir: Path | str = CACHE_DIR, quantizer: str = "pow2") -> onnx.ModelProto:
     """The QDQ ResNet-18, built and quantised on first use."""
-    path = Path(cache_dir) / f"resnet18_v{VERSION}_qdq.onnx"
+    quantize = quantizer_named(quantizer)
+    path = Path(cache_dir) / f"resnet18_v{VERSION}_{quantizer}_qdq.onnx"
     if path.is_file():
         return onnx.load(str(path))
-    qdq = quantize_model(float_model(), images(CALIBRATION_IMAGES, seed=SEED + 100))
+    qdq = quantize(float_model(), images(CALIBRATION_IMAGES, seed=SEED + 100))
     path.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(qdq, str(path))
     return qdq
