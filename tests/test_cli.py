@@ -13,7 +13,7 @@ from vta_sim.blocked_gemm import blocked_gemm, random_operands
 from vta_sim.cli import main
 from vta_sim.runtime import Runtime
 
-PLUGIN_COMMANDS = {"gemm", "conv2d", "resnet18", "compare", "hw", "model"}
+PLUGIN_COMMANDS = {"gemm", "conv2d", "resnet18", "compare", "hw", "model", "sweep"}
 
 
 def _saved_program(tmp_path):
