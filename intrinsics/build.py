@@ -70,11 +70,5 @@ def compile_vta(mod, cfg: Config, outputs=(-1,)) -> CompiledKernel:
         params.append((buf.name, tuple(int(s) for s in buf.shape), str(buf.dtype)))
     outs = sorted(o % len(params) for o in outputs)
     start = time.perf_counter()
-    lower.failures.clear()
-    try:
-        module = tvm.compile(tvm.IRModule({"main": func}), target="llvm", tir_pipeline=lower.PIPELINE)
-    except Exception:
-        if lower.failures:
-            raise lower.failures.pop() from None
-        raise
+    module = lower.Lowering().compile(tvm.IRModule({"main": func}))
     return CompiledKernel(module, params, outs, time.perf_counter() - start)

@@ -18,7 +18,8 @@ from tvm.ir.expr import Call, TensorLoad
 from tvm.sym import Analyzer
 
 from .errors import CompileError
-from .program import Loop, Op, SramPtr, free_vars
+from .calls import Load2D, Store2D
+from .program import Loop, SramPtr, free_vars
 from .tensor_intrin import SCOPE_SRAM
 
 
@@ -153,9 +154,9 @@ def lower_copy(loops, store, params, entry_elems, describe):
     sram_ptr = SramPtr(onchip, ana.simplify(on_base))
     dram_off = ana.simplify(tirx.floordiv(dram_elem, entry))
     if direction == "load":
-        op = Op("load_2d", [param, dram_off, x_size, y_size, x_stride, sram_ptr, yp0, yp1, xp0, xp1])
+        op = Load2D(param, dram_off, x_size, y_size, x_stride, sram_ptr, yp0, yp1, xp0, xp1)
     else:
-        op = Op("store_2d", [param, dram_off, x_size, y_size, x_stride, sram_ptr])
+        op = Store2D(param, dram_off, x_size, y_size, x_stride, sram_ptr)
     node = op
     for hv, n in reversed(host_nodes_vars):
         node = Loop(hv, n, [node])

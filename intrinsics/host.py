@@ -1,10 +1,12 @@
 """The host side of a compiled VTA program: the `vta.*` packed functions its code calls.
 
 A compiled function calls `vta.begin(config, kinds, *tensors)` (copy its DRAM tensors into a
-fresh `vta_sim.runtime.Runtime`), then one `vta.load_2d`/`store_2d`/`gemm`/`alu` per op, then
-`vta.end(*tensors)` (issue the recorded ops with the dependency tokens intrinsics.deps derived
-from their SRAM ranges, run on the chosen backend, copy outputs back). The backend and trace switch are
-chosen with `options(...)`; the last run's RunResult is `last_result()`.
+fresh `vta_sim.runtime.Runtime`), then one `vta.load_2d`/`store_2d`/`gemm`/`alu` per op (the
+calls of `intrinsics.calls`), then `vta.end(*tensors)` (issue the recorded ops with the
+dependency tokens intrinsics.deps derived from their SRAM ranges, run on the chosen backend,
+copy outputs back). The callbacks are TVM globals, so one `Host` serves them all: `HOST`. The
+backend and trace switch are chosen with `options(...)`; the last run's RunResult is
+`last_result()`.
 """
 from __future__ import annotations
 
@@ -15,62 +17,18 @@ import tvm
 from vta_sim.errors import VTAError
 from vta_sim.runtime import Runtime, UopKernel
 
+from .calls import Alu, Gemm, Load2D, LoopNest, Store2D
 from .deps import DependencyTracker
 from .errors import CompileError
 from .lower import config_from_text
-
-_options = {"backend": "sim", "trace": False}
-_state = {"session": None, "result": None, "program": None, "error": None}
-
-
-@contextlib.contextmanager
-def options(backend="sim", trace: bool = False):
-    """Run compiled VTA programs inside this block on `backend` (a name or backend object)."""
-    saved = dict(_options)
-    _options.update(backend=backend, trace=trace)
-    try:
-        yield
-    finally:
-        _options.update(saved)
-
-
-def last_result():
-    """The RunResult (cycles, stats, trace) of the last compiled program that ran."""
-    return _state["result"]
-
-
-def last_program():
-    """The vta_sim.runtime.Program (DRAM image, instructions) of the last compiled program run."""
-    return _state["program"]
-
-
-def take_error():
-    """The VTAError a `vta.*` call raised last (TVM re-raises it as a RuntimeError), cleared."""
-    error, _state["error"] = _state["error"], None
-    return error
-
-
-def _packed(name):
-    """Register a `vta.*` callback, keeping the VTAError it raises for `take_error`."""
-    def wrap(fn):
-        def call(*args):
-            try:
-                return fn(*args)
-            except VTAError as exc:
-                _state["error"] = exc
-                _state["session"] = None
-                raise
-        tvm.register_global_func(name, call, override=True)
-        return fn
-    return wrap
 
 
 class _Session:
     """One call of a compiled function: its Runtime, DRAM buffers and the ops recorded so far."""
 
-    def __init__(self, config_text: str, kinds: str, tensors):
+    def __init__(self, config_text: str, kinds: str, tensors, backend):
         cfg = config_from_text(config_text)
-        self.rt = Runtime(cfg, backend=_options["backend"])
+        self.rt = Runtime(cfg, backend=backend)
         self.kinds = kinds.split(",")
         self.buffers = []
         for tensor, kind in zip(tensors, self.kinds):
@@ -85,50 +43,23 @@ class _Session:
         self.deps.add(module, reads, writes)
         self.ops.append((module, emit))
 
-
-def _session() -> _Session:
-    if _state["session"] is None:
-        raise CompileError("a vta.* call outside vta.begin/vta.end: call the compiled function, "
-                           "not its pieces")
-    return _state["session"]
-
-
-@_packed("vta.begin")
-def _begin(config_text, kinds, *tensors):
-    _state["session"] = _Session(str(config_text), str(kinds), tensors)
-
-
-@_packed("vta.end")
-def _end(*tensors):
-    s = _session()
-    _state["session"] = None
-    s.deps.issue(s.rt, s.ops)
-    result = s.rt.synchronize(trace=_options["trace"])
-    for kind, buf, tensor in zip(s.kinds, s.buffers, tensors):
-        if kind == "out":
-            tensor.copyfrom(buf.numpy())
-    _state["result"] = result
-    _state["program"] = s.rt.last_program
-
-
-@_packed("vta.load_2d")
-def _load_2d(param, offset, x_size, y_size, x_stride, sram, y0, y1, x0, x1):
-    s = _session()
-    buf = s.buffers[param]
-    module = "compute" if buf.kind in ("acc", "acc8") else "load"
-    target = {"acc8": "acc"}.get(buf.kind, buf.kind)
-    rows, cols = y0 + y_size + y1, x0 + x_size + x1
-    writes = [(target, sram, sram + rows * cols)]
-    s.issue(module, (), writes, lambda: s.rt.load_2d(buf, offset, x_size, y_size, x_stride, sram,
-                                                      pad=(y0, y1, x0, x1)))
-
-
-@_packed("vta.store_2d")
-def _store_2d(param, offset, x_size, y_size, x_stride, sram):
-    s = _session()
-    reads = [("acc", sram, sram + x_size * y_size)]
-    s.issue("store", reads, (), lambda: s.rt.store_2d(s.buffers[param], offset, x_size, y_size,
-                                                      x_stride, sram))
+    def kernel(self, call: LoopNest):
+        """(UopKernel, [lo, hi) spans of dst, src, wgt) of a call's loop nest, built once per nest."""
+        if call.nest not in self.kernels:
+            kernel = UopKernel()
+            with kernel.loop(call.iter_out, dst=call.dst_factor_out, src=call.src_factor_out,
+                             wgt=call.wgt_factor_out):
+                with kernel.loop(call.iter_in, dst=call.dst_factor_in, src=call.src_factor_in,
+                                 wgt=call.wgt_factor_in):
+                    for d, x, w in call.uops:
+                        kernel.uop(dst=call.dst_base + d, src=call.src_base + x, wgt=call.wgt_base + w)
+            spans = [_span(base, [u[k] for u in call.uops], (call.iter_out, call.iter_in), factors)
+                     for k, (base, factors) in enumerate((
+                         (call.dst_base, (call.dst_factor_out, call.dst_factor_in)),
+                         (call.src_base, (call.src_factor_out, call.src_factor_in)),
+                         (call.wgt_base, (call.wgt_factor_out, call.wgt_factor_in))))]
+            self.kernels[call.nest] = (kernel, spans)
+        return self.kernels[call.nest]
 
 
 def _span(base, rels, iters, factors):
@@ -138,40 +69,115 @@ def _span(base, rels, iters, factors):
     return lo, hi
 
 
-def _kernel(s: _Session, args):
-    """(UopKernel, spans per operand) for gemm/alu arguments, built once per distinct call."""
-    key = tuple(args)
-    if key in s.kernels:
-        return s.kernels[key]
-    bases, iters, factors, n = args[0:3], args[3:5], args[5:11], args[11]
-    uops = [args[12 + 3 * u: 15 + 3 * u] for u in range(n)]
-    kernel = UopKernel()
-    with kernel.loop(iters[0], dst=factors[0], src=factors[1], wgt=factors[2]):
-        with kernel.loop(iters[1], dst=factors[3], src=factors[4], wgt=factors[5]):
-            for d, x, w in uops:
-                kernel.uop(dst=bases[0] + d, src=bases[1] + x, wgt=bases[2] + w)
-    spans = [_span(bases[k], [u[k] for u in uops], iters, (factors[k], factors[3 + k]))
-             for k in range(3)]
-    s.kernels[key] = (kernel, spans)
-    return s.kernels[key]
+class Host:
+    """The host side of every compiled VTA program in this process: the options runs take, the
+    session of the call in progress, the last run's result and program, and the VTAError a
+    callback raised (TVM re-raises it as a RuntimeError)."""
+
+    def __init__(self):
+        self.backend = "sim"
+        self.trace = False
+        self.session: _Session | None = None
+        self.result = None
+        self.program = None
+        self.error: VTAError | None = None
+
+    def register(self) -> None:
+        """Make this Host the `vta.*` packed functions a compiled program calls."""
+        for name, fn in (("vta.begin", self.begin), ("vta.end", self.end), ("vta.load_2d", self.load_2d),
+                         ("vta.store_2d", self.store_2d), ("vta.gemm", self.gemm), ("vta.alu", self.alu)):
+            tvm.register_global_func(name, self._keeping_error(fn), override=True)
+
+    def _keeping_error(self, fn):
+        def call(*args):
+            try:
+                return fn(*args)
+            except VTAError as exc:
+                self.error = exc
+                self.session = None
+                raise
+        return call
+
+    def _session(self) -> _Session:
+        if self.session is None:
+            raise CompileError("a vta.* call outside vta.begin/vta.end: call the compiled function, "
+                               "not its pieces")
+        return self.session
+
+    def begin(self, config_text, kinds, *tensors):
+        self.session = _Session(str(config_text), str(kinds), tensors, self.backend)
+
+    def end(self, *tensors):
+        s = self._session()
+        self.session = None
+        s.deps.issue(s.rt, s.ops)
+        result = s.rt.synchronize(trace=self.trace)
+        for kind, buf, tensor in zip(s.kinds, s.buffers, tensors):
+            if kind == "out":
+                tensor.copyfrom(buf.numpy())
+        self.result = result
+        self.program = s.rt.last_program
+
+    def load_2d(self, *args):
+        c, s = Load2D.from_args(args), self._session()
+        buf = s.buffers[c.param]
+        module = "compute" if buf.kind in ("acc", "acc8") else "load"
+        target = {"acc8": "acc"}.get(buf.kind, buf.kind)
+        rows, cols = c.y_pad_0 + c.y_size + c.y_pad_1, c.x_pad_0 + c.x_size + c.x_pad_1
+        writes = [(target, c.sram, c.sram + rows * cols)]
+        s.issue(module, (), writes, lambda: s.rt.load_2d(buf, c.offset, c.x_size, c.y_size, c.x_stride, c.sram,
+                                                          pad=(c.y_pad_0, c.y_pad_1, c.x_pad_0, c.x_pad_1)))
+
+    def store_2d(self, *args):
+        c, s = Store2D.from_args(args), self._session()
+        reads = [("acc", c.sram, c.sram + c.x_size * c.y_size)]
+        s.issue("store", reads, (), lambda: s.rt.store_2d(s.buffers[c.param], c.offset, c.x_size, c.y_size,
+                                                          c.x_stride, c.sram))
+
+    def gemm(self, *args):
+        c, s = Gemm.from_args(args), self._session()
+        kernel, (dst, src, wgt) = s.kernel(c)
+        if c.reset:
+            reads, writes = (), [("acc", *dst)]
+        else:
+            reads, writes = [("inp", *src), ("wgt", *wgt), ("acc", *dst)], [("acc", *dst)]
+        s.issue("compute", reads, writes, lambda: s.rt.gemm(kernel, reset=bool(c.reset)))
+
+    def alu(self, *args):
+        c, s = Alu.from_args(args), self._session()
+        kernel, (dst, src, _) = s.kernel(c)
+        reads = [("acc", *dst)] + ([] if c.use_imm else [("acc", *src)])
+        s.issue("compute", reads, [("acc", *dst)],
+                lambda: s.rt.alu(kernel, c.op, imm=c.imm if c.use_imm else None))
 
 
-@_packed("vta.gemm")
-def _gemm(op, use_imm, imm, *args):
-    del use_imm, imm
-    s = _session()
-    kernel, (dst, src, wgt) = _kernel(s, args)
-    if op == "reset":
-        reads, writes = (), [("acc", *dst)]
-    else:
-        reads, writes = [("inp", *src), ("wgt", *wgt), ("acc", *dst)], [("acc", *dst)]
-    s.issue("compute", reads, writes, lambda: s.rt.gemm(kernel, reset=op == "reset"))
+#: The Host behind the `vta.*` packed functions of this process.
+HOST = Host()
+HOST.register()
 
 
-@_packed("vta.alu")
-def _alu(op, use_imm, imm, *args):
-    s = _session()
-    kernel, (dst, src, _) = _kernel(s, args)
-    reads = [("acc", *dst)] + ([] if use_imm else [("acc", *src)])
-    s.issue("compute", reads, [("acc", *dst)],
-            lambda: s.rt.alu(kernel, str(op), imm=int(imm) if use_imm else None))
+@contextlib.contextmanager
+def options(backend="sim", trace: bool = False):
+    """Run compiled VTA programs inside this block on `backend` (a name or backend object)."""
+    saved = HOST.backend, HOST.trace
+    HOST.backend, HOST.trace = backend, trace
+    try:
+        yield
+    finally:
+        HOST.backend, HOST.trace = saved
+
+
+def last_result():
+    """The RunResult (cycles, stats, trace) of the last compiled program that ran."""
+    return HOST.result
+
+
+def last_program():
+    """The vta_sim.runtime.Program (DRAM image, instructions) of the last compiled program run."""
+    return HOST.program
+
+
+def take_error():
+    """The VTAError a `vta.*` call raised last (TVM re-raises it as a RuntimeError), cleared."""
+    error, HOST.error = HOST.error, None
+    return error

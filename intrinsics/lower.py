@@ -19,6 +19,7 @@ import json
 
 import tvm
 from tvm import s_tir, tirx
+from tvm.ir import StringImm
 from tvm.ir.expr import Call
 from tvm.sym import Analyzer
 from tvm.tirx import compilation_pipeline
@@ -27,9 +28,10 @@ from vta_sim.config import Config
 
 from . import dma
 from .errors import CompileError
-from .program import (Alloc, Loop, Op, SramPtr, VThread, buffer_elems, emit, inject_vthreads,
-                      plan_sram, substitute)
-from .tensor_intrin import SCOPE_SRAM, UOP_PUSH
+from .calls import RESET, Alu, Gemm, UopPush
+from .program import (Alloc, Loop, SramPtr, VThread, buffer_elems, emit, inject_vthreads, plan_sram,
+                      substitute)
+from .tensor_intrin import SCOPE_SRAM
 
 CONFIG_ATTR = "vta.config"
 PIPELINE = "vta"
@@ -137,42 +139,42 @@ class _Translator:
             if not isinstance(lp.extent, tirx.IntImm):
                 raise CompileError(f"loop {lp.loop_var} around a tensorized block has a "
                                    "non-constant extent; micro-op loops need constant trip counts")
-        pushes = list(_enumerate(body, {}))
+        pushes = [(_push_of(ev), bind) for ev, bind in _enumerate(body, {})]
         groups = {}
-        for ev, bind in pushes:
-            push = _push_of(ev)
-            groups.setdefault((push[0], push[1]), []).append((ev, bind))
+        for push, bind in pushes:
+            groups.setdefault((push.op, push.use_imm, push.imm), []).append((push, bind))
         if len(groups) == 1:
-            return [self._fold_one(loops, pushes, *next(iter(groups)))]
-        return _split_kinds([self._fold_one(loops, group, *kind) for kind, group in groups.items()])
+            return [self._fold_one(loops, pushes)]
+        return _split_kinds([self._fold_one(loops, group) for group in groups.values()])
 
-    def _fold_one(self, loops, pushes, kind, imm) -> Op:
+    def _fold_one(self, loops, pushes) -> Gemm | Alu:
+        """One Gemm/Alu call for micro-op pushes of one kind, `pushes` = (UopPush, bindings)."""
+        first = pushes[0][0]
+        kind = first.op + (" imm" if first.use_imm else "")
         lvars = [lp.loop_var for lp in loops]
         operands = []                       # per operand: (buffer, base expr, factors, rel list)
-        for slot in range(3):
-            ptrs = [(_ptr(_push_of(ev)[2 + slot]), bind) for ev, bind in pushes]
+        for slot in ("dst", "x", "y"):
+            ptrs = [(_ptr(getattr(push, slot)), bind) for push, bind in pushes]
             if ptrs[0][0] is None:
                 operands.append(None)
                 continue
             operands.append(self._operand(ptrs, lvars, kind))
         dst, x, y = operands                # GEMM: acc, inp, wgt; ALU: result, operand, tensor
-        is_alu = kind.startswith("alu")
-        if is_alu:
+        if first.is_alu:
             self._alias(dst, x, kind)
-        src, wgt = (y, None) if is_alu else (x, y)
-        op = kind.split(".")[1] if is_alu else kind
+        src, wgt = (y, None) if first.is_alu else (x, y)
         iters = [lp.extent.value for lp in loops] + [1] * (2 - len(loops))
-        factors = []
-        for level in range(2):
-            for operand in (dst, src, wgt):
-                factors.append(operand[2][level] if operand and level < len(loops) else 0)
-        uops = []
-        for u in range(len(pushes)):
-            uops += [operand[3][u] if operand else 0 for operand in (dst, src, wgt)]
-        bases = [SramPtr(o[0], o[1]) if o else 0 for o in (dst, src, wgt)]
-        name = "alu" if is_alu else "gemm"
-        use_imm = kind.endswith(".imm")
-        return Op(name, [op, int(use_imm), int(imm), *bases, *iters, *factors, len(pushes), *uops])
+        factors = {}
+        for level, suffix in enumerate(("out", "in")):
+            for name, operand in (("dst", dst), ("src", src), ("wgt", wgt)):
+                factors[f"{name}_factor_{suffix}"] = operand[2][level] if operand and level < len(loops) else 0
+        uops = tuple(tuple(operand[3][u] if operand else 0 for operand in (dst, src, wgt))
+                     for u in range(len(pushes)))
+        nest = dict(dst_base=_base(dst), src_base=_base(src), wgt_base=_base(wgt), iter_out=iters[0],
+                    iter_in=iters[1], **factors, uops=uops)
+        if first.is_alu:
+            return Alu(**nest, op=first.op, use_imm=first.use_imm, imm=first.imm)
+        return Gemm(**nest, reset=int(first.op == RESET))
 
     def _operand(self, ptrs, lvars, kind):
         buf = ptrs[0][0][0]
@@ -218,41 +220,43 @@ class _Translator:
         self.aliases[dst[0]] = x[0]
 
 
+def _base(operand):
+    """The SRAM pointer of an operand's base, 0 for an operand the op does not have."""
+    return SramPtr(operand[0], operand[1]) if operand else 0
+
+
 def _split_kinds(ops: list) -> list:
     """Ops of one loop nest issued one after the other instead of interleaved per entry: valid
     when each is a reset or an ALU op with an immediate (it reads only its destination) and
     no two of its iterations write the same entry."""
+    labels = [op.label for op in ops]
     for op in ops:
-        kind, use_imm = op.args[0], op.args[1]
-        if not (kind == "reset" or (op.name == "alu" and use_imm)):
-            raise CompileError(f"one micro-op kernel mixes operations "
-                               f"{[o.args[0] for o in ops]}; a kernel may only combine resets and "
-                               "ALU ops with an immediate; give each tensorized block its own loop nest")
-        iters, factors, n = op.args[6:8], op.args[8:14], op.args[14]
-        dst_rels = op.args[15::3][:n]
-        entries = [d + i * factors[0] + j * factors[3]
-                   for i in range(iters[0]) for j in range(iters[1]) for d in dst_rels]
+        if not (op.reset if isinstance(op, Gemm) else op.use_imm):
+            raise CompileError(f"one micro-op kernel mixes operations {labels}; a kernel may only "
+                               "combine resets and ALU ops with an immediate; give each tensorized "
+                               "block its own loop nest")
+        entries = [d + i * op.dst_factor_out + j * op.dst_factor_in
+                   for i in range(op.iter_out) for j in range(op.iter_in) for d, _, _ in op.uops]
         if len(set(entries)) != len(entries):
-            raise CompileError(f"a kernel combining {[o.args[0] for o in ops]} writes some ACC "
-                               "entries twice; it cannot be split into one instruction per operation")
+            raise CompileError(f"a kernel combining {labels} writes some ACC entries twice; it "
+                               "cannot be split into one instruction per operation")
     return ops
 
 
-def _push_of(stmt):
-    """(kind, imm, dst, x, y) of a `vta.uop_push` Evaluate, else None."""
+def _push_of(stmt) -> UopPush | None:
+    """The UopPush of a `vta.uop_push` Evaluate, else None."""
     call = stmt.value if isinstance(stmt, tirx.Evaluate) else None
     if call is None or not isinstance(call, Call) or call.op.name != "tirx.call_extern":
         return None
-    if str(call.args[0].value) != UOP_PUSH:
+    if str(call.args[0].value) != UopPush.NAME:
         return None
-    kind = str(call.args[1].value)
-    imm = call.args[2].value
-    return (kind, imm, call.args[3], call.args[4], call.args[5])
+    return UopPush.from_args([a.value if isinstance(a, (StringImm, tirx.IntImm)) else a
+                              for a in call.args[1:]])
 
 
 def _ptr(arg):
     """(buffer, element offset) of a tvm_access_ptr argument, None for a 0 placeholder."""
-    if isinstance(arg, tirx.IntImm):
+    if isinstance(arg, int):
         return None
     data, offset = arg.args[1], arg.args[2]
     return (data.args[0], offset)
@@ -281,21 +285,6 @@ def _enumerate(stmt, bind):
 
 
 # ----------------------------------------------------------------------------- the pass
-#: CompileErrors raised inside the pass (TVM re-raises them as RuntimeError; compile_vta
-#: re-raises the original so callers can catch CompileError).
-failures: list = []
-
-
-def _lower_func(func, _mod, _ctx):
-    if func.attrs is None or CONFIG_ATTR not in func.attrs:
-        return func
-    try:
-        return _lower(func)
-    except CompileError as exc:
-        failures.append(exc)
-        raise
-
-
 def _lower(func):
     cfg = config_from_text(func.attrs[CONFIG_ATTR])
     tr = _Translator(cfg, func)
@@ -315,55 +304,94 @@ def _lower(func):
     return func.with_body(new_body).with_attr("vta.sram_peak", json.dumps(plan.peak))
 
 
-LowerVTA = tirx.transform.prim_func_pass(_lower_func, opt_level=0, name="LowerVTA")
+class Lowering:
+    """One compilation's VTA pipeline: TVM's block lowering, then LowerVTA on the functions that
+    carry `vta.config`. TVM re-raises an error inside a pass as a RuntimeError; `run` re-raises
+    the CompileError the pass raised instead, so callers can catch CompileError."""
 
+    def __init__(self):
+        self.failure: CompileError | None = None
+        self.lower_vta = tirx.transform.prim_func_pass(self._lower_func, opt_level=0, name="LowerVTA")
 
-def _lowering_passes() -> list:
-    """TVM's block lowering to flat loops, then LowerVTA."""
-    return [
-        s_tir.transform.CanonicalizeLoop(),
-        s_tir.transform.LowerInitBlock(),
-        s_tir.transform.PlanAndUpdateBufferAllocationLocation(),
-        s_tir.transform.ConvertBlocksToOpaque(),
-        s_tir.transform.CompactBufferAllocation(),
-        s_tir.transform.LowerMatchBuffer(),
-        s_tir.transform.StmtSimplify(),
-        s_tir.transform.LowerOpaqueBlock(),
-        tirx.transform.FlattenBuffer(),
-        tirx.transform.StmtSimplify(),
-        LowerVTA,
-        tirx.transform.ConvertSSA(),          # per-thread copies of a loop reuse its variable
-        tirx.transform.StmtSimplify(),
-    ]
+    def _lower_func(self, func, _mod, _ctx):
+        if func.attrs is None or CONFIG_ATTR not in func.attrs:
+            return func
+        try:
+            return _lower(func)
+        except CompileError as exc:
+            self.failure = exc
+            raise
+
+    def passes(self) -> list:
+        """TVM's block lowering to flat loops, then LowerVTA."""
+        return [
+            s_tir.transform.CanonicalizeLoop(),
+            s_tir.transform.LowerInitBlock(),
+            s_tir.transform.PlanAndUpdateBufferAllocationLocation(),
+            s_tir.transform.ConvertBlocksToOpaque(),
+            s_tir.transform.CompactBufferAllocation(),
+            s_tir.transform.LowerMatchBuffer(),
+            s_tir.transform.StmtSimplify(),
+            s_tir.transform.LowerOpaqueBlock(),
+            tirx.transform.FlattenBuffer(),
+            tirx.transform.StmtSimplify(),
+            self.lower_vta,
+            tirx.transform.ConvertSSA(),          # per-thread copies of a loop reuse its variable
+            tirx.transform.StmtSimplify(),
+        ]
+
+    def pipeline(self):
+        """A `tir_pipeline` of tvm.compile: lowering, then the passes of a host function."""
+        @tvm.transform.module_pass(opt_level=0)
+        def _pipeline(mod, _ctx):
+            passes = self.passes() + [
+                tirx.transform.RemoveNoOp(),
+                tirx.transform.AnnotateEntryFunc(),
+                tirx.transform.SplitHostDevice(),
+                tirx.transform.MakePackedAPI(),
+            ]
+            return tvm.ir.transform.Sequential(passes)(mod)
+
+        def finalize_host():
+            return tvm.ir.transform.Sequential([tirx.transform.LowerTVMBuiltin(),
+                                                tirx.transform.LowerIntrin()])
+
+        def finalize_device():
+            return tvm.ir.transform.Sequential([])
+
+        return _pipeline, finalize_host, finalize_device
+
+    def run(self, fn, *args, **kwargs):
+        """`fn(*args, **kwargs)`, re-raising a CompileError of LowerVTA as itself."""
+        self.failure = None
+        try:
+            return fn(*args, **kwargs)
+        except Exception:
+            if self.failure is not None:
+                raise self.failure from None
+            raise
+
+    def lower(self, mod):
+        """The scheduled module (or PrimFunc) after LowerVTA, before host code generation."""
+        if not isinstance(mod, tvm.IRModule):
+            mod = tvm.IRModule({"main": mod})
+        return self.run(tvm.ir.transform.Sequential(self.passes()), mod)
+
+    def compile(self, mod):
+        """`tvm.compile` of `mod` (an IRModule) with this pipeline. tvm.compile finds a pipeline by
+        name only, so this one is PIPELINE in TVM's table for the duration of the call."""
+        table = compilation_pipeline.PIPELINE_MAP
+        saved = table.get(PIPELINE)
+        table[PIPELINE] = self.pipeline
+        try:
+            return self.run(tvm.compile, mod, target="llvm", tir_pipeline=PIPELINE)
+        finally:
+            if saved is None:
+                del table[PIPELINE]
+            else:
+                table[PIPELINE] = saved
 
 
 def lower(mod):
     """The scheduled module (or PrimFunc) after LowerVTA, before host code generation."""
-    if not isinstance(mod, tvm.IRModule):
-        mod = tvm.IRModule({"main": mod})
-    return tvm.ir.transform.Sequential(_lowering_passes())(mod)
-
-
-def vta_pipeline():
-    """The `tir_pipeline="vta"` of tvm.compile: lowering, then the passes of a host function."""
-    @tvm.transform.module_pass(opt_level=0)
-    def _pipeline(mod, _ctx):
-        passes = _lowering_passes() + [
-            tirx.transform.RemoveNoOp(),
-            tirx.transform.AnnotateEntryFunc(),
-            tirx.transform.SplitHostDevice(),
-            tirx.transform.MakePackedAPI(),
-        ]
-        return tvm.ir.transform.Sequential(passes)(mod)
-
-    def finalize_host():
-        return tvm.ir.transform.Sequential([tirx.transform.LowerTVMBuiltin(),
-                                            tirx.transform.LowerIntrin()])
-
-    def finalize_device():
-        return tvm.ir.transform.Sequential([])
-
-    return _pipeline, finalize_host, finalize_device
-
-
-compilation_pipeline.PIPELINE_MAP[PIPELINE] = vta_pipeline
+    return Lowering().lower(mod)

@@ -17,6 +17,7 @@ from tvm import tirx
 from tvm.ir.expr import Expr
 from tvm.sym import Analyzer
 
+from .calls import Call
 from .errors import CompileError
 
 
@@ -26,14 +27,6 @@ class SramPtr:
 
     buffer: tirx.Buffer
     offset: object            # PrimExpr, elements
-
-
-@dataclass
-class Op:
-    """One runtime call: `name` plus arguments that are PrimExprs, ints, strings or SramPtrs."""
-
-    name: str
-    args: list
 
 
 @dataclass
@@ -139,7 +132,6 @@ def _thread_copy(node, var, t: int, local: set):
             raise CompileError(f"loop {node.var} has an extent that depends on the virtual "
                                "thread; give every thread the same loop bounds")
         return replace(node, body=[_thread_copy(n, var, t, local) for n in node.body])
-    op = node
 
     def one(arg):
         if isinstance(arg, SramPtr):
@@ -148,7 +140,7 @@ def _thread_copy(node, var, t: int, local: set):
                 offset = offset + t * buffer_elems(arg.buffer)
             return SramPtr(arg.buffer, offset)
         return substitute(arg, {var: t})
-    return Op(op.name, [one(a) for a in op.args])
+    return node.map(one)
 
 
 def buffer_elems(buf) -> int:
@@ -232,10 +224,9 @@ def emit(nodes: list, plan: Plan, sram_of: dict, entry_elems: dict) -> tirx.Stmt
         if isinstance(node, Loop):
             body = emit(node.body, plan, sram_of, entry_elems)
             stmts.append(tirx.For(node.var, 0, node.extent, tirx.ForKind.SERIAL, body))
-        elif isinstance(node, Op):
-            args = [_sram_index(a, plan, sram_of, entry_elems) if isinstance(a, SramPtr) else a
-                    for a in node.args]
-            stmts.append(tirx.Evaluate(tirx.call_packed(f"vta.{node.name}", *args)))
+        elif isinstance(node, Call):
+            call = node.map(lambda a: _sram_index(a, plan, sram_of, entry_elems) if isinstance(a, SramPtr) else a)
+            stmts.append(tirx.Evaluate(tirx.call_packed(call.NAME, *call.args())))
     if not stmts:
         return tirx.Evaluate(0)
     return stmts[0] if len(stmts) == 1 else tirx.SeqStmt(stmts)

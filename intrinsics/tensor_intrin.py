@@ -1,204 +1,265 @@
 """Tensor intrinsics of the VTA-8 GEMM core and ALU, declared from a hardware Config.
 
-Each intrinsic is a `tvm.s_tir.TensorIntrin`: a description (what one micro-op computes on one
-SRAM entry, in the accelerator's buffer scopes) and an implementation that emits a single
-`vta.uop_push` call. `intrinsics.lower` later folds the loops around those pushes into GEMM/ALU
-instructions. Shapes come from the Config (BATCH, BLOCK_IN, BLOCK_OUT), never from constants.
+In the style of TVM's `tvm/s_tir/tensor_intrin/*.py`: one generator per intrinsic returns its
+(description, implementation) pair for the entry shape (BATCH, BLOCK_IN, BLOCK_OUT) and its
+immediates; the functions at the end register what a schedule asks for, once per process, under
+a name that carries the shape. A description says what one micro-op computes on one SRAM entry
+in the accelerator's buffer scopes; an implementation emits the `vta.uop_push` call(s)
+(`intrinsics.calls.UopPush`) that `intrinsics.lower` folds into GEMM/ALU instructions.
 
-A unit BATCH dimension is left out of the description: TensorIR drops unit loops when it
-matches a block, so the description must iterate only over the dimensions of extent > 1.
+A unit BATCH dimension is left out of a description's loops (`unit`): TensorIR drops unit loops
+when it matches a block, so the description must iterate only over the dimensions of extent > 1.
 """
 from __future__ import annotations
 
-from tvm import s_tir
+from tvm import s_tir, tirx
 from tvm.script import tirx as T
 
+from vta_sim import isa
 from vta_sim.config import Config
+from vta_sim.errors import EncodingError
 
+from .calls import GEMM, RESET, UopPush
 from .errors import CompileError
 
 #: On-chip buffer scopes; the OUT SRAM mirrors ACC entries, so stores read the ACC scope.
 SCOPES = {"inp": "local.inp_buffer", "wgt": "local.wgt_buffer", "acc": "local.acc_buffer"}
 SCOPE_SRAM = {v: k for k, v in SCOPES.items()}
-UOP_PUSH = "vta.uop_push"
-#: ALU operations (spec section 5) and the TIR expression each computes.
+UOP_PUSH = UopPush.NAME
+#: The TIR expression of each ALU op of `isa.ALU_OPS` and pseudo-op of `isa.ALU_PSEUDO_OPS`.
 ALU_EXPRS = {
-    "add": lambda x, y: x + y,
-    "mul": lambda x, y: x * y,
     "min": lambda x, y: T.min(x, y),
     "max": lambda x, y: T.max(x, y),
+    "add": lambda x, y: x + y,
     "shr": lambda x, y: T.shift_right(x, y),
-    "shl": lambda x, y: T.shift_left(x, y),     # the hardware's SHR by a negative amount
+    "mul": lambda x, y: x * y,
+    "shl": lambda x, y: T.shift_left(x, y),
 }
 
 
-def _key(cfg: Config) -> str:
-    return f"{cfg.BATCH}x{cfg.BLOCK_IN}x{cfg.BLOCK_OUT}"
+# ----------------------------------------------------------------------------- building blocks
+def _entry_buffers(B: int, BI: int, BO: int) -> tuple:
+    """Factories of the buffer types of one INP, WGT and ACC entry (each parameter its own buffer)."""
+    return (lambda: T.Buffer((B, BI), "int8", scope=SCOPES["inp"], offset_factor=1),
+            lambda: T.Buffer((BO, BI), "int8", scope=SCOPES["wgt"], offset_factor=1),
+            lambda: T.Buffer((B, BO), "int32", scope=SCOPES["acc"], offset_factor=1))
 
 
-def _register(name: str, desc, impl) -> str:
-    """Register once per process (the same config asks again for every schedule)."""
+def _whole(reads=(), writes=()):
+    """Declare the root block's reads and writes: every buffer whole."""
+    T.reads(*[b[tuple(slice(0, n) for n in b.shape)] for b in reads])
+    T.writes(*[b[tuple(slice(0, n) for n in b.shape)] for b in writes])
+
+
+def _element(kinds: str, loops, unit: int, body, *buffers):
+    """Bind one block's axes to `loops` and emit `body(*buffers, b, o[, k])`; with a unit batch
+    (`unit` = 1) the batch loop is absent and b is 0."""
+    loops = [loops] if isinstance(loops, tirx.Var) else list(loops)
+    axes = T.axis.remap(kinds[unit:], loops)
+    axes = [axes] if isinstance(axes, tirx.Var) else list(axes)
+    body(*buffers, *([0] * unit), *axes)
+
+
+def _push(op: str, imm, dst, x=0, y=0):
+    """Emit one micro-op push (the whole of an implementation)."""
+    call = UopPush(op, int(imm is not None), int(imm or 0), dst, x, y)
+    T.evaluate(T.call_extern("int32", call.NAME, *call.args()))
+
+
+def _mac(C, A, W, b, o, k):
+    T.buffer_store(C, C[b, o] + T.Cast("int32", A[b, k]) * T.Cast("int32", W[o, k]), [b, o])
+
+
+# ----------------------------------------------------------------------------- generators
+def get_gemm_intrin(B: int, BI: int, BO: int) -> tuple:
+    """ACC[b, o] += sum_k INP[b, k] * WGT[o, k] on one entry."""
+    Inp, Wgt, Acc = _entry_buffers(B, BI, BO)
+    unit = int(B == 1)
+    dims = (B, BO, BI)[unit:]
+
+    @T.prim_func(s_tir=True)
+    def desc(A: Inp(), W: Wgt(), C: Acc()):
+        with T.sblock("root"):
+            _whole(reads=(C, A, W), writes=(C,))
+            for loops in T.grid(*dims):
+                with T.sblock("update"):
+                    _element("SSR", loops, unit, _mac, C, A, W)
+
+    @T.prim_func(s_tir=True)
+    def impl(A: Inp(), W: Wgt(), C: Acc()):
+        with T.sblock("root"):
+            _whole(reads=(C, A, W), writes=(C,))
+            _push(GEMM, None, C.access_ptr("rw"), A.access_ptr("r"), W.access_ptr("r"))
+
+    return desc, impl
+
+
+def get_fill_intrin(B: int, BO: int, value: int) -> tuple:
+    """ACC[b, o] = value on one entry: a reset, then for value != 0 ADD imm over the same loops."""
+    _, _, Acc = _entry_buffers(B, 1, BO)
+    unit = int(B == 1)
+    dims = (B, BO)[unit:]
+
+    def fill(C, b, o):
+        T.buffer_store(C, T.int32(value), [b, o])
+
+    @T.prim_func(s_tir=True)
+    def desc(C: Acc()):
+        with T.sblock("root"):
+            _whole(writes=(C,))
+            for loops in T.grid(*dims):
+                with T.sblock("init"):
+                    _element("SS", loops, unit, fill, C)
+
+    @T.prim_func(s_tir=True)
+    def impl(C: Acc()):
+        with T.sblock("root"):
+            _whole(writes=(C,))
+            _push(RESET, None, C.access_ptr("w"))
+            if value != 0:
+                _push("add", value, C.access_ptr("rw"), C.access_ptr("r"))
+
+    return desc, impl
+
+
+def get_alu_imm_intrin(B: int, BO: int, op: str, imm: int) -> tuple:
+    """D[b, o] = op(X[b, o], imm) on one ACC entry, in place (D shares X's SRAM)."""
+    _, _, Acc = _entry_buffers(B, 1, BO)
+    unit = int(B == 1)
+    dims = (B, BO)[unit:]
+    fn = ALU_EXPRS[op]
+    hw_op, hw_imm = isa.resolve_alu(op, imm)
+
+    def apply(X, D, b, o):
+        T.buffer_store(D, fn(X[b, o], T.int32(imm)), [b, o])
+
+    @T.prim_func(s_tir=True)
+    def desc(X: Acc(), D: Acc()):
+        with T.sblock("root"):
+            _whole(reads=(X,), writes=(D,))
+            for loops in T.grid(*dims):
+                with T.sblock("alu"):
+                    _element("SS", loops, unit, apply, X, D)
+
+    @T.prim_func(s_tir=True)
+    def impl(X: Acc(), D: Acc()):
+        with T.sblock("root"):
+            _whole(reads=(X,), writes=(D,))
+            _push(hw_op, hw_imm, D.access_ptr("w"), X.access_ptr("r"))
+
+    return desc, impl
+
+
+def get_alu_tensor_intrin(B: int, BO: int, op: str) -> tuple:
+    """D[b, o] = op(X[b, o], Y[b, o]) on one ACC entry, in place (D shares X's SRAM)."""
+    _, _, Acc = _entry_buffers(B, 1, BO)
+    unit = int(B == 1)
+    dims = (B, BO)[unit:]
+    fn = ALU_EXPRS[op]
+
+    def apply(X, Y, D, b, o):
+        T.buffer_store(D, fn(X[b, o], Y[b, o]), [b, o])
+
+    @T.prim_func(s_tir=True)
+    def desc(X: Acc(), Y: Acc(), D: Acc()):
+        with T.sblock("root"):
+            _whole(reads=(X, Y), writes=(D,))
+            for loops in T.grid(*dims):
+                with T.sblock("alu"):
+                    _element("SS", loops, unit, apply, X, Y, D)
+
+    @T.prim_func(s_tir=True)
+    def impl(X: Acc(), Y: Acc(), D: Acc()):
+        with T.sblock("root"):
+            _whole(reads=(X, Y), writes=(D,))
+            _push(op, None, D.access_ptr("w"), X.access_ptr("r"), Y.access_ptr("r"))
+
+    return desc, impl
+
+
+def get_alu_update_intrin(B: int, BO: int, op: str) -> tuple:
+    """D[b, o] = op(D[b, o], Y[b, o]) on one ACC entry: a reduction's update in place."""
+    _, _, Acc = _entry_buffers(B, 1, BO)
+    unit = int(B == 1)
+    dims = (B, BO)[unit:]
+    fn = ALU_EXPRS[op]
+
+    def apply(Y, D, b, o):
+        T.buffer_store(D, fn(D[b, o], Y[b, o]), [b, o])
+
+    @T.prim_func(s_tir=True)
+    def desc(Y: Acc(), D: Acc()):
+        with T.sblock("root"):
+            _whole(reads=(D, Y), writes=(D,))
+            for loops in T.grid(*dims):
+                with T.sblock("alu"):
+                    _element("SS", loops, unit, apply, Y, D)
+
+    @T.prim_func(s_tir=True)
+    def impl(Y: Acc(), D: Acc()):
+        with T.sblock("root"):
+            _whole(reads=(D, Y), writes=(D,))
+            _push(op, None, D.access_ptr("rw"), D.access_ptr("r"), Y.access_ptr("r"))
+
+    return desc, impl
+
+
+# ----------------------------------------------------------------------------- registration
+#: Generator of each intrinsic family; a name is `vta.<B>x<BI>x<BO>.<family><suffix>`.
+INTRINSICS = {
+    "gemm": get_gemm_intrin,
+    "fill": get_fill_intrin,
+    "alu_imm": get_alu_imm_intrin,
+    "alu_tensor": get_alu_tensor_intrin,
+    "alu_update": get_alu_update_intrin,
+}
+
+
+def _register(cfg: Config, family: str, suffix: str, *params) -> str:
+    """Register `family` for `cfg`'s entry shape once per process; returns the intrinsic's name."""
+    name = f"vta.{cfg.BATCH}x{cfg.BLOCK_IN}x{cfg.BLOCK_OUT}.{family}{suffix}"
     if s_tir.TensorIntrin.get(name, allow_missing=True) is None:
-        s_tir.TensorIntrin.register(name, desc, impl)
+        shape = (cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT) if family == "gemm" else (cfg.BATCH, cfg.BLOCK_OUT)
+        s_tir.TensorIntrin.register(name, *INTRINSICS[family](*shape, *params))
     return name
 
 
 def gemm_intrin(cfg: Config) -> str:
-    """ACC[b, o] += sum_k INP[b, k] * WGT[o, k] on one entry; returns the registered name."""
-    B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
-    inp, wgt, acc = SCOPES["inp"], SCOPES["wgt"], SCOPES["acc"]
-
-    @T.prim_func(s_tir=True)
-    def desc(a: T.handle, w: T.handle, c: T.handle):
-        A = T.match_buffer(a, (B, BI), "int8", scope=inp, offset_factor=1)
-        W = T.match_buffer(w, (BO, BI), "int8", scope=wgt, offset_factor=1)
-        C = T.match_buffer(c, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads(C[0:B, 0:BO], A[0:B, 0:BI], W[0:BO, 0:BI])
-            T.writes(C[0:B, 0:BO])
-            if B > 1:
-                for i, j, k in T.grid(B, BO, BI):
-                    with T.sblock("update"):
-                        vi, vj, vk = T.axis.remap("SSR", [i, j, k])
-                        C[vi, vj] = C[vi, vj] + T.Cast("int32", A[vi, vk]) * T.Cast("int32", W[vj, vk])
-            else:
-                for j, k in T.grid(BO, BI):
-                    with T.sblock("update"):
-                        vj, vk = T.axis.remap("SR", [j, k])
-                        C[0, vj] = C[0, vj] + T.Cast("int32", A[0, vk]) * T.Cast("int32", W[vj, vk])
-
-    @T.prim_func(s_tir=True)
-    def impl(a: T.handle, w: T.handle, c: T.handle):
-        A = T.match_buffer(a, (B, BI), "int8", scope=inp, offset_factor=1)
-        W = T.match_buffer(w, (BO, BI), "int8", scope=wgt, offset_factor=1)
-        C = T.match_buffer(c, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads(C[0:B, 0:BO], A[0:B, 0:BI], W[0:BO, 0:BI])
-            T.writes(C[0:B, 0:BO])
-            T.evaluate(T.call_extern("int32", UOP_PUSH, "gemm", 0, C.access_ptr("rw"),
-                                     A.access_ptr("r"), W.access_ptr("r")))
-
-    return _register(f"vta.{_key(cfg)}.gemm", desc, impl)
+    return _register(cfg, "gemm", "")
 
 
 def reset_intrin(cfg: Config) -> str:
-    """ACC[b, o] = 0 on one entry (the reduction's init, a GEMM with the reset bit)."""
-    B, BO = cfg.BATCH, cfg.BLOCK_OUT
-    acc = SCOPES["acc"]
+    """ACC = 0 on one entry (the reduction's init, a GEMM with the reset bit)."""
+    return _register(cfg, "fill", "0", 0)
 
-    @T.prim_func(s_tir=True)
-    def desc(c: T.handle):
-        C = T.match_buffer(c, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads()
-            T.writes(C[0:B, 0:BO])
-            if B > 1:
-                for i, j in T.grid(B, BO):
-                    with T.sblock("init"):
-                        vi, vj = T.axis.remap("SS", [i, j])
-                        C[vi, vj] = 0
-            else:
-                for j in T.serial(BO):
-                    with T.sblock("init"):
-                        vj = T.axis.remap("S", [j])
-                        C[0, vj] = 0
 
-    @T.prim_func(s_tir=True)
-    def impl(c: T.handle):
-        C = T.match_buffer(c, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads()
-            T.writes(C[0:B, 0:BO])
-            T.evaluate(T.call_extern("int32", UOP_PUSH, "reset", 0, C.access_ptr("w"), 0, 0))
-
-    return _register(f"vta.{_key(cfg)}.reset", desc, impl)
+def fill_intrin(cfg: Config, value: int) -> str:
+    """ACC = value on one entry: the init of a reduction whose identity is not 0 (max: -128)."""
+    value = int(value)
+    if not isa.IMM_MIN <= value <= isa.IMM_MAX:
+        raise CompileError(f"fill value {value} does not fit the ALU's signed {isa.IMM_BITS}-bit "
+                           f"immediate [{isa.IMM_MIN}, {isa.IMM_MAX}]")
+    return _register(cfg, "fill", str(value), value)
 
 
 def alu_intrin(cfg: Config, op: str, imm: int | None = None) -> str:
-    """D[b, o] = op(X[b, o], imm or Y[b, o]) on one ACC entry, executed in place (D shares X's SRAM).
-
-    `op` is add/mul/min/max/shr, or shl (executed as SHR by -imm, spec section 5). With an
-    immediate the description carries it as a constant, so each immediate is its own intrinsic.
-    """
-    if op not in ALU_EXPRS:
-        raise CompileError(f"unknown ALU op {op!r}; accepted: {', '.join(ALU_EXPRS)}")
-    if op == "shl" and imm is None:
-        raise CompileError("shl needs an immediate amount (a tensor shift amount uses shr with "
-                           "negative values)")
-    hw_op, hw_imm = ("shr", -int(imm)) if op == "shl" else (op, imm)
-    if imm is not None and not -(1 << 15) <= int(hw_imm) < (1 << 15):
-        raise CompileError(f"ALU immediate {hw_imm} does not fit the signed 16-bit field "
-                           "[-32768, 32767]")
-    B, BO = cfg.BATCH, cfg.BLOCK_OUT
-    acc = SCOPES["acc"]
-    fn = ALU_EXPRS[op]
+    """D = op(X, imm or Y) on one ACC entry, in place. `op` is an `isa.ALU_OPS` name or a pseudo-op
+    (shl: SHR by -imm, spec section 5); each immediate is its own intrinsic."""
+    try:
+        isa.resolve_alu(op, imm)
+    except EncodingError as exc:
+        raise CompileError(str(exc)) from None
     if imm is None:
-        return _alu_tensor(cfg, op, fn, B, BO, acc)
-    imm = int(imm)
-
-    @T.prim_func(s_tir=True)
-    def desc(x: T.handle, d: T.handle):
-        X = T.match_buffer(x, (B, BO), "int32", scope=acc, offset_factor=1)
-        D = T.match_buffer(d, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads(X[0:B, 0:BO])
-            T.writes(D[0:B, 0:BO])
-            if B > 1:
-                for i, j in T.grid(B, BO):
-                    with T.sblock("alu"):
-                        vi, vj = T.axis.remap("SS", [i, j])
-                        D[vi, vj] = fn(X[vi, vj], T.int32(imm))
-            else:
-                for j in T.serial(BO):
-                    with T.sblock("alu"):
-                        vj = T.axis.remap("S", [j])
-                        D[0, vj] = fn(X[0, vj], T.int32(imm))
-
-    @T.prim_func(s_tir=True)
-    def impl(x: T.handle, d: T.handle):
-        X = T.match_buffer(x, (B, BO), "int32", scope=acc, offset_factor=1)
-        D = T.match_buffer(d, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads(X[0:B, 0:BO])
-            T.writes(D[0:B, 0:BO])
-            T.evaluate(T.call_extern("int32", UOP_PUSH, f"alu.{hw_op}.imm", hw_imm,
-                                     D.access_ptr("w"), X.access_ptr("r"), 0))
-
-    return _register(f"vta.{_key(cfg)}.alu_{op}_imm{imm}", desc, impl)
+        return _register(cfg, "alu_tensor", f"_{op}", op)
+    return _register(cfg, "alu_imm", f"_{op}_{int(imm)}", op, int(imm))
 
 
-def _alu_tensor(cfg, op, fn, B, BO, acc) -> str:
-    @T.prim_func(s_tir=True)
-    def desc(x: T.handle, y: T.handle, d: T.handle):
-        X = T.match_buffer(x, (B, BO), "int32", scope=acc, offset_factor=1)
-        Y = T.match_buffer(y, (B, BO), "int32", scope=acc, offset_factor=1)
-        D = T.match_buffer(d, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads(X[0:B, 0:BO], Y[0:B, 0:BO])
-            T.writes(D[0:B, 0:BO])
-            if B > 1:
-                for i, j in T.grid(B, BO):
-                    with T.sblock("alu"):
-                        vi, vj = T.axis.remap("SS", [i, j])
-                        D[vi, vj] = fn(X[vi, vj], Y[vi, vj])
-            else:
-                for j in T.serial(BO):
-                    with T.sblock("alu"):
-                        vj = T.axis.remap("S", [j])
-                        D[0, vj] = fn(X[0, vj], Y[0, vj])
-
-    @T.prim_func(s_tir=True)
-    def impl(x: T.handle, y: T.handle, d: T.handle):
-        X = T.match_buffer(x, (B, BO), "int32", scope=acc, offset_factor=1)
-        Y = T.match_buffer(y, (B, BO), "int32", scope=acc, offset_factor=1)
-        D = T.match_buffer(d, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads(X[0:B, 0:BO], Y[0:B, 0:BO])
-            T.writes(D[0:B, 0:BO])
-            T.evaluate(T.call_extern("int32", UOP_PUSH, f"alu.{op}.tensor", 0, D.access_ptr("w"),
-                                     X.access_ptr("r"), Y.access_ptr("r")))
-
-    return _register(f"vta.{_key(cfg)}.alu_{op}_tensor", desc, impl)
+def alu_update_intrin(cfg: Config, op: str) -> str:
+    """D = op(D, Y) on one ACC entry: a max-pool's window walk folds into one ALU instruction."""
+    if op not in isa.ALU_OPS:
+        raise CompileError(f"ALU op {op!r} cannot update in place with a tensor operand; accepted: "
+                           f"{', '.join(isa.ALU_OPS)}")
+    return _register(cfg, "alu_update", f"_{op}", op)
 
 
 def tensorize_loop(sch, block, cfg: Config, reduce_dims: int = 0):
@@ -207,86 +268,3 @@ def tensorize_loop(sch, block, cfg: Config, reduce_dims: int = 0):
     TensorIR drops unit dimensions (see the module docstring)."""
     n = 2 + reduce_dims - (cfg.BATCH == 1)
     return sch.get_loops(block)[-n]
-
-
-def alu_update_intrin(cfg: Config, op: str) -> str:
-    """D[b, o] = op(D[b, o], Y[b, o]) on one ACC entry: a reduction's update in place.
-
-    What a max-pool's window walk is (spec section 5: the ALU's destination is its first
-    operand), so the reduction over the window folds into one ALU instruction's micro-ops."""
-    if op not in ALU_EXPRS or op == "shl":
-        raise CompileError(f"ALU op {op!r} cannot update in place with a tensor operand; accepted: "
-                           f"{', '.join(o for o in ALU_EXPRS if o != 'shl')}")
-    B, BO = cfg.BATCH, cfg.BLOCK_OUT
-    acc = SCOPES["acc"]
-    fn = ALU_EXPRS[op]
-
-    @T.prim_func(s_tir=True)
-    def desc(y: T.handle, d: T.handle):
-        Y = T.match_buffer(y, (B, BO), "int32", scope=acc, offset_factor=1)
-        D = T.match_buffer(d, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads(D[0:B, 0:BO], Y[0:B, 0:BO])
-            T.writes(D[0:B, 0:BO])
-            if B > 1:
-                for i, j in T.grid(B, BO):
-                    with T.sblock("alu"):
-                        vi, vj = T.axis.remap("SS", [i, j])
-                        D[vi, vj] = fn(D[vi, vj], Y[vi, vj])
-            else:
-                for j in T.serial(BO):
-                    with T.sblock("alu"):
-                        vj = T.axis.remap("S", [j])
-                        D[0, vj] = fn(D[0, vj], Y[0, vj])
-
-    @T.prim_func(s_tir=True)
-    def impl(y: T.handle, d: T.handle):
-        Y = T.match_buffer(y, (B, BO), "int32", scope=acc, offset_factor=1)
-        D = T.match_buffer(d, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads(D[0:B, 0:BO], Y[0:B, 0:BO])
-            T.writes(D[0:B, 0:BO])
-            T.evaluate(T.call_extern("int32", UOP_PUSH, f"alu.{op}.tensor", 0, D.access_ptr("rw"),
-                                     D.access_ptr("r"), Y.access_ptr("r")))
-
-    return _register(f"vta.{_key(cfg)}.alu_{op}_update", desc, impl)
-
-
-def fill_intrin(cfg: Config, value: int) -> str:
-    """C[b, o] = value on one ACC entry: reset, then ADD imm (two instructions over the same loops).
-
-    A reduction whose identity is not 0 (max over int8 values starts at -128) needs it as init."""
-    value = int(value)
-    if not -(1 << 15) <= value < (1 << 15):
-        raise CompileError(f"fill value {value} does not fit the ALU's signed 16-bit immediate")
-    B, BO = cfg.BATCH, cfg.BLOCK_OUT
-    acc = SCOPES["acc"]
-
-    @T.prim_func(s_tir=True)
-    def desc(c: T.handle):
-        C = T.match_buffer(c, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads()
-            T.writes(C[0:B, 0:BO])
-            if B > 1:
-                for i, j in T.grid(B, BO):
-                    with T.sblock("init"):
-                        vi, vj = T.axis.remap("SS", [i, j])
-                        C[vi, vj] = T.int32(value)
-            else:
-                for j in T.serial(BO):
-                    with T.sblock("init"):
-                        vj = T.axis.remap("S", [j])
-                        C[0, vj] = T.int32(value)
-
-    @T.prim_func(s_tir=True)
-    def impl(c: T.handle):
-        C = T.match_buffer(c, (B, BO), "int32", scope=acc, offset_factor=1)
-        with T.sblock("root"):
-            T.reads()
-            T.writes(C[0:B, 0:BO])
-            T.evaluate(T.call_extern("int32", UOP_PUSH, "reset", 0, C.access_ptr("w"), 0, 0))
-            T.evaluate(T.call_extern("int32", UOP_PUSH, "alu.add.imm", value, C.access_ptr("rw"),
-                                     C.access_ptr("r"), 0))
-
-    return _register(f"vta.{_key(cfg)}.fill{value}", desc, impl)

@@ -85,8 +85,9 @@ def test_alu_intrinsics_tensorize_elementwise_stages(op, imm):
     block = sch.get_sblock("r")
     sch.tensorize(ti.tensorize_loop(sch, block, cfg), ti.alu_intrin(cfg, op, imm))
     hw_op = "shr" if op == "shl" else op      # SHL runs as SHR by a negative amount
-    kind = f"alu.{hw_op}.{'tensor' if imm is None else 'imm'}"
-    assert f'"{kind}"' in sch.mod.script()
+    hw_imm = 0 if imm is None else -imm if op == "shl" else imm
+    # the push carries UopPush's fields in order: op, use_imm, imm, then the pointers
+    assert f'"{ti.UOP_PUSH}", "{hw_op}", {int(imm is not None)}, {hw_imm},' in sch.mod.script()
 
 
 @pytest.mark.parametrize("op,imm,match", [("div", None, "unknown ALU op"), ("add", 1 << 15, "16-bit"),

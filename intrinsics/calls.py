@@ -1,0 +1,173 @@
+"""The typed calls between the lowering and the host: one frozen dataclass per `vta.*` call.
+
+A TIR `call_packed` / `call_extern` carries a flat list of arguments. Each call here declares
+its fields once; `args()` flattens them in field order and `from_args` rebuilds the call from
+that list, so the lowering (which builds the calls, with PrimExprs in the fields) and the host
+(which receives Python ints and strings) never count positions. A field declared with `ROWS`
+holds a variable number of equal-length rows and travels as its row count, then the rows.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from vta_sim import isa
+
+from .errors import CompileError
+
+#: Metadata of a field that holds rows of three values (dst, src, wgt): the micro-ops.
+ROWS = {"row_len": 3}
+#: The `op` of a UopPush that is a GEMM micro-op, or the accumulator reset.
+GEMM, RESET = "gemm", "reset"
+
+
+class Call:
+    """Base of the calls: the flat argument codec derived from the dataclass fields."""
+
+    NAME: ClassVar[str]
+
+    def args(self) -> list:
+        """The call's arguments, field by field (ROWS fields as a count, then the rows)."""
+        out = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.metadata.get("row_len"):
+                out.append(len(value))
+                out.extend(v for row in value for v in row)
+            else:
+                out.append(value)
+        return out
+
+    @classmethod
+    def from_args(cls, args):
+        """The call whose `args()` are `args`; int and str fields are converted to int and str."""
+        args, pos, values = list(args), 0, {}
+        for f in dataclasses.fields(cls):
+            width = f.metadata.get("row_len")
+            if width:
+                count = int(args[pos])
+                flat = args[pos + 1:pos + 1 + width * count]
+                values[f.name] = tuple(tuple(int(v) for v in flat[r * width:(r + 1) * width])
+                                       for r in range(count))
+                pos += 1 + width * count
+            else:
+                values[f.name] = _CONVERT.get(f.type, lambda v: v)(args[pos])
+                pos += 1
+        if pos != len(args):
+            raise CompileError(f"{cls.NAME}: {len(args)} arguments, its fields take {pos}")
+        return cls(**values)
+
+    def map(self, fn):
+        """The same call with `fn` applied to every value (rows value by value)."""
+        changes = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            changes[f.name] = (tuple(tuple(fn(v) for v in row) for row in value)
+                               if f.metadata.get("row_len") else fn(value))
+        return dataclasses.replace(self, **changes)
+
+
+_CONVERT = {"int": int, "str": str}
+
+
+@dataclass(frozen=True)
+class Load2D(Call):
+    """`Runtime.load_2d` of DRAM tensor `param` (its position in vta.begin) into SRAM entry `sram`."""
+
+    NAME: ClassVar[str] = "vta.load_2d"
+    param: int
+    offset: int
+    x_size: int
+    y_size: int
+    x_stride: int
+    sram: int
+    y_pad_0: int
+    y_pad_1: int
+    x_pad_0: int
+    x_pad_1: int
+
+
+@dataclass(frozen=True)
+class Store2D(Call):
+    """`Runtime.store_2d` of OUT entries from `sram` into DRAM tensor `param`."""
+
+    NAME: ClassVar[str] = "vta.store_2d"
+    param: int
+    offset: int
+    x_size: int
+    y_size: int
+    x_stride: int
+    sram: int
+
+
+@dataclass(frozen=True)
+class LoopNest(Call):
+    """A micro-op kernel: base entries, two loop levels with a factor per operand, the micro-ops
+    (entries relative to the bases). GEMM operands are (acc, inp, wgt); ALU ones (acc, acc, -)."""
+
+    dst_base: int
+    src_base: int
+    wgt_base: int
+    iter_out: int
+    iter_in: int
+    dst_factor_out: int
+    src_factor_out: int
+    wgt_factor_out: int
+    dst_factor_in: int
+    src_factor_in: int
+    wgt_factor_in: int
+    uops: tuple = field(metadata=ROWS)
+
+    @property
+    def nest(self) -> tuple:
+        """The loop-nest fields alone: what identifies the micro-op kernel."""
+        return tuple(getattr(self, f.name) for f in dataclasses.fields(LoopNest))
+
+
+@dataclass(frozen=True)
+class Gemm(LoopNest):
+    """A GEMM over the loop nest, or with `reset` the zeroing of its destinations."""
+
+    NAME: ClassVar[str] = "vta.gemm"
+    reset: int
+
+    @property
+    def label(self) -> str:
+        return RESET if self.reset else GEMM
+
+
+@dataclass(frozen=True)
+class Alu(LoopNest):
+    """An ALU op (an `isa.ALU_OPS` name) over the loop nest, with `imm` when `use_imm`."""
+
+    NAME: ClassVar[str] = "vta.alu"
+    op: str
+    use_imm: int
+    imm: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.op} imm" if self.use_imm else self.op
+
+
+@dataclass(frozen=True)
+class UopPush(Call):
+    """One micro-op of a tensor intrinsic's implementation: `op` is GEMM, RESET or an
+    `isa.ALU_OPS` name; `dst`, `x`, `y` are access pointers (0 where the op has no operand)."""
+
+    NAME: ClassVar[str] = "vta.uop_push"
+    op: str
+    use_imm: int
+    imm: int
+    dst: object
+    x: object
+    y: object
+
+    def __post_init__(self):
+        if self.op not in (GEMM, RESET, *isa.ALU_OPS):
+            raise CompileError(f"micro-op {self.op!r}; accepted: {', '.join((GEMM, RESET, *isa.ALU_OPS))}")
+
+    @property
+    def is_alu(self) -> bool:
+        return self.op in isa.ALU_OPS
