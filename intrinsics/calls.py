@@ -72,16 +72,23 @@ _CONVERT = {"int": int, "str": str}
 
 
 @dataclass(frozen=True)
-class Load2D(Call):
-    """`Runtime.load_2d` of DRAM tensor `param` (its position in vta.begin) into SRAM entry `sram`."""
+class Rows2D(Call):
+    """The rows a DMA moves: `y_size` rows of `x_size` elements of DRAM tensor `param` (its
+    position in vta.begin) from element `offset`, `x_stride` apart, at SRAM entry `sram`."""
 
-    NAME: ClassVar[str] = "vta.load_2d"
     param: int
     offset: int
     x_size: int
     y_size: int
     x_stride: int
     sram: int
+
+
+@dataclass(frozen=True)
+class Load2D(Rows2D):
+    """`Runtime.load_2d`: the rows into SRAM, zero-padded."""
+
+    NAME: ClassVar[str] = "vta.load_2d"
     y_pad_0: int
     y_pad_1: int
     x_pad_0: int
@@ -89,16 +96,10 @@ class Load2D(Call):
 
 
 @dataclass(frozen=True)
-class Store2D(Call):
-    """`Runtime.store_2d` of OUT entries from `sram` into DRAM tensor `param`."""
+class Store2D(Rows2D):
+    """`Runtime.store_2d`: OUT entries from `sram` into the rows."""
 
     NAME: ClassVar[str] = "vta.store_2d"
-    param: int
-    offset: int
-    x_size: int
-    y_size: int
-    x_stride: int
-    sram: int
 
 
 @dataclass(frozen=True)
