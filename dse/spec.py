@@ -101,10 +101,10 @@ class Spec:
                 for values in grid for w in self.workloads for v in self.vthreads]
 
 
-def _list(spec: dict, field: str, default=None) -> list:
+def _list(spec: dict, field: str, default=None, label: str | None = None) -> list:
     value = spec.get(field, default)
     if not isinstance(value, list) or not value:
-        raise SpecError(f"spec field {field!r} must be a non-empty list, got {value!r}")
+        raise SpecError(f"spec field {label or field!r} must be a non-empty list, got {value!r}")
     return value
 
 
@@ -129,7 +129,7 @@ def from_dict(spec: dict) -> Spec:
     if bad:
         raise SpecError(f"unknown config key(s) {', '.join(bad)} in 'configs'; accepted: {', '.join(CONFIG_KEYS)}")
     for k in configs:
-        _ints(f"configs.{k}", _list(configs, k))
+        _ints(f"configs.{k}", _list(configs, k, label=f"configs.{k}"))
     vthreads = _list(spec, "vthreads", [2])
     _ints("vthreads", vthreads)
     if set(vthreads) - {1, 2}:

@@ -62,3 +62,14 @@ def test_schedules_never_imports_dse():
     offenders = [p.name for p in root.glob("*.py")
                  if any(line.lstrip().startswith(("import dse", "from dse")) for line in p.read_text().splitlines())]
     assert offenders == []
+
+
+def test_tune_flag_reaches_the_dse_plugin_and_excludes_tiles(capsys):
+    import dse.cli
+    from schedules import cli as schedules_cli
+    from vta_sim.cli import main
+
+    assert schedules_cli._tuner() is dse.cli.tune
+    argv = ["conv2d", "--h", "8", "--ic", "16", "--oc", "16", "--k", "3", "--tune", "3", "--tiles", "1", "1", "1"]
+    assert main(argv) == 2
+    assert "give --tune or --tiles, not both" in capsys.readouterr().err
