@@ -1,7 +1,8 @@
 """The TVM side of VTA-8: tensor intrinsics, the lowering to runtime calls, and their host side.
 
-Importing the package registers the `tir_pipeline="vta"` of `tvm.compile` and the `vta.*`
-packed functions a compiled program calls, so a module built here runs when called.
+Importing the package registers the `vta.*` packed functions a compiled program calls
+(`host.HOST`), so a module built here runs when called; `compile_vta` compiles with a fresh
+`lower.Lowering`.
 """
 from . import host, lower, tensor_intrin
 from .build import CompiledKernel, attach_config, compile_vta

@@ -1,7 +1,7 @@
 """Lowering of a scheduled, tensorized PrimFunc to a host program that drives `vta_sim.runtime`.
 
-`tvm.compile(mod, target="llvm", tir_pipeline="vta")` runs TVM's own block lowering (to flat
-loops over flattened buffers), then `LowerVTA`:
+`Lowering().compile(mod)` (`tvm.compile` with the pipeline `"vta"`) runs TVM's own block
+lowering (to flat loops over flattened buffers), then `LowerVTA`:
 
 1. translate: DMA copy nests -> `load_2d`/`store_2d` (intrinsics.dma); the loop nests around
    `vta.uop_push` calls -> one GEMM/ALU op whose two outer loops become `iter_out`/`iter_in`
