@@ -7,11 +7,12 @@ Both put the int32 accumulator and every epilogue stage in the ACC scope under o
 from __future__ import annotations
 
 from intrinsics.errors import CompileError
-from intrinsics.tensor_intrin import SCOPES, alu_intrin, gemm_intrin, reset_intrin, tensorize_loop
+from intrinsics.tensor_intrin import (SCOPES, alu_intrin, alu_update_intrin, gemm_intrin, reset_intrin,
+                                       tensorize_loop)
 from vta_sim.config import Config
 from vta_sim.timing import DmaCost
 
-from .vta_workloads import EPILOGUE, INT8_MAX, INT8_MIN, epilogue
+from .vta_workloads import epilogue, scratch_regions, vector_inputs
 
 
 def read_index(sch, block, name: str) -> int:
@@ -20,20 +21,49 @@ def read_index(sch, block, name: str) -> int:
     return reads.index(name)
 
 
-def schedule_epilogue(sch, cfg: Config, tile_loop, shift: int, bias_name: str = "bias",
-                      lo: int = INT8_MIN, hi: int = INT8_MAX) -> None:
-    """Bias into ACC, the requantisation stages as in-place ALU ops, the int8 result as a store."""
-    for stage, _, _ in EPILOGUE:
-        block = sch.get_sblock(stage)
+def schedule_epilogue(sch, cfg: Config, tile_loop, requant) -> None:
+    """The per-channel inputs into ACC, each requantisation stage (`vta_workloads.epilogue`) as
+    one in-place ALU op (a scratch as a reset), the int8 result as a store."""
+    stages = epilogue(requant)
+    for st in stages:
+        block = sch.get_sblock(st.name)
         sch.set_scope(block, 0, SCOPES["acc"])
         sch.reverse_compute_at(block, tile_loop)
     sch.reverse_compute_at(sch.get_sblock("out"), tile_loop)
-    add = sch.get_sblock("bias_add")
-    bias = sch.cache_read(add, read_index(sch, add, bias_name), SCOPES["acc"])
-    sch.compute_at(bias, tile_loop)
-    for stage, op, value in epilogue(shift, lo, hi):
-        block = sch.get_sblock(stage)
-        sch.tensorize(tensorize_loop(sch, block, cfg), alu_intrin(cfg, op, value))
+    _check_order(sch, tile_loop, stages)
+    for st in stages:
+        block = sch.get_sblock(st.name)
+        if isinstance(st.y, str) and st.y not in {s.name for s in stages}:
+            vector = sch.cache_read(block, read_index(sch, block, st.y), SCOPES["acc"])
+            sch.compute_at(vector, tile_loop)
+    for st in stages:
+        block = sch.get_sblock(st.name)
+        if st.op == "copy":
+            _tensorize_copy(sch, cfg, block, tile_loop)
+        else:
+            sch.tensorize(tensorize_loop(sch, block, cfg),
+                          alu_intrin(cfg, st.op, st.y if isinstance(st.y, int) else None))
+
+
+def _tensorize_copy(sch, cfg: Config, block, tile_loop) -> None:
+    """A copy stage (a sum over one term, whose unit loop reverse_compute_at drops): the init
+    (reset) in a loop nest of its own, the update an in-place ALU ADD with a tensor operand."""
+    loops = sch.get_loops(block)
+    outer = [sch.get(lp) for lp in loops].index(sch.get(tile_loop)) + 1
+    init = sch.decompose_reduction(block, sch.get_loops(block)[outer])
+    sch.tensorize(tensorize_loop(sch, init, cfg), reset_intrin(cfg))
+    sch.tensorize(tensorize_loop(sch, block, cfg), alu_update_intrin(cfg, "add"))
+
+
+def _check_order(sch, tile_loop, stages) -> None:
+    """An ALU writes in place, which TE cannot see: a stage that overwrites a value (mul_hi over
+    the clamped value) must come after every other reader of it (the scratch copy)."""
+    order = {sch.get(b).name_hint: i for i, b in enumerate(sch.get_child_blocks(tile_loop))}
+    for st in stages:
+        for reader in stages:
+            if st.x is not None and reader.y == st.x and order[reader.name] > order[st.name]:
+                raise CompileError(f"internal: epilogue stage {st.name} overwrites {st.x} in place "
+                                   f"before {reader.name} reads it")
 
 
 def tensorize_reduction(sch, cfg: Config, block, init_loop) -> None:
@@ -102,10 +132,20 @@ def row_read_cycles(cfg: Config, nbytes: float) -> float:
     return sum(DmaCost(cfg).read_bursts(0, int(nbytes)))
 
 
-def epilogue_cycles(cfg: Config, entries: float) -> float:
-    """Bias load plus the requantisation ALU stages over `entries` ACC entries (tensor operand: 2/entry)."""
-    per_entry = 1 + sum(2 if imm is None else 1 for _, _, imm in EPILOGUE)
-    return per_entry * entries + (len(EPILOGUE) + 1) * cfg.ALU_PIPELINE
+def epilogue_cycles(cfg: Config, entries: float, requant=None) -> float:
+    """The accumulator's reset plus the requantisation stages over `entries` ACC entries
+    (tensor operand: 2/entry, immediate or reset: 1/entry); `requant` as in vta_workloads.epilogue."""
+    stages = epilogue(requant)
+    per_entry = 1 + sum(2 if isinstance(st.y, str) else 1 for st in stages) + scratch_regions(stages)
+    instructions = 1 + len(stages) + scratch_regions(stages)      # a copy is a reset and an ADD
+    return per_entry * entries + instructions * cfg.ALU_PIPELINE
+
+
+def epilogue_acc(requant, tile_entries: int, channel_blocks: int) -> int:
+    """ACC entries one output tile needs: the accumulator, the epilogue's scratch regions, and
+    one entry per channel block for each per-channel input (the bias, fixed point's vectors)."""
+    stages = epilogue(requant)
+    return tile_entries * (1 + scratch_regions(stages)) + channel_blocks * len(vector_inputs(stages))
 
 
 def pipelined_cycles(vthreads: int, tiles: int, chunks: int, gemm: float, load: float, epilogue: float,

@@ -24,7 +24,7 @@ from vta_sim.config import Config
 from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
-from .vta_common import (best_tiles, epilogue_cycles, padded_extent, pipelined_cycles, read_index,
+from .vta_common import (best_tiles, epilogue_acc, epilogue_cycles, padded_extent, pipelined_cycles, read_index,
                           row_read_cycles, schedule_epilogue, tensorize_reduction, tile_sizes,
                           tile_waste)
 
@@ -99,17 +99,18 @@ def input_rows(s: ConvShape, rows: int) -> int:
     return (rows - 1) * s.stride + s.k
 
 
-def footprint(cfg: Config, s: ConvShape, t: ConvTiles) -> dict:
-    """SRAM entries one thread needs, and the GEMM kernel's micro-ops."""
+def footprint(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> dict:
+    """SRAM entries one thread needs, and the GEMM kernel's micro-ops (`requant`: the epilogue,
+    see vta_workloads.epilogue; None: power-of-two)."""
     rows_in = input_rows(s, t.rows)
     nb = batch_tile(cfg, s, t)
     return {"inp": t.ic_blocks * rows_in * (s.w + 2 * s.pad) * nb,
             "wgt": t.oc_blocks * t.ic_blocks * s.k * s.k,
-            "acc": t.oc_blocks * t.rows * s.ow * nb + t.oc_blocks,
+            "acc": epilogue_acc(requant, t.oc_blocks * t.rows * s.ow * nb, t.oc_blocks),
             "uop": t.oc_blocks * t.ic_blocks * s.k * s.k}
 
 
-def usable(cfg: Config, s: ConvShape, t: ConvTiles) -> str | None:
+def usable(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> str | None:
     """None when the tiles suit the shape (see vta_common.tile_waste) and fit, else the reason."""
     if t.split not in ("h", "oc") or t.vthreads not in (1, 2):
         return f"vthreads = {t.vthreads} on {t.split!r}: use 1 or 2 threads on 'h' or 'oc'"
@@ -122,12 +123,12 @@ def usable(cfg: Config, s: ConvShape, t: ConvTiles) -> str | None:
         why = tile_waste(name, tile, total, unit, threads)
         if why:
             return why
-    return fits(cfg, s, t)
+    return fits(cfg, s, t, requant)
 
 
-def fits(cfg: Config, s: ConvShape, t: ConvTiles) -> str | None:
+def fits(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> str | None:
     """None when the tiles fit the buffers, else the reason."""
-    need = footprint(cfg, s, t)
+    need = footprint(cfg, s, t, requant)
     for sram in ("inp", "wgt", "acc"):
         have = cfg.buffers[sram].depth // t.vthreads
         if need[sram] > have:
@@ -139,7 +140,7 @@ def fits(cfg: Config, s: ConvShape, t: ConvTiles) -> str | None:
     return None
 
 
-def estimate_cycles(cfg: Config, s: ConvShape, t: ConvTiles) -> float:
+def estimate_cycles(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> float:
     """A rough cycle model (docs/timing.md) used only to rank candidate tiles.
 
     Counts the tiles of the computed (padded) shape, so remainder tiles cost their waste."""
@@ -156,7 +157,8 @@ def estimate_cycles(cfg: Config, s: ConvShape, t: ConvTiles) -> float:
             + t.oc_blocks * row_read_cycles(cfg, wgt_bytes))
     out_entries = nb * t.oc_blocks * t.rows * s.ow
     store = out_entries * cfg.buffers["out"].entry_bytes / bus + t.oc_blocks * cfg.DMA_WRITE_LATENCY
-    return pipelined_cycles(t.vthreads, tiles, chunks, gemm, load, epilogue_cycles(cfg, out_entries), store)
+    return pipelined_cycles(t.vthreads, tiles, chunks, gemm, load, epilogue_cycles(cfg, out_entries, requant),
+                            store)
 
 
 def candidates(cfg: Config, s: ConvShape, v: int) -> list:
@@ -170,7 +172,7 @@ def candidates(cfg: Config, s: ConvShape, v: int) -> list:
             for ci in tile_sizes(ib)]
 
 
-def choose_tiles(cfg: Config, s: ConvShape, vthreads: int = 1) -> ConvTiles:
+def choose_tiles(cfg: Config, s: ConvShape, vthreads: int = 1, requant=None) -> ConvTiles:
     """The usable tiling with the lowest estimated cycles; refuses shapes that cannot fit.
 
     With two threads requested but no two-thread tiling usable (too few rows and channel blocks
@@ -179,28 +181,28 @@ def choose_tiles(cfg: Config, s: ConvShape, vthreads: int = 1) -> ConvTiles:
         raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
     what = f"conv2d {s} on {cfg.name} with {vthreads} virtual thread(s)"
     try:
-        return best_tiles(candidates(cfg, s, vthreads), lambda t: usable(cfg, s, t),
-                          lambda t: estimate_cycles(cfg, s, t), what)
+        return best_tiles(candidates(cfg, s, vthreads), lambda t: usable(cfg, s, t, requant),
+                          lambda t: estimate_cycles(cfg, s, t, requant), what)
     except CompileError:
         if vthreads == 1:
             raise
-    return best_tiles(candidates(cfg, s, 1), lambda t: usable(cfg, s, t), lambda t: estimate_cycles(cfg, s, t),
+    return best_tiles(candidates(cfg, s, 1), lambda t: usable(cfg, s, t, requant), lambda t: estimate_cycles(cfg, s, t, requant),
                       f"conv2d {s} on {cfg.name} with 1 virtual thread (2 do not fit)")
 
 
-def check_tiles(cfg: Config, s: ConvShape, t: ConvTiles) -> None:
-    why = usable(cfg, s, t)
+def check_tiles(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> None:
+    why = usable(cfg, s, t, requant)
     if why:
         raise CompileError(f"tiles {t} for conv2d {s} on {cfg.name}: {why}")
 
 
-def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift: int, lo: int = wl.INT8_MIN,
-             hi: int = wl.INT8_MAX):
+def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = wl.INT8_MIN, hi: int = wl.INT8_MAX):
     """The scheduled, tensorized TensorIR module of a packed conv2d computing
     `computed_shape(cfg, s, t)`."""
-    check_tiles(cfg, s, t)
+    requant = wl.requantisation(shift, lo, hi)
+    check_tiles(cfg, s, t, requant)
     c = computed_shape(cfg, s, t)
-    work = wl.conv2d(cfg, c.n, c.h, c.w, c.ic, c.oc, c.k, c.pad, c.stride, shift, lo, hi)
+    work = wl.conv2d(cfg, c.n, c.h, c.w, c.ic, c.oc, c.k, c.pad, c.stride, requant)
     sch = s_tir.Schedule(te.create_prim_func(work.tensors))
     conv = sch.get_sblock("conv")
     n, ch, y, x, b, o, ric, rkh, rkw, rii = sch.get_loops(conv)
@@ -218,12 +220,12 @@ def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift: int, lo: int = wl.I
     sch.compute_at(pad, ic_t)
     wgt = sch.cache_read(conv, read_index(sch, conv, "weight"), SCOPES["wgt"])
     sch.compute_at(wgt, ic_t)
-    schedule_epilogue(sch, cfg, n_i, shift, lo=lo, hi=hi)
+    schedule_epilogue(sch, cfg, n_i, requant)
     tensorize_reduction(sch, cfg, conv, ic_t)
     return sch.mod
 
 
-def build(cfg: Config, s: ConvShape, t: ConvTiles, shift: int, lo: int = wl.INT8_MIN,
-          hi: int = wl.INT8_MAX):
-    """The compiled kernel on the packed layouts of `computed_shape(cfg, s, t)`."""
+def build(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = wl.INT8_MIN, hi: int = wl.INT8_MAX):
+    """The compiled kernel on the packed layouts of `computed_shape(cfg, s, t)`; `shift`: an int
+    (with `lo`/`hi`), a vta_ops.Requant or a fixed_point.ScaledRequant (vta_workloads.epilogue)."""
     return compile_vta(schedule(cfg, s, t, shift, lo, hi), cfg)

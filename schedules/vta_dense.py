@@ -21,7 +21,7 @@ from vta_sim.config import Config
 from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
-from .vta_common import (best_tiles, epilogue_cycles, padded_extent, pipelined_cycles, read_index,
+from .vta_common import (best_tiles, epilogue_acc, epilogue_cycles, padded_extent, pipelined_cycles, read_index,
                           row_read_cycles, schedule_epilogue, tensorize_reduction, tile_sizes,
                           tile_waste)
 
@@ -61,7 +61,7 @@ def computed_shape(cfg: Config, s: DenseShape, t: DenseTiles) -> DenseShape:
                       padded_extent(nb, t.cols, t.threads_on("n")) * cfg.BLOCK_OUT)
 
 
-def usable(cfg: Config, s: DenseShape, t: DenseTiles) -> str | None:
+def usable(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> str | None:
     """None when the tiles suit the shape (see vta_common.tile_waste) and fit, else the reason."""
     if t.split not in ("m", "n") or t.vthreads not in (1, 2):
         return f"vthreads = {t.vthreads} on {t.split!r}: use 1 or 2 threads on 'm' or 'n'"
@@ -73,11 +73,11 @@ def usable(cfg: Config, s: DenseShape, t: DenseTiles) -> str | None:
         why = tile_waste(name, tile, total, unit, threads)
         if why:
             return why
-    return fits(cfg, s, t)
+    return fits(cfg, s, t, requant)
 
 
-def fits(cfg: Config, s: DenseShape, t: DenseTiles) -> str | None:
-    need = {"inp": t.rows * t.k_blocks, "wgt": t.cols * t.k_blocks, "acc": t.rows * t.cols + t.cols}
+def fits(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> str | None:
+    need = {"inp": t.rows * t.k_blocks, "wgt": t.cols * t.k_blocks, "acc": epilogue_acc(requant, t.rows * t.cols, t.cols)}
     for sram, n in need.items():
         have = cfg.buffers[sram].depth // t.vthreads
         if n > have:
@@ -87,7 +87,7 @@ def fits(cfg: Config, s: DenseShape, t: DenseTiles) -> str | None:
     return None
 
 
-def estimate_cycles(cfg: Config, s: DenseShape, t: DenseTiles) -> float:
+def estimate_cycles(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> float:
     """A rough cycle model (docs/timing.md) used only to rank candidate tiles.
 
     Counts the tiles of the computed (padded) shape, so remainder tiles cost their waste."""
@@ -101,7 +101,8 @@ def estimate_cycles(cfg: Config, s: DenseShape, t: DenseTiles) -> float:
     load = t.rows * row_read_cycles(cfg, inp_row) + t.cols * row_read_cycles(cfg, wgt_row)
     out_entries = t.rows * t.cols
     store = out_entries * cfg.buffers["out"].entry_bytes / bus + t.rows * cfg.DMA_WRITE_LATENCY
-    return pipelined_cycles(t.vthreads, tiles, chunks, gemm, load, epilogue_cycles(cfg, out_entries), store)
+    return pipelined_cycles(t.vthreads, tiles, chunks, gemm, load, epilogue_cycles(cfg, out_entries, requant),
+                            store)
 
 
 def candidates(cfg: Config, s: DenseShape, v: int) -> list:
@@ -114,35 +115,35 @@ def candidates(cfg: Config, s: DenseShape, v: int) -> list:
             for kc in tile_sizes(kb)]
 
 
-def choose_tiles(cfg: Config, s: DenseShape, vthreads: int = 1) -> DenseTiles:
+def choose_tiles(cfg: Config, s: DenseShape, vthreads: int = 1, requant=None) -> DenseTiles:
     """The usable tiling with the lowest estimated cycles; falls back to one thread when no
     two-thread tiling is usable (a single row and column block, or SRAMs too small)."""
     if vthreads not in (1, 2):
         raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
     try:
-        return best_tiles(candidates(cfg, s, vthreads), lambda t: usable(cfg, s, t),
-                          lambda t: estimate_cycles(cfg, s, t),
+        return best_tiles(candidates(cfg, s, vthreads), lambda t: usable(cfg, s, t, requant),
+                          lambda t: estimate_cycles(cfg, s, t, requant),
                           f"dense {s} on {cfg.name} with {vthreads} virtual thread(s)")
     except CompileError:
         if vthreads == 1:
             raise
-    return best_tiles(candidates(cfg, s, 1), lambda t: usable(cfg, s, t), lambda t: estimate_cycles(cfg, s, t),
+    return best_tiles(candidates(cfg, s, 1), lambda t: usable(cfg, s, t, requant), lambda t: estimate_cycles(cfg, s, t, requant),
                       f"dense {s} on {cfg.name} with 1 virtual thread (2 do not fit)")
 
 
-def check_tiles(cfg: Config, s: DenseShape, t: DenseTiles) -> None:
-    why = usable(cfg, s, t)
+def check_tiles(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> None:
+    why = usable(cfg, s, t, requant)
     if why:
         raise CompileError(f"tiles {t} for dense {s} on {cfg.name}: {why}")
 
 
-def schedule(cfg: Config, s: DenseShape, t: DenseTiles, shift: int, lo: int = wl.INT8_MIN,
-             hi: int = wl.INT8_MAX):
+def schedule(cfg: Config, s: DenseShape, t: DenseTiles, shift, lo: int = wl.INT8_MIN, hi: int = wl.INT8_MAX):
     """The scheduled, tensorized TensorIR module of a packed dense layer computing
     `computed_shape(cfg, s, t)`."""
-    check_tiles(cfg, s, t)
+    requant = wl.requantisation(shift, lo, hi)
+    check_tiles(cfg, s, t, requant)
     c = computed_shape(cfg, s, t)
-    work = wl.dense(cfg, c.m, c.k, c.n, shift, lo, hi)
+    work = wl.dense(cfg, c.m, c.k, c.n, requant)
     sch = s_tir.Schedule(te.create_prim_func(work.tensors))
     gemm = sch.get_sblock("gemm")
     i, j, b, o, ko, ki = sch.get_loops(gemm)
@@ -157,12 +158,12 @@ def schedule(cfg: Config, s: DenseShape, t: DenseTiles, shift: int, lo: int = wl
     for name, scope in (("data", "inp"), ("weight", "wgt")):
         cache = sch.cache_read(gemm, read_index(sch, gemm, name), SCOPES[scope])
         sch.compute_at(cache, k_t)
-    schedule_epilogue(sch, cfg, tile, shift, lo=lo, hi=hi)
+    schedule_epilogue(sch, cfg, tile, requant)
     tensorize_reduction(sch, cfg, gemm, k_t)
     return sch.mod
 
 
-def build(cfg: Config, s: DenseShape, t: DenseTiles, shift: int, lo: int = wl.INT8_MIN,
-          hi: int = wl.INT8_MAX):
-    """The compiled kernel on the packed layouts of `computed_shape(cfg, s, t)`."""
+def build(cfg: Config, s: DenseShape, t: DenseTiles, shift, lo: int = wl.INT8_MIN, hi: int = wl.INT8_MAX):
+    """The compiled kernel on the packed layouts of `computed_shape(cfg, s, t)`; `shift`: an int
+    (with `lo`/`hi`), a vta_ops.Requant or a fixed_point.ScaledRequant (vta_workloads.epilogue)."""
     return compile_vta(schedule(cfg, s, t, shift, lo, hi), cfg)

@@ -20,6 +20,7 @@ from . import vta_conv2d as vc
 from . import vta_dense as vd
 from . import tuning_db
 from . import vta_workloads as wl
+from .fixed_point import ScaledRequant
 from .op_kernel import OpKernel
 
 
@@ -57,14 +58,16 @@ def _inputs(op: str, inputs: tuple, expected: dict) -> list:
     return arrays
 
 
-def _tiles(cfg: Config, op: str, module, s, vthreads: int, tiles):
+def _tiles(cfg: Config, op: str, module, s, vthreads: int, tiles, requant):
     """`tiles` if given, else the tuning database's record for the shape, else the cycle model's
-    choice (`module.choose_tiles`). A record that no longer suits the shape is refused loudly."""
+    choice (`module.choose_tiles`). A record that no longer suits the shape is refused loudly.
+    Records are measured with the power-of-two epilogue, so a ScaledRequant (more ACC, a longer
+    epilogue) always takes the cycle model's choice."""
     if tiles is not None:
         return tiles
-    record = tuning_db.lookup(cfg, op, s, vthreads)
+    record = None if isinstance(requant, ScaledRequant) else tuning_db.lookup(cfg, op, s, vthreads)
     if record is None:
-        return module.choose_tiles(cfg, s, vthreads)
+        return module.choose_tiles(cfg, s, vthreads, requant)
     tuned = (vc.ConvTiles if op == "conv2d" else vd.DenseTiles)(**record["tiles"])
     why = module.usable(cfg, s, tuned)
     if why:
@@ -73,28 +76,44 @@ def _tiles(cfg: Config, op: str, module, s, vthreads: int, tiles):
     return tuned
 
 
-def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant, vthreads=2,
-                  tiles=None) -> OpKernel:
+def _channel_inputs(op: str, requant, channels: int) -> dict:
+    """The per-channel int32 inputs after data and weight: the bias, and with a ScaledRequant
+    a_min, a_max, m_hi, m_lo (fixed_point.ChannelParams), each of length `channels`."""
+    if not isinstance(requant, (Requant, ScaledRequant)):
+        raise CompileError(f"{op}: requant {requant!r} is neither a vta_ops.Requant nor a "
+                           "fixed_point.ScaledRequant")
+    return {v: ((channels,), "int32") for v in wl.vector_inputs(wl.epilogue(requant))}
+
+
+def _pack_channels(arrays, padded: int, cfg: Config) -> tuple:
+    """Per-channel vectors as the bias is packed: one ACC entry per channel block, replicated
+    over the batch lanes, zero for padded channels."""
+    return tuple(pk.pack_bias(pk.zero_pad(v, (padded,)), cfg.BATCH, cfg.BLOCK_OUT) for v in arrays)
+
+
+def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant | ScaledRequant,
+                  vthreads=2, tiles=None) -> OpKernel:
     """A compiled conv2d: (N,IC,H,W) int8 data, (OC,IC,K,K) int8 weight, (OC,) int32 bias ->
-    (N,OC,OH,OW) int8. `tiles` (a vta_conv2d.ConvTiles) overrides the automatic choice and
+    (N,OC,OH,OW) int8. A ScaledRequant adds the (OC,) int32 inputs a_min, a_max, m_hi, m_lo
+    (fixed_point.ChannelParams) after the bias. `tiles` (a vta_conv2d.ConvTiles) overrides the automatic choice and
     carries its own thread count; otherwise the tuning database's tiles, else choose_tiles' (two
     threads fall back to one where they cannot help)."""
     _positive("conv2d", n=n, h=h, w=w, ic=ic, oc=oc, k=k, stride=stride)
     for size in (h, w):
         wl.out_size(size, k, pad, stride)      # refuses impossible kernel/pad/stride early
+    channels = _channel_inputs("conv2d", requant, oc)
     s = vc.ConvShape(n, h, w, ic, oc, k, pad, stride)
-    t = _tiles(cfg, "conv2d", vc, s, vthreads, tiles)
-    kernel = vc.build(cfg, s, t, requant.shift, requant.lo, requant.hi)
+    t = _tiles(cfg, "conv2d", vc, s, vthreads, tiles, requant)
+    kernel = vc.build(cfg, s, t, requant)
     c = vc.computed_shape(cfg, s, t)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
 
     def pack(*inputs):
-        data, weight, bias = _inputs("conv2d", inputs, {
-            "data": ((n, ic, h, w), "int8"), "weight": ((oc, ic, k, k), "int8"),
-            "bias": ((oc,), "int32")})
+        data, weight, *vectors = _inputs("conv2d", inputs, {
+            "data": ((n, ic, h, w), "int8"), "weight": ((oc, ic, k, k), "int8"), **channels})
         return (pk.pack_nchw(pk.zero_pad(data, (c.n, c.ic, c.h, c.w)), B, BI),
                 pk.pack_oihw(pk.zero_pad(weight, (c.oc, c.ic, k, k)), BO, BI),
-                pk.pack_bias(pk.zero_pad(bias, (c.oc,)), B, BO))
+                *_pack_channels(vectors, c.oc, cfg))
 
     def unpack(out):
         return np.ascontiguousarray(pk.unpack_nchw(out)[:n, :oc, :s.oh, :s.ow])
@@ -102,22 +121,25 @@ def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant
     return OpKernel("conv2d", kernel, pack, unpack, macs=s.macs(), tiles=t)
 
 
-def dense_kernel(cfg: Config, m, k, n, requant: Requant, vthreads=2, tiles=None) -> OpKernel:
+def dense_kernel(cfg: Config, m, k, n, requant: Requant | ScaledRequant, vthreads=2,
+                 tiles=None) -> OpKernel:
     """A compiled dense: (M,K) int8 data, (N,K) int8 weight, (N,) int32 bias -> (M,N) int8.
+    A ScaledRequant adds the (N,) int32 inputs a_min, a_max, m_hi, m_lo after the bias.
     `tiles` (a vta_dense.DenseTiles) overrides the tuning database and the automatic choice."""
     _positive("dense", m=m, k=k, n=n)
+    channels = _channel_inputs("dense", requant, n)
     s = vd.DenseShape(m, k, n)
-    t = _tiles(cfg, "dense", vd, s, vthreads, tiles)
-    kernel = vd.build(cfg, s, t, requant.shift, requant.lo, requant.hi)
+    t = _tiles(cfg, "dense", vd, s, vthreads, tiles, requant)
+    kernel = vd.build(cfg, s, t, requant)
     c = vd.computed_shape(cfg, s, t)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
 
     def pack(*inputs):
-        data, weight, bias = _inputs("dense", inputs, {
-            "data": ((m, k), "int8"), "weight": ((n, k), "int8"), "bias": ((n,), "int32")})
+        data, weight, *vectors = _inputs("dense", inputs, {
+            "data": ((m, k), "int8"), "weight": ((n, k), "int8"), **channels})
         return (pk.pack_rows(pk.zero_pad(data, (c.m, c.k)), B, BI, "data"),
                 pk.pack_rows(pk.zero_pad(weight, (c.n, c.k)), BO, BI, "weight"),
-                pk.pack_bias(pk.zero_pad(bias, (c.n,)), B, BO))
+                *_pack_channels(vectors, c.n, cfg))
 
     def unpack(out):
         return np.ascontiguousarray(pk.unpack_rows(out)[:m, :n])

@@ -2,7 +2,8 @@
 numpy int64 references.
 
 Epilogue of real int8 inference: accumulate int32, add an int32 bias, arithmetic shift right,
-clip to [lo, hi] (default [-128, 127]; lo = 0 folds a ReLU), store int8. Each step is its own
+clip to [lo, hi] (default [-128, 127]; lo = 0 folds a ReLU), store int8; or the fixed-point
+sequence of a real per-channel multiplier (schedules.fixed_point). Each step is its own
 TE stage so the schedule can tensorize it onto one ALU instruction; the ALU expressions come from intrinsics.tensor_intrin so the stages
 match the intrinsic descriptions exactly.
 """
@@ -18,22 +19,33 @@ from intrinsics.tensor_intrin import ALU_EXPRS
 from vta_sim.config import Config
 from vta_sim.packing import check_blocks
 
+from .fixed_point import ScaledRequant
+
 
 INT8_MIN, INT8_MAX = -128, 127
 
 
 class Workload(NamedTuple):
     """TE tensors in call order (inputs..., output); the schedules find stages by block name:
-    pad (conv input), conv / gemm, bias_add, shr, clip_lo, clip_hi, out."""
+    pad (conv input), conv / gemm, the `epilogue` stages, out."""
 
     tensors: list
 
 
-#: The epilogue stages in order: block name, ALU op, immediate (None: the bias tensor;
-#: "shift": the workload's shift; a number: the default clip bound, which `epilogue` replaces by
-#: the op's lo/hi). The schedules tensorize each onto one ALU instruction.
-EPILOGUE = (("bias_add", "add", None), ("shr", "shr", "shift"), ("clip_lo", "max", INT8_MIN),
-            ("clip_hi", "min", INT8_MAX))
+class Stage(NamedTuple):
+    """One epilogue step, one ALU instruction per output tile: block `name` = op(stage `x`, `y`),
+    written in place into x's ACC storage. `y` is an immediate (int) or a tensor: a per-channel
+    input (one ACC entry per channel block, like the bias) or an earlier stage. op "copy" puts
+    stage `y` into a fresh ACC region (a scratch): a reset, then ADD tensor."""
+
+    name: str
+    op: str
+    x: str | None
+    y: int | str | None
+
+
+#: Per-channel int32 kernel inputs the epilogues read (after data and weight, in this order).
+VECTORS = ("bias", "a_min", "a_max", "m_hi", "m_lo")
 
 
 def check_requant(shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> None:
@@ -45,22 +57,94 @@ def check_requant(shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> None:
                            f"{INT8_MAX} (the result is stored as int8)")
 
 
-def epilogue(shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> tuple:
-    """EPILOGUE with each immediate resolved: (block name, ALU op, value or None for the bias)."""
+class PowerOfTwo(NamedTuple):
+    """(acc + bias) >> shift, clipped to [lo, hi] (vta_ops.Requant is the checked public form)."""
+
+    shift: int
+    lo: int = INT8_MIN
+    hi: int = INT8_MAX
+
+
+def requantisation(shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
+    """The workloads' (shift, lo, hi) arguments as one object: an int shift with its bounds, or a
+    requantisation object (vta_ops.Requant, fixed_point.ScaledRequant) that carries its own."""
+    if isinstance(shift, (int, np.integer)):
+        check_requant(int(shift), lo, hi)
+        return PowerOfTwo(int(shift), lo, hi)
+    if (lo, hi) != (INT8_MIN, INT8_MAX):
+        raise CompileError(f"clip bounds lo = {lo}, hi = {hi} given beside {shift!r}: they belong "
+                           "inside the requantisation")
+    if not isinstance(shift, ScaledRequant) and not all(hasattr(shift, f) for f in PowerOfTwo._fields):
+        raise CompileError(f"requantisation {shift!r}: expected a shift (int), a vta_ops.Requant or a "
+                           "fixed_point.ScaledRequant")
+    return shift
+
+
+def epilogue(requant=None, lo: int = INT8_MIN, hi: int = INT8_MAX) -> tuple:
+    """The requantisation stages after the accumulator ("acc"), in program order.
+
+    `requant`, `lo`, `hi` as for `requantisation`; None gives the power-of-two stages' shape,
+    which is all that footprint and cost need (they do not depend on the immediates)."""
+    r = PowerOfTwo(0) if requant is None else requantisation(requant, lo, hi)
+    if isinstance(r, ScaledRequant):
+        return _scaled_epilogue(r)
+    shift, lo, hi = r.shift, r.lo, r.hi
     check_requant(shift, lo, hi)
-    values = {"shr": shift, "clip_lo": lo, "clip_hi": hi}
-    return tuple((name, op, None if imm is None else values[name]) for name, op, imm in EPILOGUE)
+    return (Stage("bias_add", "add", "acc", "bias"), Stage("shr", "shr", "bias_add", shift),
+            Stage("clip_lo", "max", "shr", lo), Stage("clip_hi", "min", "clip_lo", hi))
 
 
-def requantize(acc, bias, shift: int, bias_index, lo: int = INT8_MIN, hi: int = INT8_MAX):
-    """The epilogue after an int32 accumulator `acc`; returns the int8 output stage "out"."""
-    x = acc
-    for name, op, value in epilogue(shift, lo, hi):
-        if value is None:
-            x = _alu_stage(x, op, lambda i: bias(*bias_index(i)), name)
+def _scaled_epilogue(r: ScaledRequant) -> tuple:
+    """fixed_point's sequence: clamp, copy to a scratch, the two products, round, shift, clip.
+
+    The copy is read before `mul_hi` overwrites the clamped value in place: the schedule keeps
+    this order (vta_common.schedule_epilogue checks it)."""
+    stages = [Stage("bias_add", "add", "acc", "bias"), Stage("clamp_lo", "max", "bias_add", "a_min"),
+              Stage("clamp_hi", "min", "clamp_lo", "a_max"), Stage("copy", "copy", None, "clamp_hi"),
+              Stage("mul_hi", "mul", "clamp_hi", "m_hi"),
+              Stage("mul_lo", "mul", "copy", "m_lo"), Stage("shr_lo", "shr", "mul_lo", r.k),
+              Stage("sum", "add", "mul_hi", "shr_lo")]
+    steps = [("pre_shr", "shr", r.t), ("round", "add", r.rounding), ("shr", "shr", r.s - r.t),
+             ("zero_point", "add", r.zero_point), ("clip_lo", "max", r.lo), ("clip_hi", "min", r.hi)]
+    for name, op, value in steps:
+        if value == 0 and name in ("pre_shr", "zero_point"):
+            continue
+        stages.append(Stage(name, op, stages[-1].name, value))
+    return tuple(stages)
+
+
+def vector_inputs(stages) -> tuple:
+    """The per-channel inputs the stages read, in VECTORS order."""
+    used = {st.y for st in stages}
+    return tuple(v for v in VECTORS if v in used)
+
+
+def scratch_regions(stages) -> int:
+    """ACC regions of one output tile's size the stages need besides the accumulator."""
+    return sum(st.op == "copy" for st in stages)
+
+
+def requantize(acc, vectors: dict, vector_index, stages):
+    """The epilogue `stages` after an int32 accumulator `acc`; returns the int8 output stage "out".
+
+    `vectors`: {name: placeholder} of the per-channel inputs; `vector_index` maps an acc index to
+    theirs."""
+    done = {"acc": acc}
+    for st in stages:
+        if st.op == "copy":     # a sum over one term: its init is the reset, its update the ADD
+            src, r = done[st.y], te.reduce_axis((0, 1), name=f"{st.name}_r")
+            done[st.name] = te.compute(acc.shape, lambda *i: te.sum(src(*i[:-1], i[-1] + r), axis=r),
+                                       name=st.name)
+            continue
+        if isinstance(st.y, int):
+            operand = _constant(st.y)
+        elif st.y in vectors:
+            operand = (lambda v: lambda i: v(*vector_index(i)))(vectors[st.y])
         else:
-            x = _alu_stage(x, op, _constant(value), name)
-    return te.compute(acc.shape, lambda *i: x(*i).astype("int8"), name="out")
+            operand = (lambda t: lambda i: t(*i))(done[st.y])
+        done[st.name] = _alu_stage(done[st.x], st.op, operand, st.name)
+    last = done[stages[-1].name]
+    return te.compute(acc.shape, lambda *i: last(*i).astype("int8"), name="out")
 
 
 def _alu_stage(x, op: str, operand, name: str):
@@ -72,17 +156,23 @@ def _constant(value: int):
     return lambda i: imm
 
 
-def dense(cfg: Config, m: int, k: int, n: int, shift: int, lo: int = INT8_MIN,
-          hi: int = INT8_MAX) -> Workload:
+def _vectors(stages, shape) -> dict:
+    """The per-channel int32 inputs the epilogue reads, packed like the bias."""
+    return {v: te.placeholder(shape, "int32", name=v) for v in vector_inputs(stages)}
+
+
+def dense(cfg: Config, m: int, k: int, n: int, shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> Workload:
     """out[M, N] = requant(A[M, K] . W[N, K]^T + bias[N]) in packed layout (whole blocks only:
-    vta_dense pads other shapes before they get here)."""
+    vta_dense pads other shapes before they get here). `shift`, `lo`, `hi`: see `epilogue` (a
+    requantisation object in place of the shift carries its own bounds)."""
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     dims = {"m (rows)": (m, B), "k (reduction)": (k, BI), "n (columns)": (n, BO)}
     for name, (v, block) in dims.items():
         check_blocks(name, v, block, CompileError)
     a = te.placeholder((m // B, k // BI, B, BI), "int8", name="data")
     w = te.placeholder((n // BO, k // BI, BO, BI), "int8", name="weight")
-    bias = te.placeholder((n // BO, B, BO), "int32", name="bias")
+    stages = epilogue(shift, lo, hi)
+    vectors = _vectors(stages, (n // BO, B, BO))
     ko = te.reduce_axis((0, k // BI), name="ko")
     ki = te.reduce_axis((0, BI), name="ki")
     gemm = te.compute(
@@ -90,14 +180,14 @@ def dense(cfg: Config, m: int, k: int, n: int, shift: int, lo: int = INT8_MIN,
         lambda i, j, b, o: te.sum(a[i, ko, b, ki].astype("int32") * w[j, ko, o, ki].astype("int32"),
                                   axis=[ko, ki]),
         name="gemm")
-    out = requantize(gemm, bias, shift, lambda i: (i[1], i[2], i[3]), lo, hi)
-    return Workload([a, w, bias, out])
+    out = requantize(gemm, vectors, lambda i: (i[1], i[2], i[3]), stages)
+    return Workload([a, w, *vectors.values(), out])
 
 
 def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: int, stride: int,
-           shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> Workload:
-    """Blocked NCHW{B}n{BI}c x OIHW{BO}o{BI}i conv2d with requantisation (whole blocks only:
-    vta_conv2d pads other shapes before they get here).
+           shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> Workload:
+    """Blocked NCHW{B}n{BI}c x OIHW{BO}o{BI}i conv2d with requantisation (`epilogue`, as for
+    `dense`; whole blocks only: vta_conv2d pads other shapes before they get here).
 
     Stage "pad" is the input as the GEMM reads it (zero-padded, or row-subsampled for a
     strided 1x1 conv); it becomes the input DMA."""
@@ -108,7 +198,8 @@ def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: i
     oh, ow = out_size(h, k, pad, stride), out_size(w, k, pad, stride)
     data = te.placeholder((n // B, ic // BI, h, w, B, BI), "int8", name="data")
     kernel = te.placeholder((oc // BO, ic // BI, k, k, BO, BI), "int8", name="weight")
-    bias = te.placeholder((oc // BO, B, BO), "int32", name="bias")
+    stages = epilogue(shift, lo, hi)
+    vectors = _vectors(stages, (oc // BO, B, BO))
     if subsamples_rows(k, pad, stride):
         # A strided 1x1 conv reads every stride-th row only: stage just those (a DMA with a
         # row stride), so the skipped rows are neither moved nor held on chip.
@@ -134,8 +225,8 @@ def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: i
             * kernel[c, ric, rkh, rkw, o, rii].astype("int32"),
             axis=[ric, rkh, rkw, rii]),
         name="conv")
-    out = requantize(conv, bias, shift, lambda i: (i[1], i[4], i[5]), lo, hi)
-    return Workload([data, kernel, bias, out])
+    out = requantize(conv, vectors, lambda i: (i[1], i[4], i[5]), stages)
+    return Workload([data, kernel, *vectors.values(), out])
 
 
 def subsamples_rows(k: int, pad: int, stride: int) -> bool:
@@ -157,16 +248,19 @@ def requantize_ref(acc: np.ndarray, shift: int, lo: int = INT8_MIN, hi: int = IN
     return np.clip(acc >> shift, lo, hi).astype(np.int8)
 
 
+def dense_acc(a: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """a (M, K) int8, w (N, K) int8, bias (N,) int32 -> the int64 accumulator + bias (M, N)."""
+    return a.astype(np.int64) @ w.astype(np.int64).T + bias.astype(np.int64)
+
+
 def dense_ref(a: np.ndarray, w: np.ndarray, bias: np.ndarray, shift: int, lo: int = INT8_MIN,
               hi: int = INT8_MAX) -> np.ndarray:
     """a (M, K) int8, w (N, K) int8, bias (N,) int32 -> (M, N) int8, computed in int64."""
-    acc = a.astype(np.int64) @ w.astype(np.int64).T + bias.astype(np.int64)
-    return requantize_ref(acc, shift, lo, hi)
+    return requantize_ref(dense_acc(a, w, bias), shift, lo, hi)
 
 
-def conv2d_ref(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, pad: int, stride: int,
-               shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> np.ndarray:
-    """NCHW int8 x OIHW int8 + bias (O,) -> NCHW int8, computed in int64."""
+def conv2d_acc(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, pad: int, stride: int) -> np.ndarray:
+    """NCHW int8 x OIHW int8 + bias (O,) -> the int64 accumulator + bias, NCHW."""
     n, c, h, w = data.shape
     o, _, k, _ = kernel.shape
     oh, ow = out_size(h, k, pad, stride), out_size(w, k, pad, stride)
@@ -178,4 +272,10 @@ def conv2d_ref(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, pad: int,
         for dx in range(k):
             patch = x[:, :, dy:dy + stride * oh:stride, dx:dx + stride * ow:stride]
             acc += np.einsum("nchw,oc->nohw", patch, wk[:, :, dy, dx], optimize=True)
-    return requantize_ref(acc + bias.astype(np.int64)[None, :, None, None], shift, lo, hi)
+    return acc + bias.astype(np.int64)[None, :, None, None]
+
+
+def conv2d_ref(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, pad: int, stride: int,
+               shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> np.ndarray:
+    """NCHW int8 x OIHW int8 + bias (O,) -> NCHW int8, computed in int64."""
+    return requantize_ref(conv2d_acc(data, kernel, bias, pad, stride), shift, lo, hi)
