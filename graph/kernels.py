@@ -14,6 +14,7 @@ import numpy as np
 from schedules import fixed_point, vta_eltwise, vta_ops, vta_pool
 from schedules import vta_workloads as wl
 from vta_sim.config import Config
+from vta_sim.isa import MAX_PAD
 
 from . import ops
 from .ops import INT8_MIN
@@ -22,12 +23,12 @@ from .ops import INT8_MIN
 def host_padding(spec) -> tuple[int, int | None]:
     """(pad the kernel's DMA does, value the host pads with first or None).
 
-    The DMA pads with 0. Where padding must hold something else (a conv input's zero point; a
-    max-pool's -128, the int8 minimum, so that padding never wins a max) the host pads the
-    input in DRAM and the kernel runs unpadded."""
+    The DMA pads with 0, at most isa.MAX_PAD per side. Where padding must hold something else
+    (a conv input's zero point; a max-pool's -128, the int8 minimum, so that padding never wins
+    a max) or is wider, the host pads the input in DRAM and the kernel runs unpadded."""
     if isinstance(spec, ops.PoolSpec) and spec.pad:
         return 0, INT8_MIN
-    if isinstance(spec, ops.ConvSpec) and spec.pad and spec.pad_value:
+    if isinstance(spec, ops.ConvSpec) and (spec.pad_value or spec.pad > MAX_PAD):
         return 0, spec.pad_value
     return spec.pad, None
 
@@ -40,13 +41,13 @@ def compile_kernel(cfg: Config, spec, vthreads: int):
     """The OpKernel of `spec` (inputs: the activations, then the spec's constants)."""
     if isinstance(spec, (ops.ConvSpec, ops.PoolSpec)):
         pad, value = host_padding(spec)
-        h, w = (spec.h, spec.w) if value is None else (spec.h + 2 * spec.pad, spec.w + 2 * spec.pad)
+        h, w = (spec.h, spec.w) if pad == spec.pad else (spec.h + 2 * spec.pad, spec.w + 2 * spec.pad)
         if isinstance(spec, ops.ConvSpec):
             kernel = vta_ops.conv2d_kernel(cfg, spec.n, h, w, spec.ic, spec.oc, spec.k, pad, spec.stride,
                                            spec.requant, vthreads=vthreads)
         else:
             kernel = vta_pool.max_pool_kernel(cfg, spec.n, spec.c, h, w, spec.k, spec.stride, pad)
-        if value is not None:
+        if pad != spec.pad:
             pack = kernel.pack
             kernel = dataclasses.replace(kernel, pack=lambda x, *rest: pack(_pad_input(x, spec.pad, value),
                                                                             *rest))
@@ -64,7 +65,7 @@ def reference(spec, *arrays):
     """The numpy int64 result of `spec` on plain arrays (activations, then constants)."""
     if isinstance(spec, (ops.ConvSpec, ops.PoolSpec)):
         pad, value = host_padding(spec)
-        x = arrays[0] if value is None else _pad_input(arrays[0], spec.pad, value)
+        x = arrays[0] if pad == spec.pad else _pad_input(arrays[0], spec.pad, value)
         if isinstance(spec, ops.PoolSpec):
             return vta_pool.max_pool_ref(x, spec.k, spec.stride, pad)
         w, b, *channel = arrays[1:]

@@ -2,7 +2,7 @@
 
 One `OpSpec` per layer: its shape and requantisation parameters (what a kernel is compiled for,
 and its cache key) and its constants (weights, bias: inputs of the compiled kernel, not part of
-the key). `why_not(spec)` is the one place that says whether VTA-8 takes an op, so the pattern
+the key). `check(root, value_of)` is the one place that says whether VTA-8 takes an op, so the pattern
 check of the partitioner and the report's reason for a CPU layer always agree.
 """
 from __future__ import annotations
@@ -15,16 +15,13 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from intrinsics.errors import CompileError
+from schedules import vta_eltwise
 from schedules.fixed_point import ScaledRequant
 from schedules.vta_ops import Requant
 
 from .errors import GraphError
 
 INT8_MIN, INT8_MAX = -128, 127
-#: The DMA's pad fields are 4 bits wide (spec section 3).
-MAX_PAD = 15
-#: Left shifts the ALU applies to an int8 operand (SHR by a negative immediate).
-MAX_ADD_SHIFT = 22
 
 
 @dataclass(frozen=True)
@@ -199,6 +196,7 @@ def read_spec(root, value_of=lambda e: e):
         shifts = [value_of(t) for t in acc.args]
         n, c, h, w = _shape(value_of(shifts[0].args[0]).args[0])
         ka, kb = (int(_const(s.args[1])) for s in shifts)
+        vta_eltwise.check_params(vta_eltwise.AddParams(ka, kb, requant.shift, requant.lo, requant.hi))
         return AddSpec(n, c, h, w, ka, kb, requant), ()
     raise GraphError(f"not an accelerator op: {name}({kind})")
 
@@ -234,18 +232,6 @@ def _check_pool_attrs(spec, pool, strides, pad, a) -> None:
         raise _Unsupported("dilation, ceil_mode or a layout other than NCHW")
 
 
-def why_not(spec) -> str | None:
-    """None when VTA-8 runs the op, else the reason it stays on the CPU."""
-    if isinstance(spec, ConvSpec) and spec.pad > MAX_PAD:
-        return f"padding {spec.pad} exceeds the DMA's 4-bit pad field (at most {MAX_PAD})"
-    if isinstance(spec, PoolSpec):
-        if spec.pad > MAX_PAD:
-            return f"padding {spec.pad} exceeds the DMA's 4-bit pad field (at most {MAX_PAD})"
-    if isinstance(spec, AddSpec) and max(spec.ka, spec.kb) > MAX_ADD_SHIFT:
-        return f"operand shift {max(spec.ka, spec.kb)} exceeds {MAX_ADD_SHIFT} (int32 range)"
-    return None
-
-
 def layer_call(root, value_of):
     """The call that names the layer of a matched op: the conv2d/matmul, the residual add, the pool."""
     if op_name(root) == "relax.nn.max_pool2d":
@@ -256,7 +242,7 @@ def layer_call(root, value_of):
 def check(root, value_of) -> str | None:
     """Why the op at `root` stays on the CPU (None: VTA-8 runs it), given its graph context."""
     try:
-        spec, _ = read_spec(root, value_of)
+        read_spec(root, value_of)
     except CompileError as exc:      # an attribute or requantisation range VTA-8 does not take
         return str(exc)
-    return why_not(spec)
+    return None

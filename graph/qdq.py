@@ -27,7 +27,7 @@ from tvm.ir.expr import Constant
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from intrinsics.errors import CompileError
-from schedules import fixed_point
+from schedules import fixed_point, vta_eltwise
 from schedules.vta_ops import Requant
 
 from .errors import GraphError
@@ -36,8 +36,6 @@ INT8_MIN, INT8_MAX = -128, 127
 #: Relax op -> the layer kind reports use.
 LAYER_OPS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
              "relax.add": "add"}
-#: Largest left shift of an int8 operand that keeps the int32 sum of two of them exact.
-MAX_ADD_SHIFT = 22
 
 
 @dataclass
@@ -255,8 +253,10 @@ def _plan_add(g: _Graph, q, add, body, relu_var, lo):
     kb = -_pow2_exponent(sb / sy, "operand scale / output scale")
     low = min(ka, kb, 0)
     shift, ka, kb = -low, ka - low, kb - low
-    if max(ka, kb) > MAX_ADD_SHIFT or shift > 15:
-        raise _Refusal(f"the operand scales differ by 2^{abs(ka - kb)}, beyond the int32 range")
+    try:
+        vta_eltwise.check_params(vta_eltwise.AddParams(ka, kb, shift, lo, INT8_MAX))
+    except CompileError as exc:
+        raise _Refusal(f"its scales do not fit the integer add: {exc}") from None
     return _Plan("add", dict(a=a, b=b, ka=ka, kb=kb, shift=shift, lo=lo))
 
 

@@ -118,15 +118,27 @@ def _with_scale(qdq: onnx.ModelProto, name: str, value: float) -> onnx.ModelProt
     raise KeyError(name)
 
 
-def test_a_scale_that_is_not_a_power_of_two_stays_on_the_cpu(small):
+def test_a_scale_that_is_not_a_power_of_two_runs_in_fixed_point(small):
     _, qdq, x = small
     conv_w = next(n for n in qdq.graph.node if n.op_type == "Conv").input[1]
     model = _with_scale(qdq, conv_w.removesuffix("_dq") + "_scale", 0.01)
     result = run_model(ModelCase("odd_scale", model, x), "1x8x8")
+    assert all(r["target"] == "vta" and r["verified"] for r in result.layers)
+    assert result.runs[0].region.spec.requant.__class__.__name__ == "ScaledRequant"
+    assert result.logits_identical and result.verified
+
+
+def test_a_weight_zero_point_stays_on_the_cpu_with_the_reason(small):
+    _, qdq, x = small
+    conv_w = next(n for n in qdq.graph.node if n.op_type == "Conv").input[1]
+    model = onnx.ModelProto()
+    model.CopyFrom(qdq)
+    dq = next(n for n in model.graph.node if n.output[0] == conv_w)
+    model.graph.initializer.append(numpy_helper.from_array(np.array(3, np.int8), "weight_zp"))
+    dq.input[2] = "weight_zp"
+    result = run_model(ModelCase("weight_zp", model, x), "1x8x8")
     first = result.layers[0]
-    assert first["name"] == "conv2d1" and first["target"] == "cpu"
-    assert "not a power of two" in first["reason"]
-    assert all(r["target"] == "vta" for r in result.layers[1:])
+    assert first["target"] == "cpu" and "zero point" in first["reason"]
     assert result.logits_identical and result.verified
 
 
@@ -157,12 +169,14 @@ def test_every_pattern_offloads_and_matches_the_cpu_build(small_result):
     assert r.total_cycles == sum(row["cycles"] for row in r.layers)
 
 
-def test_padded_max_pool_of_a_signed_input_stays_on_the_cpu():
+def test_padded_max_pool_of_a_signed_input_pads_with_int8_min():
+    """Without a ReLU before it the pool sees negative values: the host pads with -128."""
     rng = np.random.default_rng(2)
     qdq = quantize_model(_cnn(relu_before_pool=False), rng.random((4, 3, 9, 9), dtype=np.float32))
-    result = run_model(ModelCase("signed_pool", qdq, rng.random((1, 3, 9, 9), dtype=np.float32)), "1x8x8")
+    result = run_model(ModelCase("signed_pool", qdq, rng.random((2, 3, 9, 9), dtype=np.float32) - 0.5),
+                       "1x8x8")
     pool = next(r for r in result.layers if r["op"] == "max_pool")
-    assert pool["target"] == "cpu" and "negative" in pool["reason"]
+    assert pool["target"] == "vta" and pool["verified"]
     assert result.logits_identical and result.verified
 
 
@@ -223,3 +237,32 @@ def test_cli_refuses_an_unknown_model(capsys):
 
     assert main(["model", "lenet"]) == 2
     assert "digits, resnet18 or a path" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- real quantisers
+def _ort_cnn(seed=4):
+    """3 input channels, 10 output channels (not a multiple of 8), a stride-2 conv, a max-pool, a Gemm."""
+    rng = np.random.default_rng(seed)
+    b = OnnxBuilder("ort_cnn", (1, 3, 12, 12))
+    x = b.relu(b.conv("input", rng.normal(0, .3, (10, 3, 3, 3)), rng.normal(0, .1, 10), pad=1))
+    x = b.relu(b.conv(x, rng.normal(0, .2, (12, 10, 3, 3)), rng.normal(0, .1, 12), stride=2, pad=1))
+    x = b.flatten(b.max_pool(x, 2, 2))
+    return b.build(b.dense(x, rng.normal(0, .3, (7, 108)), rng.normal(0, .1, 7)))
+
+
+@pytest.mark.parametrize("quantizer", ["onnxruntime", "onnxruntime-per-channel", "onnxruntime-symmetric"])
+def test_models_quantised_by_onnxruntime_run_on_the_accelerator(quantizer):
+    """quantize_static's float scales, zero points (-128 after a folded ReLU) and per-channel
+    weights: every conv and the Gemm on VTA-8, bit-exact with the CPU build, and within 1 LSB
+    of onnxruntime itself."""
+    from graph.quantize import quantizer_named
+
+    rng = np.random.default_rng(6)
+    qdq = quantizer_named(quantizer)(_ort_cnn(), rng.random((16, 3, 12, 12), dtype=np.float32))
+    result = run_model(ModelCase(quantizer, qdq, rng.random((6, 3, 12, 12), dtype=np.float32)), "1x8x8",
+                       compare_onnxruntime=True)
+    assert [(r["op"], r["target"]) for r in result.layers] == [
+        ("conv2d", "vta"), ("conv2d", "vta"), ("max_pool", "vta"), ("dense", "vta")]
+    assert result.logits_identical and result.verified
+    o = result.onnxruntime
+    assert o["max_abs_lsb"] <= 1 and o["argmax_equal"] and o["identical_fraction"] >= 0.95
