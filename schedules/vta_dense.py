@@ -21,9 +21,9 @@ from vta_sim.config import Config
 from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
-from .vta_common import (best_tiles, epilogue_acc, epilogue_cycles, padded_extent, pipelined_cycles, read_index,
-                          row_read_cycles, schedule_epilogue, tensorize_reduction, tile_sizes,
-                          tile_waste)
+from .vta_common import (best_tiles, epilogue_acc, epilogue_cycles, padded_extent, pipelined_cycles,
+                          read_index, row_read_cycles, schedule_epilogue, tensorize_reduction,
+                          tile_sizes, tile_waste)
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,8 @@ def usable(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> str | Non
 
 
 def fits(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> str | None:
-    need = {"inp": t.rows * t.k_blocks, "wgt": t.cols * t.k_blocks, "acc": epilogue_acc(requant, t.rows * t.cols, t.cols)}
+    need = {"inp": t.rows * t.k_blocks, "wgt": t.cols * t.k_blocks,
+            "acc": epilogue_acc(requant, t.rows * t.cols, t.cols)}
     for sram, n in need.items():
         have = cfg.buffers[sram].depth // t.vthreads
         if n > have:
@@ -127,7 +128,8 @@ def choose_tiles(cfg: Config, s: DenseShape, vthreads: int = 1, requant=None) ->
     except CompileError:
         if vthreads == 1:
             raise
-    return best_tiles(candidates(cfg, s, 1), lambda t: usable(cfg, s, t, requant), lambda t: estimate_cycles(cfg, s, t, requant),
+    return best_tiles(candidates(cfg, s, 1), lambda t: usable(cfg, s, t, requant),
+                      lambda t: estimate_cycles(cfg, s, t, requant),
                       f"dense {s} on {cfg.name} with 1 virtual thread (2 do not fit)")
 
 

@@ -95,9 +95,9 @@ def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant
                   vthreads=2, tiles=None) -> OpKernel:
     """A compiled conv2d: (N,IC,H,W) int8 data, (OC,IC,K,K) int8 weight, (OC,) int32 bias ->
     (N,OC,OH,OW) int8. A ScaledRequant adds the (OC,) int32 inputs a_min, a_max, m_hi, m_lo
-    (fixed_point.ChannelParams) after the bias. `tiles` (a vta_conv2d.ConvTiles) overrides the automatic choice and
-    carries its own thread count; otherwise the tuning database's tiles, else choose_tiles' (two
-    threads fall back to one where they cannot help)."""
+    (fixed_point.ChannelParams) after the bias. `tiles` (a vta_conv2d.ConvTiles) overrides the
+    automatic choice and carries its own thread count; otherwise the tuning database's tiles,
+    else choose_tiles' (two threads fall back to one where they cannot help)."""
     _positive("conv2d", n=n, h=h, w=w, ic=ic, oc=oc, k=k, stride=stride)
     for size in (h, w):
         wl.out_size(size, k, pad, stride)      # refuses impossible kernel/pad/stride early
