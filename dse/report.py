@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - after choosing the headless backend
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from vta_sim.errors import VTAError  # noqa: E402
 
@@ -55,6 +56,11 @@ def pareto(points: list) -> list:
     return front
 
 
+def _short(key: str) -> str:
+    """LOG_INP_BUFF_SIZE -> INP, LOG_BUS_WIDTH -> BUS_WIDTH: labels that fit beside a point."""
+    return key.removeprefix("LOG_").removesuffix("_BUFF_SIZE")
+
+
 def _label(spec: Spec, design: tuple) -> str:
     return ", ".join(f"{k}={v}" for k, v in zip(spec.keys, design))
 
@@ -63,17 +69,18 @@ def plot_pareto(rows: list, spec: Spec, path: Path) -> list:
     """Total cycles against on-chip SRAM bytes, the front highlighted and labelled; returns the front."""
     points = designs(rows, spec)
     front = pareto(points)
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig, ax = plt.subplots(figsize=(9, 5.5))
     ax.scatter([p[1] / 1024 for p in points], [p[2] for p in points], s=18, color="0.6", label="design")
     ax.plot([p[1] / 1024 for p in front], [p[2] for p in front], "o-", color="C3", label="Pareto front")
     for d, sram, cycles in front:
-        ax.annotate(_label(spec, d), (sram / 1024, cycles), fontsize=7, xytext=(4, 4), textcoords="offset points")
-    ax.set_xscale("log", base=2)
+        ax.annotate(" ".join(f"{_short(k)}={v}" for k, v in zip(spec.keys, d)), (sram / 1024, cycles),
+                    fontsize=7, xytext=(5, 5), textcoords="offset points", color="C3")
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
     ax.set_xlabel("on-chip SRAM (KiB)")
     ax.set_ylabel(f"cycles, sum over {len(spec.workloads)} workload(s)")
     ax.set_title(f"{len(points)} designs on base {spec.base}: cycles vs SRAM")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper right")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -100,6 +107,7 @@ def plot_sensitivity(rows: list, spec: Spec, path: Path) -> None:
                 ax.plot([str(v) for v in values], [m / ref if m else float("nan") for m in med],
                         "o-", label=w.name)
         ax.set_title(key, fontsize=9)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:.3f}"))
         ax.set_xlabel("value")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("cycles relative to the first value")

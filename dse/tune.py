@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 import optuna
 from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
+from tvm.s_tir.schedule import ScheduleError
 
 from intrinsics.errors import CompileError
 from schedules import tuning_db
@@ -23,6 +24,7 @@ from schedules import vta_conv2d as vc
 from schedules import vta_dense as vd
 from schedules.cli import op_shape, run_vta
 from vta_sim.config import Config
+from vta_sim.errors import VTAError
 
 #: run_vta's workload name -> (schedule module, tuning-database op name).
 OPS = {"conv2d": (vc, "conv2d"), "gemm": (vd, "dense")}
@@ -41,11 +43,16 @@ def space(cfg: Config, workload: str, s, vthreads: int) -> list:
 
 
 def trial(workload: str, shape: dict, cfg: Config, tiles, seed: int) -> dict:
-    """One simulator trial (a Dask task): cycles, or why these tiles do not compile."""
+    """One simulator trial (a Dask task): cycles, or why these tiles cannot be built or run.
+
+    The project's refusals (VTAError: CompileError, EncodingError, ...) and TVM's ScheduleError
+    mean that this candidate, though `usable` accepts it, hits a compiler limitation: the reason
+    goes into the trial list and the summary, and the search goes on. Anything else propagates."""
     try:
         f = run_vta(workload, shape, config=cfg, vthreads=tiles.vthreads, tiles=tiles, seed=seed)
-    except CompileError as exc:
-        return {"cycles": None, "reason": str(exc)}
+    except (VTAError, ScheduleError) as exc:
+        first = next((line for line in str(exc).splitlines() if "Error" in line), str(exc))
+        return {"cycles": None, "reason": f"{type(exc).__name__}: {first.strip()[:300]}"}
     if not f["verified"]:
         raise RuntimeError(f"{workload} {shape} with tiles {tiles} on {cfg.name} is not bit-exact: "
                            "a compiler or simulator bug")
@@ -68,11 +75,14 @@ class TuneResult:
 
     def summary(self) -> str:
         gain = 100 * (1 - self.best_cycles / self.default_cycles)
-        lines = [f"tuning: {len(self.trials)} simulator trials over {self.space} usable tilings",
-                 f"  default tiles {self.default_tiles}: {self.default_cycles:,} cycles",
-                 f"  best tiles    {self.best_tiles}: {self.best_cycles:,} cycles ({gain:.1f} % fewer)",
-                 f"  tuning database {self.db}: " + ("record written" if self.stored else
-                                                      "kept its record (as fast or faster)")]
+        failed = [(t, r) for t, c, r in self.trials if c is None]
+        lines = [f"tuning: {len(self.trials)} simulator trials over {self.space} usable tilings"
+                 + (f", {len(failed)} of them could not be built:" if failed else "")]
+        lines += [f"    {t}: {r}" for t, r in failed]
+        lines += [f"  default tiles {self.default_tiles}: {self.default_cycles:,} cycles",
+                  f"  best tiles    {self.best_tiles}: {self.best_cycles:,} cycles ({gain:.2f} % fewer)",
+                  f"  tuning database {self.db}: "
+                  + ("record written" if self.stored else "kept its record (as fast or faster)")]
         return "\n".join(lines)
 
     def to_json(self) -> dict:
