@@ -240,26 +240,16 @@ def test_cli_refuses_an_unknown_model(capsys):
 
 
 # ----------------------------------------------------------------------------- real quantisers
-def _ort_cnn(seed=4):
-    """3 input channels, 10 output channels (not a multiple of 8), a stride-2 conv, a max-pool, a Gemm."""
-    rng = np.random.default_rng(seed)
-    b = OnnxBuilder("ort_cnn", (1, 3, 12, 12))
-    x = b.relu(b.conv("input", rng.normal(0, .3, (10, 3, 3, 3)), rng.normal(0, .1, 10), pad=1))
-    x = b.relu(b.conv(x, rng.normal(0, .2, (12, 10, 3, 3)), rng.normal(0, .1, 12), stride=2, pad=1))
-    x = b.flatten(b.max_pool(x, 2, 2))
-    return b.build(b.dense(x, rng.normal(0, .3, (7, 108)), rng.normal(0, .1, 7)))
-
-
 @pytest.mark.parametrize("quantizer", ["onnxruntime", "onnxruntime-per-channel", "onnxruntime-symmetric"])
 def test_models_quantised_by_onnxruntime_run_on_the_accelerator(quantizer):
     """quantize_static's float scales, zero points (-128 after a folded ReLU) and per-channel
     weights: every conv and the Gemm on VTA-8, bit-exact with the CPU build, and within 1 LSB
     of onnxruntime itself."""
+    from graph.models import small_cnn
     from graph.quantize import quantizer_named
 
-    rng = np.random.default_rng(6)
-    qdq = quantizer_named(quantizer)(_ort_cnn(), rng.random((16, 3, 12, 12), dtype=np.float32))
-    result = run_model(ModelCase(quantizer, qdq, rng.random((6, 3, 12, 12), dtype=np.float32)), "1x8x8",
+    qdq = quantizer_named(quantizer)(small_cnn.float_model(), small_cnn.images(16, seed=6))
+    result = run_model(ModelCase(quantizer, qdq, small_cnn.images(6, seed=7)), "1x8x8",
                        compare_onnxruntime=True)
     assert [(r["op"], r["target"]) for r in result.layers] == [
         ("conv2d", "vta"), ("conv2d", "vta"), ("max_pool", "vta"), ("dense", "vta")]
