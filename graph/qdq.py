@@ -9,11 +9,14 @@ block into the integer graph the accelerator runs and the CPU build reproduces b
     max-pool:         max_pool2d(x_q) on int8 (same scale in and out)
     reshape:          reshape(x_q) (same scale in and out)
 
-`shift` comes from the real multiplier s_x * s_w / s_y = 2^-shift, so it must be a power of two
-in [2^-31, 1]; `bias' = round(b / (s_x s_w)) + 2^(shift-1)` folds round-to-nearest into the
-bias; a ReLU between the op and its quantize becomes lo = 0. Anything else (a scale that is not
-a power of two, a zero point, per-channel weight scales, uint8) stays in float on the CPU, and
-its `Decision` says why.
+With power-of-two multipliers s_x s_w / s_y = 2^-shift and no zero points the requantisation is
+`(acc + bias') >> shift` with `bias' = round(b / (s_x s_w)) + 2^(shift-1)` (round to nearest
+folded into the bias). Float scales, per-channel weight scales and zero points take the
+fixed-point form of schedules.fixed_point (clamp, two-part multiply, rounding shift, + zp_y); an
+input zero point folds `-zp_x * sum(W)` into the bias and pads explicitly with zp_x; uint8
+tensors are read as int8 - 128 on the CPU side. A ReLU between the op and its quantize raises
+the clip's floor. Anything else (a weight zero point, a residual add with float scale ratios or
+zero points, an op it does not map) stays in float on the CPU, and its `Decision` says why.
 """
 from __future__ import annotations
 
@@ -33,6 +36,8 @@ from schedules.vta_ops import Requant
 from .errors import GraphError
 
 INT8_MIN, INT8_MAX = -128, 127
+#: uint8 x with zero point z is int8 x - 128 with zero point z - 128.
+UINT8_OFFSET = 128
 #: Relax op -> the layer kind reports use.
 LAYER_OPS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
              "relax.add": "add"}
@@ -127,9 +132,10 @@ def _scalar(g: _Graph, e, what: str) -> float:
     return float(value.reshape(()))
 
 
-def _dq_input(g: _Graph, e, what: str, zero_point_ok: bool = False):
-    """(x_q var, scale, zero point) of `dequantize(x_q, scale, zp)` with int8 x_q, else refuse
-    with the reason (a zero point only where `zero_point_ok`)."""
+def _dq_input(g: _Graph, e, what: str, zero_point_ok: bool = False, uint8_ok: bool = False):
+    """(x_q var, scale, zero point, uint8) of `dequantize(x_q, scale, zp)`, else refuse with the
+    reason (a zero point only where `zero_point_ok`). A uint8 x_q (where `uint8_ok`) is read as
+    int8 x_q - 128 with zero point zp - 128: the same real values."""
     dq = g.call(e, "relax.dequantize")
     if dq is None:
         raise _Refusal(f"its {what} is not quantised (no DequantizeLinear in front of it)")
@@ -139,10 +145,12 @@ def _dq_input(g: _Graph, e, what: str, zero_point_ok: bool = False):
         raise _Refusal(f"the {what} has zero point {zero:g}; this op takes symmetric (zero point 0) "
                        "tensors on the accelerator")
     dtype = dq.args[0].ty.dtype
+    if dtype == "uint8" and uint8_ok:
+        return dq.args[0], scale, int(zero) - UINT8_OFFSET, True
     if dtype != "int8":
-        raise _Refusal(f"the {what} is {dtype}; the accelerator takes int8 (uint8 activations are "
-                       "not mapped yet)")
-    return dq.args[0], scale, int(zero)
+        raise _Refusal(f"the {what} is {dtype}; this op takes int8 on the accelerator"
+                       + (" (uint8 is mapped for conv2d and dense only)" if dtype == "uint8" else ""))
+    return dq.args[0], scale, int(zero), False
 
 
 def _pow2_shift(multiplier: float, what: str) -> int:
@@ -204,9 +212,11 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
     op = g.val(op_var)
     _single_use(g, *(v for v in (op_var, body if add is not None else None, relu_var) if v is not None))
     kind = "conv2d" if _op(op) == "relax.nn.conv2d" else "dense"
-    x, sx, zx = _dq_input(g, op.args[0], "input", zero_point_ok=True)
+    x, sx, zx, x_uint8 = _dq_input(g, op.args[0], "input", zero_point_ok=True, uint8_ok=True)
     weight, sw = _weight(g, op.args[1], kind)
     sy, zy = _scalar(g, q.args[1], "output scale"), _scalar(g, q.args[2], "output zero point")
+    y_uint8 = q.attrs.out_dtype == "uint8"
+    zy -= UINT8_OFFSET if y_uint8 else 0
     channels = sw.size
     acc_bias = np.zeros(channels) if bias is None else bias.reshape(-1) / (sx * sw)
     if acc_bias.size != channels:
@@ -229,7 +239,7 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
     if np.abs(acc_bias).max(initial=0) >= 2 ** 31:
         raise _Refusal("its bias does not fit int32 at scale s_x*s_w")
     return _Plan(kind, dict(x=x, weight=weight, bias=acc_bias.astype(np.int32), requant=requant,
-                            params=params, pad_value=zx, op=op))
+                            params=params, pad_value=zx, op=op, x_uint8=x_uint8, y_uint8=y_uint8))
 
 
 def _common_pow2_shift(multipliers: np.ndarray) -> int | None:
@@ -245,7 +255,7 @@ def _common_pow2_shift(multipliers: np.ndarray) -> int | None:
 
 def _plan_add(g: _Graph, q, add, body, relu_var, lo):
     _single_use(g, body, relu_var)
-    (a, sa, _), (b, sb, _) = (_dq_input(g, arg, "operand") for arg in add.args)
+    (a, sa, _, _), (b, sb, _, _) = (_dq_input(g, arg, "operand") for arg in add.args)
     sy = _scalar(g, q.args[1], "output scale")
     if _scalar(g, q.args[2], "output zero point") != 0:
         raise _Refusal("its output has a non-zero zero point")
@@ -271,7 +281,7 @@ def _pow2_exponent(ratio: float, what: str) -> int:
 def _plan_same_scale(g: _Graph, q, inner, kind):
     """max_pool2d / reshape / identity between a dequantize and a quantize of the same scale."""
     source = inner.args[0] if kind != "identity" else q.args[0]
-    x, sx, zx = _dq_input(g, source, "input", zero_point_ok=True)
+    x, sx, zx, _ = _dq_input(g, source, "input", zero_point_ok=True)
     sy, zy = _scalar(g, q.args[1], "output scale"), _scalar(g, q.args[2], "output zero point")
     if (sx, zx) != (sy, zy):
         raise _Refusal(f"input scale/zero point {sx:g}/{zx} and output {sy:g}/{zy:g} differ")
@@ -296,13 +306,15 @@ def plan(func) -> tuple[dict, list]:
         name = _op(inner)
         layer_var = body
         try:
-            if q.attrs.out_dtype != "int8":
-                raise _Refusal(f"its output is {q.attrs.out_dtype}; the accelerator writes int8 "
-                               "(uint8 activations are not mapped yet)")
-            if name == "relax.add" and not any(
-                    _op(g.val(a)) in ("relax.nn.conv2d", "relax.matmul") for a in inner.args):
+            linear = name in ("relax.nn.conv2d", "relax.matmul") or (name == "relax.add" and any(
+                _op(g.val(a)) in ("relax.nn.conv2d", "relax.matmul") for a in inner.args))
+            if q.attrs.out_dtype not in (("int8", "uint8") if linear else ("int8",)):
+                raise _Refusal(f"its output is {q.attrs.out_dtype}; this op writes int8 on the "
+                               "accelerator" + (" (uint8 is mapped for conv2d and dense only)"
+                                                if q.attrs.out_dtype == "uint8" else ""))
+            if name == "relax.add" and not linear:
                 plans[binding.var] = _plan_add(g, q, inner, body, relu_var, lo)
-            elif name == "relax.add" or name in ("relax.nn.conv2d", "relax.matmul"):
+            elif linear:
                 if name == "relax.add":
                     layer_var = next(a for a in inner.args
                                      if _op(g.val(a)) in ("relax.nn.conv2d", "relax.matmul"))
@@ -373,6 +385,8 @@ class _Rewriter(PyExprMutator):
         """conv2d/matmul, + bias, then the power-of-two or the fixed-point requantisation."""
         emit = self.builder_.emit
         x, op = self.visit_expr(a["x"]), a["op"]
+        if a["x_uint8"]:
+            x = emit(relax.op.astype(_shifted(x, -UINT8_OFFSET), "int8"))
         weight = relax.const(a["weight"], "int8")
         if _op(op) == "relax.nn.conv2d":
             at = op.attrs
@@ -410,7 +424,14 @@ class _Rewriter(PyExprMutator):
                                                                 imm(r.rounding))), imm(r.s - r.t)))
             acc = emit(relax.op.add(acc, imm(r.zero_point)))
         acc = emit(relax.op.clip(acc, relax.prim_value(r.lo), relax.prim_value(r.hi)))
-        return relax.op.astype(acc, "int8")
+        if not a["y_uint8"]:
+            return relax.op.astype(acc, "int8")
+        return relax.op.astype(_shifted(emit(relax.op.astype(acc, "int8")), UINT8_OFFSET), "uint8")
+
+
+def _shifted(x, offset: int):
+    """x + offset in int16: the CPU-side map between uint8 and int8 views of one tensor."""
+    return relax.op.add(relax.op.astype(x, "int16"), relax.const(offset, "int16"))
 
 
 def lower_qdq(mod) -> tuple:

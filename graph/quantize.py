@@ -202,16 +202,17 @@ def _quantise_params(node, src, inits, scales, new_inits, scale_init, zero32) ->
 
 
 def quantize_with_onnxruntime(model: onnx.ModelProto, calibration: np.ndarray, per_channel: bool = False,
-                              symmetric: bool = False) -> onnx.ModelProto:
+                              symmetric: bool = False, activation_type=None) -> onnx.ModelProto:
     """The QDQ model onnxruntime's `quantize_static` writes (its defaults: float scales, int8
     activations with zero points, int8 symmetric weights), calibrated on `calibration`.
 
     `per_channel` gives one weight scale per output channel; `symmetric` also makes the
-    activations symmetric (ActivationSymmetric/WeightSymmetric)."""
+    activations symmetric (ActivationSymmetric/WeightSymmetric); `activation_type` is
+    onnxruntime's QuantType (default QInt8)."""
     import tempfile
     from pathlib import Path
 
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     name = model.graph.input[0].name
     data = np.asarray(calibration, np.float32)
@@ -229,7 +230,7 @@ def quantize_with_onnxruntime(model: onnx.ModelProto, calibration: np.ndarray, p
         src, dst = Path(tmp) / "float.onnx", Path(tmp) / "qdq.onnx"
         onnx.save(model, str(src))
         quantize_static(str(src), str(dst), Reader(), quant_format=QuantFormat.QDQ, per_channel=per_channel,
-                        extra_options=extra)
+                        extra_options=extra, activation_type=activation_type or QuantType.QInt8)
         return onnx.load(str(dst))
 
 

@@ -256,3 +256,20 @@ def test_models_quantised_by_onnxruntime_run_on_the_accelerator(quantizer):
     assert result.logits_identical and result.verified
     o = result.onnxruntime
     assert o["max_abs_lsb"] <= 1 and o["argmax_equal"] and o["identical_fraction"] >= 0.95
+
+
+def test_uint8_activations_map_to_int8_on_the_accelerator():
+    """quantize_static with QUInt8 activations: convs and the Gemm read x - 128 as int8."""
+    from onnxruntime.quantization import QuantType
+
+    from graph.models import small_cnn
+    from graph.quantize import quantize_with_onnxruntime
+
+    qdq = quantize_with_onnxruntime(small_cnn.float_model(), small_cnn.images(16, seed=6),
+                                    activation_type=QuantType.QUInt8)
+    result = run_model(ModelCase("uint8", qdq, small_cnn.images(6, seed=7)), "1x8x8", compare_onnxruntime=True)
+    targets = {r["op"]: (r["target"], r.get("reason")) for r in result.layers}
+    assert targets["conv2d"][0] == "vta" and targets["dense"][0] == "vta"
+    assert targets["max_pool"][0] == "cpu" and "uint8" in targets["max_pool"][1]
+    assert result.logits_identical and result.verified
+    assert result.onnxruntime["max_abs_lsb"] <= 1 and result.onnxruntime["argmax_equal"]
