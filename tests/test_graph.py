@@ -10,7 +10,7 @@ from graph.models.onnx_builder import OnnxBuilder
 from graph.onnx_import import import_onnx
 from graph.qdq import lower_qdq
 from graph.quantize import quantize_model
-from graph.run import ModelCase, run_model
+from graph.run import ModelCase, output_step, run_model
 
 
 def _cnn(batch_shape=(1, 3, 9, 9), relu_before_pool=True, seed=0):
@@ -273,3 +273,23 @@ def test_uint8_activations_map_to_int8_on_the_accelerator():
     assert targets["max_pool"][0] == "cpu" and "uint8" in targets["max_pool"][1]
     assert result.logits_identical and result.verified
     assert result.onnxruntime["max_abs_lsb"] <= 1 and result.onnxruntime["argmax_equal"]
+
+
+def test_zero_point_padding_holds_the_real_zero_at_every_border():
+    """An input zero point (-128 here: inputs in [0, 1]) pads with itself, not with 0: every
+    border output (pad 2 on a 5x5 kernel) agrees with onnxruntime."""
+    from graph.quantize import quantize_with_onnxruntime
+
+    rng = np.random.default_rng(8)
+    b = OnnxBuilder("pad", (1, 4, 7, 7))
+    model = b.build(b.conv("input", rng.normal(0, .3, (6, 4, 5, 5)), rng.normal(0, .1, 6), pad=2))
+    qdq = quantize_with_onnxruntime(model, rng.random((16, 4, 7, 7), dtype=np.float32))
+    x = rng.random((3, 4, 7, 7), dtype=np.float32)
+    result = run_model(ModelCase("pad", qdq, x), "1x8x8", compare_onnxruntime=True)
+    assert result.layers[0]["target"] == "vta" and result.verified
+    assert "R.nn.pad" in result.partitioned.script()
+    border = np.ones((7, 7), bool)
+    border[2:-2, 2:-2] = False
+    lsb = np.abs(result.logits_vta - result.logits_onnxruntime)[..., border]
+    assert lsb.max() <= output_step(qdq) * 1.001
+    assert (lsb == 0).mean() >= 0.95
