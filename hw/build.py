@@ -63,8 +63,13 @@ def ensure_tools_on_path() -> None:
                        "provides it")
 
 
+#: Seed of the random initial values of every register and memory bit (`--x-initial unique`):
+#: a result that depends on a missing reset or an unwritten entry shows up as a mismatch.
+X_SEED = int(os.environ.get("VTA_HW_SEED", "1"))
+
+
 def build_options(coverage: bool = False, waves: bool = False) -> list:
-    opts = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "0",
+    opts = ["-O3", "--x-assign", "fast", "--x-initial", "unique",
             "-CFLAGS", "-O1", "--output-split", "20000"]
     if coverage:
         opts += ["--coverage-line", "--coverage-toggle"]
@@ -178,7 +183,7 @@ def run_bench(cfg: Config | str, test_module: str, workdir: Path, env: dict | No
     get_runner("verilator").test(
         test_module=test_module, hdl_toplevel=top, hdl_toplevel_lang="verilog", build_dir=bdir,
         test_dir=workdir, extra_env=full_env, waves=waves, results_xml=str(xml),
-        log_file=workdir / "sim.log")
+        plusargs=["+verilator+rand+reset+2", f"+verilator+seed+{X_SEED}"], log_file=workdir / "sim.log")
     if collect and (workdir / "coverage.dat").is_file():
         Path(collect).mkdir(parents=True, exist_ok=True)
         shutil.copy(workdir / "coverage.dat", Path(collect) / f"{top}-{cfg.name}-{uuid.uuid4().hex[:8]}.dat")

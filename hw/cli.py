@@ -1,4 +1,4 @@
-"""`vta-sim hw ...`: lint, build, run with waves, and coverage of the Verilog in hw/."""
+"""`vta-sim hw ...`: lint, build, run with waves, coverage and synthesis of the Verilog in hw/."""
 from __future__ import annotations
 
 import json
@@ -101,6 +101,21 @@ def cmd_coverage(args) -> int:
     return 0 if ok else 1
 
 
+def cmd_synth(args) -> int:
+    """Yosys (+ nextpnr for ECP5) on vta_top: resources, Fmax and critical path, cached in build/synth/."""
+    from . import synth
+
+    def progress(line):
+        print(f"[synth {time.perf_counter() - t0:6.0f} s] {line}", file=sys.stderr, flush=True)
+
+    t0 = time.perf_counter()
+    res = synth.synth_config(args.config, args.target, pnr=not args.no_pnr, progress=progress)
+    print(synth.summary(res))
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=1))
+    return 0
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("hw", help="the Verilog RTL: lint, build, run with waves, coverage")
     sub = p.add_subparsers(dest="hw_command", required=True)
@@ -132,3 +147,10 @@ def register(subparsers) -> None:
     q.add_argument("--jobs", type=int, default=2, help="pytest workers (default 2)")
     q.add_argument("--min-line", type=float, default=90.0, help="fail below this line coverage (%%)")
     q.set_defaults(func=cmd_coverage)
+    q = sub.add_parser("synth", help="synthesise (Yosys) and, for ECP5, place and route (nextpnr)")
+    common(q)
+    q.add_argument("--target", choices=("ecp5", "xilinx", "generic"), default="ecp5",
+                   help="ecp5: LFE5UM-85F with place-and-route (default); xilinx: synth_xilinx estimate")
+    q.add_argument("--no-pnr", action="store_true", help="ECP5: stop after synthesis (no Fmax)")
+    q.add_argument("--json", help="write the report here (lut, ff, dsp, bram, fmax_mhz, critical_path, ...)")
+    q.set_defaults(func=cmd_synth)

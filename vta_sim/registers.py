@@ -40,6 +40,8 @@ ERRORS = {
     "INSN_ADDR": (8, ProgramError),         # insn_addr not 16-byte aligned, or insn_count = 0
     "INDEX": (9, MemoryAccessError),        # GEMM/ALU index (dst/src/wgt) outside its SRAM
     "DEADLOCK": (10, DeadlockError),        # every module waits and FINISH has not completed
+    # RTL only (the simulator's DRAM never fails): a read beat or write response was SLVERR/DECERR
+    "AXI_RESP": (11, MemoryAccessError),
 }
 ERROR_CODES = {name: code for name, (code, _) in ERRORS.items()}
 ERROR_CLASSES = {name: cls for name, (_, cls) in ERRORS.items() if cls is not None}

@@ -39,11 +39,11 @@ module vta_axi_master (
     input  wire        m_axi_rvalid,
     output wire        m_axi_rready,
     input  wire [`VTA_BUS_BYTES*8-1:0] m_axi_rdata,
-    /* verilator lint_off UNUSEDSIGNAL */  // responses are always OKAY from the DRAM model
-    input  wire        m_axi_rlast,
     input  wire [1:0]  m_axi_rresp,
-    input  wire [0:0]  m_axi_rid,
     input  wire [1:0]  m_axi_bresp,
+    /* verilator lint_off UNUSEDSIGNAL */  // bursts are counted and there is one ID
+    input  wire        m_axi_rlast,
+    input  wire [0:0]  m_axi_rid,
     input  wire [0:0]  m_axi_bid,
     /* verilator lint_on UNUSEDSIGNAL */
     output wire        m_axi_awvalid,
@@ -59,7 +59,8 @@ module vta_axi_master (
     output wire [`VTA_BUS_BYTES-1:0]   m_axi_wstrb,
     output wire        m_axi_wlast,
     input  wire        m_axi_bvalid,
-    output wire        m_axi_bready
+    output wire        m_axi_bready,
+    output wire        bus_err      // a read beat or write response is SLVERR or DECERR
 );
     reg       owned;
     reg [1:0] owner;
@@ -112,5 +113,8 @@ module vta_axi_master (
     assign s_w_ready     = m_axi_wready;
     assign s_b_valid     = m_axi_bvalid;
     assign m_axi_bready  = 1'b1;
+    localparam [1:0] SLVERR = 2'b10, DECERR = 2'b11;
+    assign bus_err = (m_axi_rvalid && m_axi_rready && (m_axi_rresp == SLVERR || m_axi_rresp == DECERR)) ||
+                     (m_axi_bvalid && (m_axi_bresp == SLVERR || m_axi_bresp == DECERR));
 endmodule
 `default_nettype wire

@@ -37,7 +37,7 @@ module vta_fetch (
 
     reg [1:0]   state;
     reg [31:0]  k, addr, count;
-    reg [15:0]  elapsed;
+    reg [31:0]  elapsed;      // cycles since the grant: latencies up to 2^16 (vta_sim.config)
     reg [4:0]   got;
     reg         ar_pend;
     reg [127:0] word_r;
@@ -60,7 +60,7 @@ module vta_fetch (
         end
     endgenerate
     wire data_done = (state == S_RUN) && (got + 5'(beat) == 5'(IB)) &&
-                     (32'(elapsed) + 1 >= `VTA_DMA_READ_LATENCY + IB);
+                     (elapsed + 1 >= `VTA_DMA_READ_LATENCY + IB);
     assign port_done = data_done;
 
     // ------------------------------------------------------------ decode, route, check

@@ -20,7 +20,6 @@ module vta_store (
     output wire         s2c_push,
     input  wire         s2c_push_ok,
     input  wire         s2c_not_full,
-    output wire         out_re,
     output wire [15:0]  out_raddr,
     input  wire [`VTA_OUT_BYTES*8-1:0] out_rdata,
     output wire         aw_valid,
@@ -107,7 +106,7 @@ module vta_store (
     wire [2:0]  e_count;
     reg  [7:0]  wb;
     wire        e_last_beat = (wb == 8'(EB - 1));
-    assign out_re = (rd_left != 0) && (32'(e_count) + 32'(rd_inflight) < 4);
+    wire out_re = (rd_left != 0) && (32'(e_count) + 32'(rd_inflight) < 4);
     assign out_raddr = rd_idx;
     vta_fifo #(.WIDTH(`VTA_OUT_BYTES*8), .DEPTH(4)) ent_q (
         .clk(clk), .rst(rst), .in_valid(rd_inflight), .in_data(out_rdata),

@@ -59,7 +59,7 @@ module vta_top (
     localparam TCW = $clog2(`VTA_TOKEN_DEPTH + 1);
 
     // ------------------------------------------------------------ run control
-    wire        launch, finish, fetch_err, index_err;
+    wire        launch, finish, fetch_err, index_err, bus_err;
     wire [31:0] insn_count, insn_addr, fetch_err_index;
     wire [`VTA_ERROR_CODE_BITS-1:0] fetch_err_code;
     reg         running, done, error;
@@ -92,14 +92,16 @@ module vta_top (
             error_index <= 0;
         end else if (running) begin
             cycle <= cycle + 1;
-            if (fetch_err || index_err || (deadlock && !finish)) begin
+            if (bus_err || fetch_err || index_err || (deadlock && !finish)) begin
                 running <= 1'b0;
                 done <= 1'b1;
                 error <= 1'b1;
                 cycles <= cycle;
-                error_code <= fetch_err ? fetch_err_code : index_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_INDEX) :
-                                                                        `VTA_ERROR_CODE_BITS'(`VTA_ERR_DEADLOCK);
-                error_index <= fetch_err ? fetch_err_index : `VTA_NO_INDEX;
+                // a bus error first: the data fetch or compute saw may be that of the failed beat
+                error_code <= bus_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_AXI_RESP) : fetch_err ? fetch_err_code :
+                              index_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_INDEX) :
+                                          `VTA_ERROR_CODE_BITS'(`VTA_ERR_DEADLOCK);
+                error_index <= (fetch_err && !bus_err) ? fetch_err_index : `VTA_NO_INDEX;
             end else if (finish) begin
                 running <= 1'b0;
                 done <= 1'b1;
@@ -116,32 +118,30 @@ module vta_top (
     wire [31:0] f_queue, f_port;
     // Counter i of vta_sim.registers.COUNTERS in word i (store never waits for the read port).
     wire [`VTA_NUM_COUNTERS*32-1:0] counters;
-    `define VTA_COUNTER(name) counters[`VTA_CNT_``name*32 +: 32]
-    assign `VTA_COUNTER(INP_LOAD_NBYTES) = inp_bytes;
-    assign `VTA_COUNTER(WGT_LOAD_NBYTES) = wgt_bytes;
-    assign `VTA_COUNTER(ACC_LOAD_NBYTES) = acc_bytes;
-    assign `VTA_COUNTER(UOP_LOAD_NBYTES) = uop_bytes;
-    assign `VTA_COUNTER(OUT_STORE_NBYTES) = out_bytes;
-    assign `VTA_COUNTER(GEMM_COUNTER) = gemm_count;
-    assign `VTA_COUNTER(ALU_COUNTER) = alu_count;
-    assign `VTA_COUNTER(LOAD_BUSY_CYCLES) = l_busy;
-    assign `VTA_COUNTER(LOAD_STALL_TOKEN_CYCLES) = l_tok;
-    assign `VTA_COUNTER(LOAD_STALL_PORT_CYCLES) = l_port;
-    assign `VTA_COUNTER(LOAD_STALL_PUSH_CYCLES) = l_push;
-    assign `VTA_COUNTER(LOAD_INSN_COUNT) = l_count;
-    assign `VTA_COUNTER(COMPUTE_BUSY_CYCLES) = c_busy;
-    assign `VTA_COUNTER(COMPUTE_STALL_TOKEN_CYCLES) = c_tok;
-    assign `VTA_COUNTER(COMPUTE_STALL_PORT_CYCLES) = c_port;
-    assign `VTA_COUNTER(COMPUTE_STALL_PUSH_CYCLES) = c_push;
-    assign `VTA_COUNTER(COMPUTE_INSN_COUNT) = c_count;
-    assign `VTA_COUNTER(STORE_BUSY_CYCLES) = s_busy;
-    assign `VTA_COUNTER(STORE_STALL_TOKEN_CYCLES) = s_tok;
-    assign `VTA_COUNTER(STORE_STALL_PORT_CYCLES) = 32'd0;
-    assign `VTA_COUNTER(STORE_STALL_PUSH_CYCLES) = s_push;
-    assign `VTA_COUNTER(STORE_INSN_COUNT) = s_count;
-    assign `VTA_COUNTER(FETCH_STALL_QUEUE_CYCLES) = f_queue;
-    assign `VTA_COUNTER(FETCH_STALL_PORT_CYCLES) = f_port;
-    `undef VTA_COUNTER
+    assign counters[`VTA_CNT_INP_LOAD_NBYTES*32 +: 32] = inp_bytes;
+    assign counters[`VTA_CNT_WGT_LOAD_NBYTES*32 +: 32] = wgt_bytes;
+    assign counters[`VTA_CNT_ACC_LOAD_NBYTES*32 +: 32] = acc_bytes;
+    assign counters[`VTA_CNT_UOP_LOAD_NBYTES*32 +: 32] = uop_bytes;
+    assign counters[`VTA_CNT_OUT_STORE_NBYTES*32 +: 32] = out_bytes;
+    assign counters[`VTA_CNT_GEMM_COUNTER*32 +: 32] = gemm_count;
+    assign counters[`VTA_CNT_ALU_COUNTER*32 +: 32] = alu_count;
+    assign counters[`VTA_CNT_LOAD_BUSY_CYCLES*32 +: 32] = l_busy;
+    assign counters[`VTA_CNT_LOAD_STALL_TOKEN_CYCLES*32 +: 32] = l_tok;
+    assign counters[`VTA_CNT_LOAD_STALL_PORT_CYCLES*32 +: 32] = l_port;
+    assign counters[`VTA_CNT_LOAD_STALL_PUSH_CYCLES*32 +: 32] = l_push;
+    assign counters[`VTA_CNT_LOAD_INSN_COUNT*32 +: 32] = l_count;
+    assign counters[`VTA_CNT_COMPUTE_BUSY_CYCLES*32 +: 32] = c_busy;
+    assign counters[`VTA_CNT_COMPUTE_STALL_TOKEN_CYCLES*32 +: 32] = c_tok;
+    assign counters[`VTA_CNT_COMPUTE_STALL_PORT_CYCLES*32 +: 32] = c_port;
+    assign counters[`VTA_CNT_COMPUTE_STALL_PUSH_CYCLES*32 +: 32] = c_push;
+    assign counters[`VTA_CNT_COMPUTE_INSN_COUNT*32 +: 32] = c_count;
+    assign counters[`VTA_CNT_STORE_BUSY_CYCLES*32 +: 32] = s_busy;
+    assign counters[`VTA_CNT_STORE_STALL_TOKEN_CYCLES*32 +: 32] = s_tok;
+    assign counters[`VTA_CNT_STORE_STALL_PORT_CYCLES*32 +: 32] = 32'd0;
+    assign counters[`VTA_CNT_STORE_STALL_PUSH_CYCLES*32 +: 32] = s_push;
+    assign counters[`VTA_CNT_STORE_INSN_COUNT*32 +: 32] = s_count;
+    assign counters[`VTA_CNT_FETCH_STALL_QUEUE_CYCLES*32 +: 32] = f_queue;
+    assign counters[`VTA_CNT_FETCH_STALL_PORT_CYCLES*32 +: 32] = f_port;
 
     vta_regs regs (
         .clk(clk), .rst(rst),
@@ -182,7 +182,7 @@ module vta_top (
         .m_axi_awlen(m_axi_awlen), .m_axi_awsize(m_axi_awsize), .m_axi_awburst(m_axi_awburst),
         .m_axi_awid(m_axi_awid), .m_axi_wvalid(m_axi_wvalid), .m_axi_wready(m_axi_wready),
         .m_axi_wdata(m_axi_wdata), .m_axi_wstrb(m_axi_wstrb), .m_axi_wlast(m_axi_wlast),
-        .m_axi_bvalid(m_axi_bvalid), .m_axi_bready(m_axi_bready));
+        .m_axi_bvalid(m_axi_bvalid), .m_axi_bready(m_axi_bready), .bus_err(bus_err));
 
     // ------------------------------------------------------------ fetch and instruction queues
     wire [127:0] q_data;
@@ -239,7 +239,7 @@ module vta_top (
     wire [K*32-1:0]             uop_wdata;
     wire [`VTA_LU-1:0]          uop_raddr;
     wire [31:0]                 uop_rdata;
-    wire                        acc_we, out_we, out_re;
+    wire                        acc_we, out_we;
     wire [`VTA_LA-1:0]          acc_waddr, acc_raddr;
     wire [`VTA_ACC_BYTES*8-1:0] acc_wdata, acc_rdata;
     wire [`VTA_OUT_BYTES*8-1:0] out_wdata, out_rdata;
@@ -248,17 +248,17 @@ module vta_top (
     wire [`VTA_LW-1:0]          wgt_raddr;
     wire [`VTA_WGT_BYTES*8-1:0] wgt_rdata;
 
-    vta_sram #(.WIDTH(32), .AW(`VTA_LU), .LANES(K)) uop_mem (.clk(clk), .we(uop_we),
-        .waddr(`VTA_LU'(uop_waddr)), .wdata(uop_wdata), .re(1'b1), .raddr(uop_raddr), .rdata(uop_rdata));
+    vta_sram_banked #(.WIDTH(32), .AW(`VTA_LU), .LANES(K)) uop_mem (.clk(clk), .we(uop_we),
+        .waddr(`VTA_LU'(uop_waddr)), .wdata(uop_wdata), .raddr(uop_raddr), .rdata(uop_rdata));
     vta_sram #(.WIDTH(`VTA_INP_BYTES*8), .AW(`VTA_LI)) inp_mem (.clk(clk), .we(inp_we),
-        .waddr(`VTA_LI'(ld_waddr)), .wdata(ld_wdata[`VTA_INP_BYTES*8-1:0]), .re(1'b1), .raddr(inp_raddr),
+        .waddr(`VTA_LI'(ld_waddr)), .wdata(ld_wdata[`VTA_INP_BYTES*8-1:0]), .raddr(inp_raddr),
         .rdata(inp_rdata));
     vta_sram #(.WIDTH(`VTA_WGT_BYTES*8), .AW(`VTA_LW)) wgt_mem (.clk(clk), .we(wgt_we),
-        .waddr(`VTA_LW'(ld_waddr)), .wdata(ld_wdata), .re(1'b1), .raddr(wgt_raddr), .rdata(wgt_rdata));
+        .waddr(`VTA_LW'(ld_waddr)), .wdata(ld_wdata), .raddr(wgt_raddr), .rdata(wgt_rdata));
     vta_sram #(.WIDTH(`VTA_ACC_BYTES*8), .AW(`VTA_LA)) acc_mem (.clk(clk), .we(acc_we),
-        .waddr(acc_waddr), .wdata(acc_wdata), .re(1'b1), .raddr(acc_raddr), .rdata(acc_rdata));
+        .waddr(acc_waddr), .wdata(acc_wdata), .raddr(acc_raddr), .rdata(acc_rdata));
     vta_sram #(.WIDTH(`VTA_OUT_BYTES*8), .AW(`VTA_LA)) out_mem (.clk(clk), .we(out_we),
-        .waddr(acc_waddr), .wdata(out_wdata), .re(out_re), .raddr(`VTA_LA'(out_raddr)), .rdata(out_rdata));
+        .waddr(acc_waddr), .wdata(out_wdata), .raddr(`VTA_LA'(out_raddr)), .rdata(out_rdata));
 
     // ------------------------------------------------------------ modules
     vta_load load (
@@ -299,7 +299,7 @@ module vta_top (
         .head_valid(h_valid[2]), .head(h_store), .head_ready(h_ready[2]),
         .c2s_avail(c2s_avail), .c2s_queued(c2s_n != 0), .c2s_pop(c2s_pop), .c2s_pop_early(c2s_pop_early),
         .s2c_push(s2c_push), .s2c_push_ok(s2c_ok), .s2c_not_full(s2c_n != FULL),
-        .out_re(out_re), .out_raddr(out_raddr), .out_rdata(out_rdata),
+        .out_raddr(out_raddr), .out_rdata(out_rdata),
         .aw_valid(st_aw_valid), .aw_addr(st_aw_addr), .aw_len(st_aw_len), .aw_ready(st_aw_ready),
         .w_valid(st_w_valid), .w_data(st_w_data), .w_last(st_w_last), .w_ready(st_w_ready),
         .b_valid(st_b_valid),

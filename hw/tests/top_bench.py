@@ -30,6 +30,16 @@ from vta_sim.errors import VTAError
 
 CLOCK_NS = 10
 SRAMS = ("uop_mem", "inp_mem", "wgt_mem", "acc_mem", "out_mem")
+
+
+def sram_banks(dut, name: str) -> list:
+    """The memory arrays of an SRAM; entry i is word i // n of bank i % n (the UOP SRAM has one
+    bank per micro-op of a bus beat, hw/rtl/vta_sram_banked.v)."""
+    sram = getattr(dut, name)
+    if name != "uop_mem":
+        return [sram.mem]
+    lanes = len(sram.g_bank)
+    return [sram.g_bank[b].bank.mem for b in range(lanes)]
 #: Bytes guarded before and after every STORE row, and their pattern (by address).
 GUARD_BYTES = 16
 GUARD_PATTERN = np.frombuffer(b"\xde\xad\xbe\xef", np.uint8)
@@ -85,13 +95,28 @@ class TB:
             else:
                 ch.set_pause_generator(_pause_generator(random.Random(f"{seed}-{i}"), busy))
 
+    def fail_reads(self, span) -> None:
+        """Answer SLVERR to read beats of the DRAM bytes [lo, hi) (the AXI error test), or to none:
+        cocotbext-axi answers SLVERR when its read hook raises."""
+        read_if = self.ram.read_if
+        if span is None:
+            read_if.__dict__.pop("_read", None)
+            return
+        lo, hi = span
+
+        async def failing_read(address, length):
+            if address < hi and address + length > lo:
+                raise OSError(f"injected read error at {address:#x}")
+            return read_if.read(address % read_if.size, length)
+        read_if._read = failing_read
+
     async def reset(self) -> None:
         """Reset the device and zero its SRAMs (the spec leaves them undefined; vta_sim starts from
         zeros), so that each program runs as if it were the first."""
         self.dut.rst.value = 1
         for name in SRAMS:
-            mem = getattr(self.dut, name).mem
-            mem.value = [0] * len(mem)
+            for mem in sram_banks(self.dut, name):
+                mem.value = [0] * len(mem)
         await ClockCycles(self.dut.clk, 4)
         self.dut.rst.value = 0
         await ClockCycles(self.dut.clk, 2)
@@ -101,6 +126,7 @@ class TB:
         host = self.host
         self.ram.write(0, image.tobytes() + bytes(self.ram_size - image.size))
         self.set_backpressure(job.get("backpressure"))
+        self.fail_reads(job.get("read_error"))
         await host.write_dword(header.REG_INSN_ADDR, job["insn_addr"])
         await host.write_dword(header.REG_INSN_COUNT, job["insn_count"])
         await host.write_dword(header.REG_CTRL, 1)
@@ -121,10 +147,14 @@ class TB:
         result["stats"] = {name: await host.read_dword(header.counter_offset(name))
                            for name in header.COUNTERS}
         self.set_backpressure(None)
+        self.fail_reads(None)
         Path(job["out"]).write_bytes(self.ram.read(0, image.size))
         if job.get("peek"):   # SRAM entries, read straight from the memories (the DMA benches)
-            result["peek"] = {name: [hex(int(getattr(self.dut, name).mem[i].value)) for i in range(base, base + n)]
-                              for name, base, n in job["peek"]}
+            result["peek"] = {}
+            for name, base, n in job["peek"]:
+                banks = sram_banks(self.dut, name)
+                result["peek"][name] = [hex(int(banks[i % len(banks)][i // len(banks)].value))
+                                        for i in range(base, base + n)]
         return result
 
 

@@ -15,6 +15,7 @@ from programs import image_with, load, store
 from rtl_programs import (blocked_gemm_program, chain_programs, random_program,
                           single_instruction_programs)
 from vta_sim import Config, Simulator, isa
+from vta_sim.registers import NO_INDEX
 from vta_sim.config import MEM_INP, MEM_OUT, MEM_UOP
 
 RANDOM_SEEDS = range(8)
@@ -109,6 +110,25 @@ def test_illegal_programs_set_error_and_code_instead_of_hanging(cfg):
     by_name = {r["name"]: r for r in results}
     assert by_name["finish_not_last"]["error_index"] == 0
     assert by_name["opcode_5"]["error_index"] == 0
+
+
+def test_axi_read_error_sets_error_code(cfg):
+    """A read beat answered SLVERR (an INP load's data, or an instruction fetch) halts the device
+    with ERROR_CODE AXI_RESP and no instruction index; vta_sim's DRAM never fails, so it has no
+    counterpart there."""
+    inp_bytes = cfg.buffers["inp"].entry_bytes
+    # FINISH waits for the load's token, so the run is still going when the failed beat arrives
+    image, addr, count = image_with(cfg, [load(MEM_INP, 0, 0, 1, 1, push_next=1), isa.FinishInsn(pop_prev=1)],
+                                    data=bytes(inp_bytes))
+    jobs = [dict(name="inp_data", image=image.tobytes(), insn_addr=addr, insn_count=count,
+                 read_error=[0, inp_bytes], timeout_cycles=5000),
+            dict(name="fetch", image=image.tobytes(), insn_addr=addr, insn_count=count,
+                 read_error=[addr + 16, addr + 32], timeout_cycles=5000)]
+    results, _, failures = run_jobs(cfg, jobs)
+    assert not failures, "\n".join(failures)
+    for res in results:
+        assert res["done"] and res["error"], res
+        assert res["error_code"] == ERROR_CODES["AXI_RESP"] and res["error_index"] == NO_INDEX, res
 
 
 @pytest.mark.parametrize("backpressure, delta, accepted", [

