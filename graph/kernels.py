@@ -26,57 +26,66 @@ def host_padding(spec) -> tuple[int, int | None]:
     The DMA pads with 0, at most isa.MAX_PAD per side. Where padding must hold something else
     (a conv input's zero point; a max-pool's -128, the int8 minimum, so that padding never wins
     a max) or is wider, the host pads the input in DRAM and the kernel runs unpadded."""
-    if isinstance(spec, ops.PoolSpec) and spec.pad:
+    pad = spec.shape.pad
+    if isinstance(spec, ops.PoolSpec) and pad:
         return 0, INT8_MIN
-    if isinstance(spec, ops.ConvSpec) and (spec.pad_value or spec.pad > MAX_PAD):
+    if isinstance(spec, ops.ConvSpec) and (spec.pad_value or pad > MAX_PAD):
         return 0, spec.pad_value
-    return spec.pad, None
+    return pad, None
 
 
 def _pad_input(x: np.ndarray, pad: int, value: int) -> np.ndarray:
     return np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=value)
 
 
+def _kernel_shape(spec):
+    """The shape the kernel computes: the spec's, or its host-padded input with no padding."""
+    pad, _ = host_padding(spec)
+    s = spec.shape
+    if pad == s.pad:
+        return s
+    return dataclasses.replace(s, h=s.h + 2 * s.pad, w=s.w + 2 * s.pad, pad=0)
+
+
 def compile_kernel(cfg: Config, spec, vthreads: int):
     """The OpKernel of `spec` (inputs: the activations, then the spec's constants)."""
     if isinstance(spec, (ops.ConvSpec, ops.PoolSpec)):
-        pad, value = host_padding(spec)
-        h, w = (spec.h, spec.w) if pad == spec.pad else (spec.h + 2 * spec.pad, spec.w + 2 * spec.pad)
+        s = _kernel_shape(spec)
         if isinstance(spec, ops.ConvSpec):
-            kernel = vta_ops.conv2d_kernel(cfg, spec.n, h, w, spec.ic, spec.oc, spec.k, pad, spec.stride,
-                                           spec.requant, vthreads=vthreads)
+            kernel = vta_ops.conv2d_kernel(cfg, s.n, s.h, s.w, s.ic, s.oc, s.k, s.pad, s.stride, spec.requant,
+                                           vthreads=vthreads)
         else:
-            kernel = vta_pool.max_pool_kernel(cfg, spec.n, spec.c, h, w, spec.k, spec.stride, pad)
-        if pad != spec.pad:
-            pack = kernel.pack
-            kernel = dataclasses.replace(kernel, pack=lambda x, *rest: pack(_pad_input(x, spec.pad, value),
-                                                                            *rest))
+            kernel = vta_pool.max_pool_kernel(cfg, s.n, s.c, s.h, s.w, s.k, s.stride, s.pad)
+        _, value = host_padding(spec)
+        if value is not None:
+            pack, pad = kernel.pack, spec.shape.pad
+            kernel = dataclasses.replace(kernel, pack=lambda x, *rest: pack(_pad_input(x, pad, value), *rest))
         return kernel
     if isinstance(spec, ops.DenseSpec):
-        return vta_ops.dense_kernel(cfg, spec.m, spec.k, spec.n, spec.requant, vthreads=vthreads)
+        s = spec.shape
+        return vta_ops.dense_kernel(cfg, s.m, s.k, s.n, spec.requant, vthreads=vthreads)
     if isinstance(spec, ops.AddSpec):
-        r = spec.requant
-        return vta_eltwise.add_kernel(cfg, spec.n, spec.c, spec.h, spec.w, spec.ka, spec.kb, r.shift,
-                                      r.lo, r.hi)
+        p = spec.params
+        return vta_eltwise.add_kernel(cfg, *spec.shape, p.shift_a, p.shift_b, p.shift, p.lo, p.hi)
     raise TypeError(f"no kernel for {spec!r}")
 
 
 def reference(spec, *arrays):
     """The numpy int64 result of `spec` on plain arrays (activations, then constants)."""
     if isinstance(spec, (ops.ConvSpec, ops.PoolSpec)):
-        pad, value = host_padding(spec)
-        x = arrays[0] if pad == spec.pad else _pad_input(arrays[0], spec.pad, value)
+        s, (_, value) = _kernel_shape(spec), host_padding(spec)
+        x = arrays[0] if value is None else _pad_input(arrays[0], spec.shape.pad, value)
         if isinstance(spec, ops.PoolSpec):
-            return vta_pool.max_pool_ref(x, spec.k, spec.stride, pad)
+            return vta_pool.max_pool_ref(x, s.k, s.stride, s.pad)
         w, b, *channel = arrays[1:]
-        return _requantized(wl.conv2d_acc(x, w, b, pad, spec.stride), spec.requant, channel)
+        return _requantized(wl.conv2d_acc(x, w, b, s.pad, s.stride), spec.requant, channel)
     if isinstance(spec, ops.DenseSpec):
         x, w, b, *channel = arrays
         return _requantized(wl.dense_acc(x, w, b), spec.requant, channel)
     if isinstance(spec, ops.AddSpec):
         a, b = arrays
-        r = spec.requant
-        return vta_eltwise.add_ref(a, b, spec.ka, spec.kb, r.shift, r.lo, r.hi)
+        p = spec.params
+        return vta_eltwise.add_ref(a, b, p.shift_a, p.shift_b, p.shift, p.lo, p.hi)
     raise TypeError(f"no reference for {spec!r}")
 
 

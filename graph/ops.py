@@ -17,7 +17,11 @@ from tvm.ir.expr import Constant
 from intrinsics.errors import CompileError
 from schedules import vta_eltwise
 from schedules.fixed_point import ScaledRequant
+from schedules.vta_conv2d import ConvShape
+from schedules.vta_dense import DenseShape
+from schedules.vta_eltwise import AddParams
 from schedules.vta_ops import Requant
+from schedules.vta_pool import PoolShape
 
 from .errors import GraphError
 
@@ -26,73 +30,56 @@ INT8_MIN, INT8_MAX = -128, 127
 
 @dataclass(frozen=True)
 class ConvSpec:
-    n: int
-    h: int
-    w: int
-    ic: int
-    oc: int
-    k: int
-    pad: int
-    stride: int
+    shape: ConvShape
     requant: Requant | ScaledRequant
     pad_value: int = 0        # the input's zero point: what padding holds
     op: str = field(default="conv2d", init=False)
 
     @property
     def macs(self) -> int:
-        oh, ow = (self.h + 2 * self.pad - self.k) // self.stride + 1, (self.w + 2 * self.pad - self.k) // self.stride + 1
-        return self.n * self.oc * oh * ow * self.ic * self.k * self.k
+        return self.shape.macs()
 
     def describe(self) -> str:
-        return f"{self.k}x{self.k}/{self.stride} {self.ic}->{self.oc} {self.h}x{self.w}"
+        s = self.shape
+        return f"{s.k}x{s.k}/{s.stride} {s.ic}->{s.oc} {s.h}x{s.w}"
 
 
 @dataclass(frozen=True)
 class DenseSpec:
-    m: int
-    k: int
-    n: int
+    shape: DenseShape
     requant: Requant | ScaledRequant
     op: str = field(default="dense", init=False)
 
     @property
     def macs(self) -> int:
-        return self.m * self.k * self.n
+        return self.shape.macs()
 
     def describe(self) -> str:
-        return f"{self.m}x{self.k} . {self.k}x{self.n}"
+        s = self.shape
+        return f"{s.m}x{s.k} . {s.k}x{s.n}"
 
 
 @dataclass(frozen=True)
 class PoolSpec:
-    n: int
-    c: int
-    h: int
-    w: int
-    k: int
-    stride: int
-    pad: int
+    shape: PoolShape
     op: str = field(default="max_pool", init=False)
     macs = 0
 
     def describe(self) -> str:
-        return f"{self.k}x{self.k}/{self.stride} pad {self.pad} {self.c}x{self.h}x{self.w}"
+        s = self.shape
+        return f"{s.k}x{s.k}/{s.stride} pad {s.pad} {s.c}x{s.h}x{s.w}"
 
 
 @dataclass(frozen=True)
 class AddSpec:
-    n: int
-    c: int
-    h: int
-    w: int
-    ka: int
-    kb: int
-    requant: Requant
+    shape: tuple              # (n, c, h, w)
+    params: AddParams
     op: str = field(default="add", init=False)
     macs = 0
 
     def describe(self) -> str:
-        return f"(a<<{self.ka}) + (b<<{self.kb}) >> {self.requant.shift} {self.c}x{self.h}x{self.w}"
+        p, (_, c, h, w) = self.params, self.shape
+        return f"(a<<{p.shift_a}) + (b<<{p.shift_b}) >> {p.shift} {c}x{h}x{w}"
 
 
 def _ints(values) -> list:
@@ -168,8 +155,8 @@ def read_spec(root, value_of=lambda e: e):
             raise _Unsupported(f"a {x.ty.dtype} max-pool: the accelerator pools int8")
         n, c, h, w = _shape(x)
         pool, strides, pad = _ints(a.pool_size), _ints(a.strides), _ints(a.padding)
-        spec = PoolSpec(n, c, h, w, pool[0], strides[0], pad[0])
-        _check_pool_attrs(spec, pool, strides, pad, a)
+        _check_pool_attrs(pool, strides, pad, a)
+        spec = PoolSpec(PoolShape(n, c, h, w, pool[0], strides[0], pad[0]))
         return spec, ()
     acc, vectors, requant = _requant_chain(root, value_of)
     kind = op_name(acc)
@@ -183,21 +170,22 @@ def read_spec(root, value_of=lambda e: e):
         n, ic, h, w = _shape(x)
         weight = _const(wgt)
         oc, _, kh, kw = weight.shape
-        spec = ConvSpec(n, h, w, ic, oc, kh, pad[0], _ints(a.strides)[0], requant, pad_value)
-        _check_conv_attrs(spec, kh, kw, a, pad)
+        _check_conv_attrs(kh, kw, a, pad)
+        spec = ConvSpec(ConvShape(n, h, w, ic, oc, kh, pad[0], _ints(a.strides)[0]), requant, pad_value)
         return spec, (weight, *vectors)
     if kind == "relax.matmul":
         x, wgt = acc.args
         weight = _const(wgt)                       # (K, N)
         m, k = _shape(x)
-        spec = DenseSpec(m, k, weight.shape[1], requant)
+        spec = DenseSpec(DenseShape(m, k, weight.shape[1]), requant)
         return spec, (np.ascontiguousarray(weight.T), *vectors)
     if kind == "relax.add":                       # residual: add(a << ka, b << kb) + rnd
         shifts = [value_of(t) for t in acc.args]
         n, c, h, w = _shape(value_of(shifts[0].args[0]).args[0])
         ka, kb = (int(_const(s.args[1])) for s in shifts)
-        vta_eltwise.check_params(vta_eltwise.AddParams(ka, kb, requant.shift, requant.lo, requant.hi))
-        return AddSpec(n, c, h, w, ka, kb, requant), ()
+        params = AddParams(ka, kb, requant.shift, requant.lo, requant.hi)
+        vta_eltwise.check_params(params)
+        return AddSpec((n, c, h, w), params), ()
     raise GraphError(f"not an accelerator op: {name}({kind})")
 
 
@@ -213,7 +201,7 @@ class _Unsupported(GraphError):
     pass
 
 
-def _check_conv_attrs(spec, kh, kw, a, pads) -> None:
+def _check_conv_attrs(kh, kw, a, pads) -> None:
     strides, dil = _ints(a.strides), _ints(a.dilation)
     if kh != kw:
         raise _Unsupported(f"kernel {kh}x{kw} is not square")
@@ -225,7 +213,7 @@ def _check_conv_attrs(spec, kh, kw, a, pads) -> None:
         raise _Unsupported(f"layout {a.data_layout}/{a.kernel_layout}: NCHW/OIHW only")
 
 
-def _check_pool_attrs(spec, pool, strides, pad, a) -> None:
+def _check_pool_attrs(pool, strides, pad, a) -> None:
     if len(set(pool)) != 1 or len(set(strides)) != 1 or len(set(pad)) != 1:
         raise _Unsupported(f"window {pool}, strides {strides}, padding {pad} differ between the axes")
     if set(_ints(a.dilation)) != {1} or bool(a.ceil_mode) or a.layout != "NCHW":
