@@ -126,6 +126,23 @@ def best_tiles(candidates, why_not, estimate, what: str):
     return best[1]
 
 
+def choose_with_fallback(cfg: Config, op: str, s, vthreads: int, requant, candidates, usable, estimate):
+    """choose_tiles of dense and conv2d: the best usable tiling with `vthreads`, else with one
+    thread (two threads need rows or channel blocks to share and SRAM for two tiles)."""
+    if vthreads not in (1, 2):
+        raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
+
+    def best(v: int, note: str):
+        return best_tiles(candidates(cfg, s, v), lambda t: usable(cfg, s, t, requant),
+                          lambda t: estimate(cfg, s, t, requant), f"{op} {s} on {cfg.name} with {note}")
+    try:
+        return best(vthreads, f"{vthreads} virtual thread(s)")
+    except CompileError:
+        if vthreads == 1:
+            raise
+    return best(1, "1 virtual thread (2 do not fit)")
+
+
 # ---------------------------------------------------------------- tile cost estimates
 def row_read_cycles(cfg: Config, nbytes: float) -> float:
     """An aligned DMA row read without contention: its bursts' latencies plus beats (timing.md)."""

@@ -24,7 +24,7 @@ from vta_sim.config import Config
 from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
-from .vta_common import (best_tiles, epilogue_acc, epilogue_cycles, padded_extent, pipelined_cycles,
+from .vta_common import (choose_with_fallback, epilogue_acc, epilogue_cycles, padded_extent, pipelined_cycles,
                           read_index, row_read_cycles, schedule_epilogue, tensorize_reduction,
                           tile_sizes, tile_waste)
 
@@ -177,18 +177,7 @@ def choose_tiles(cfg: Config, s: ConvShape, vthreads: int = 1, requant=None) -> 
 
     With two threads requested but no two-thread tiling usable (too few rows and channel blocks
     to share, or the SRAMs cannot hold two tiles), falls back to one thread."""
-    if vthreads not in (1, 2):
-        raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
-    what = f"conv2d {s} on {cfg.name} with {vthreads} virtual thread(s)"
-    try:
-        return best_tiles(candidates(cfg, s, vthreads), lambda t: usable(cfg, s, t, requant),
-                          lambda t: estimate_cycles(cfg, s, t, requant), what)
-    except CompileError:
-        if vthreads == 1:
-            raise
-    return best_tiles(candidates(cfg, s, 1), lambda t: usable(cfg, s, t, requant),
-                      lambda t: estimate_cycles(cfg, s, t, requant),
-                      f"conv2d {s} on {cfg.name} with 1 virtual thread (2 do not fit)")
+    return choose_with_fallback(cfg, "conv2d", s, vthreads, requant, candidates, usable, estimate_cycles)
 
 
 def check_tiles(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> None:

@@ -21,7 +21,7 @@ from vta_sim.config import Config
 from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
-from .vta_common import (best_tiles, epilogue_acc, epilogue_cycles, padded_extent, pipelined_cycles,
+from .vta_common import (choose_with_fallback, epilogue_acc, epilogue_cycles, padded_extent, pipelined_cycles,
                           read_index, row_read_cycles, schedule_epilogue, tensorize_reduction,
                           tile_sizes, tile_waste)
 
@@ -119,18 +119,7 @@ def candidates(cfg: Config, s: DenseShape, v: int) -> list:
 def choose_tiles(cfg: Config, s: DenseShape, vthreads: int = 1, requant=None) -> DenseTiles:
     """The usable tiling with the lowest estimated cycles; falls back to one thread when no
     two-thread tiling is usable (a single row and column block, or SRAMs too small)."""
-    if vthreads not in (1, 2):
-        raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
-    try:
-        return best_tiles(candidates(cfg, s, vthreads), lambda t: usable(cfg, s, t, requant),
-                          lambda t: estimate_cycles(cfg, s, t, requant),
-                          f"dense {s} on {cfg.name} with {vthreads} virtual thread(s)")
-    except CompileError:
-        if vthreads == 1:
-            raise
-    return best_tiles(candidates(cfg, s, 1), lambda t: usable(cfg, s, t, requant),
-                      lambda t: estimate_cycles(cfg, s, t, requant),
-                      f"dense {s} on {cfg.name} with 1 virtual thread (2 do not fit)")
+    return choose_with_fallback(cfg, "dense", s, vthreads, requant, candidates, usable, estimate_cycles)
 
 
 def check_tiles(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> None:
