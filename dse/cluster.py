@@ -20,6 +20,7 @@ def connect(scheduler: str | None = None, workers: int | None = None):
             yield client
         return
     n = workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+    # The dashboard on any free port, so that sweeps side by side on one machine do not clash.
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster) as client:
         yield client
