@@ -48,7 +48,8 @@ RESOURCES = {
 }
 _YOSYS_PHASE = re.compile(r"^\d+\.\d+\. Executing ")
 _NEXTPNR_PHASE = re.compile(r"^Info: (Packing|Running|Placed|Routing|Router2|Max frequency|Program finished|"
-                            r"Device utilisation|\s+(TRELLIS_COMB|TRELLIS_FF|DP16KD|MULT18X18D):)")
+                            r"Device utilisation|\s+(TRELLIS_COMB|TRELLIS_FF|DP16KD|MULT18X18D):|"
+                            r"\s+at (initial placer iter|iteration #)\d+[05],|\s+iter=\d+)")
 
 
 def tool(name: str) -> str:
@@ -62,7 +63,7 @@ def tool(name: str) -> str:
 
 def _run(cmd: list, cwd: Path, log: Path, phase: re.Pattern, progress) -> None:
     """Run a tool with its output in `log`, passing the lines that name a phase to `progress`."""
-    with open(log, "w") as out:
+    with open(log, "w", buffering=1) as out:
         proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for line in proc.stdout:
             out.write(line)

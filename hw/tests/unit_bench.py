@@ -9,7 +9,7 @@ from collections import deque
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, Timer
+from cocotb.triggers import ClockCycles, FallingEdge, RisingEdge, Timer
 
 from vta_sim.config import Config
 
@@ -92,6 +92,7 @@ async def token_queue_matches_model(dut):
 
 @cocotb.test()
 async def gemm_core_matches_numpy(dut):
+    await reset(dut)
     rng = np.random.default_rng(SEED + 2)
     b, bi, bo = CFG.BATCH, CFG.BLOCK_IN, CFG.BLOCK_OUT
     for trial in range(60):
@@ -104,6 +105,7 @@ async def gemm_core_matches_numpy(dut):
         reset_flag = trial % 7 == 3
         dut.g_inp.value = pack(inp.ravel(), 8)
         dut.g_wgt.value = pack(wgt.ravel(), 8)
+        await RisingEdge(dut.clk)   # the dot products are registered here, acc_in is added after
         dut.g_acc_in.value = pack(acc.ravel(), 32)
         dut.g_reset.value = int(reset_flag)
         await Timer(1, "ns")

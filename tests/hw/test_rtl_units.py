@@ -1,12 +1,15 @@
 """Unit benches of the RTL (hw/tests/unit_bench.py) and the DMA with every padding case, checked
 entry by entry in the SRAMs against a numpy reference of spec section 5."""
 import numpy as np
+import pytest
 
 from hw import build as hwbuild
 from hw.backend import run_jobs
 from programs import Layout, image_with, load
-from vta_sim import isa
+from hw.header import header_text
+from vta_sim import Config, isa
 from vta_sim.config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_UOP, MEM_WGT
+from vta_sim.errors import ConfigError
 
 
 def test_fifo_token_queue_gemm_and_alu_cores(tmp_path):
@@ -15,6 +18,16 @@ def test_fifo_token_queue_gemm_and_alu_cores(tmp_path):
     failures = hwbuild.run_bench("8x8x8", "hw.tests.unit_bench", tmp_path,
                                  {"VTA_UNIT_CONFIG": "8x8x8", "VTA_UNIT_SEED": "1"}, top="vta_units_tb")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("key, value, depth", [("GEMM_PIPELINE", 2, 3), ("ALU_PIPELINE", 1, 2)])
+def test_pipeline_latency_below_the_rtl_depth_is_refused(key, value, depth):
+    """The compute pipeline writes its last result 3 (GEMM) or 2 (ALU) cycles after the last issue,
+    so a shorter modelled fill + drain could not be met cycle for cycle."""
+    cfg = Config.from_dict({**Config.load("1x8x8").to_dict(), key: value}, name="short")
+    with pytest.raises(ConfigError, match=f"{key}={value}.*use {key} >= {depth}"):
+        header_text(cfg)
+    header_text(Config.from_dict({**Config.load("1x8x8").to_dict(), key: depth}, name="ok"))
 
 
 SRAM_OF = {MEM_INP: ("inp_mem", "inp"), MEM_WGT: ("wgt_mem", "wgt"), MEM_ACC: ("acc_mem", "acc"),
