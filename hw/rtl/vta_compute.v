@@ -5,14 +5,17 @@
 //   S0  loop counters -> UOP SRAM read
 //   S1  indices = micro-op + loop offsets -> INP/WGT reads; ALU: ACC read (tensor: ACC[dst], then
 //       S1b ACC[src])
-//   S2  ALU -> ACC and OUT write; GEMM: dot products of INP and WGT (registered), ACC[dst] read
-//   S3  GEMM: ACC[dst] + dot -> ACC and OUT write
+//   S2  ALU: operands registered; GEMM: INP x WGT products registered
+//   S3  ALU -> ACC and OUT write; GEMM: adder tree (registered), ACC[dst] read
+//   S4  GEMM: ACC[dst] + dot -> ACC and OUT write
 // The SRAMs are write-first, so an iteration reading the entry that the previous one writes in
 // the same cycle sees the new value: GEMM reads its accumulator one cycle before it adds, so its
-// read-add-write stays one cycle however deep the multiplier side is. The instruction is done
-// GEMM_PIPELINE (ALU_PIPELINE) cycles after its last issue slot, as docs/timing.md models it; the
-// last write is 3 (2) cycles after it, so GEMM_PIPELINE >= 3 and ALU_PIPELINE >= 2 are exact
-// (hw/header.py refuses less).
+// read-add-write stays one cycle however deep the multiplier side is. The ALU reads ACC[dst] in
+// S1 and writes in S3, so the one write it can miss, the previous iteration's, is forwarded from
+// S3 (into S2's operand, or S1b's for a tensor ALU). The instruction is done GEMM_PIPELINE
+// (ALU_PIPELINE) cycles after its last issue slot, as docs/timing.md models it; the last write is
+// 4 (3) cycles after it, so GEMM_PIPELINE >= 4 and ALU_PIPELINE >= 3 are exact (hw/header.py
+// refuses less).
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_compute (
@@ -153,13 +156,13 @@ module vta_compute (
     assign uop_raddr = `VTA_LU'(u);
     wire last_u = (u + 1 == u_end), last_j = (j + 1 == n_in), last_i = (i + 1 == n_out);
 
-    // ------------------------------------------------------------ S1 / S1b / S2
-    reg        s1_valid, s1b_valid, s2_valid, s3_valid;
+    // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
+    reg        s1_valid, s1b_valid, s2_valid, s3_valid, s4_valid;
     reg [31:0] s1_d, s1_s, s1_w, s1b_a;
     /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM
-    reg [31:0] s1b_src, s2_a, s3_a;
+    reg [31:0] s1b_src, s2_a, s3_a, s4_a;
     /* verilator lint_on UNUSEDSIGNAL */
-    reg [`VTA_ACC_BYTES*8-1:0] x_r;
+    reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2;
     wire [31:0] a = 32'(`VTA_UOP_DST_IDX(uop_rdata)) + s1_d;
     wire [31:0] src = 32'(`VTA_UOP_SRC_IDX(uop_rdata)) + s1_s;
     wire [31:0] wg = 32'(`VTA_UOP_WGT_IDX(uop_rdata)) + s1_w;
@@ -168,18 +171,21 @@ module vta_compute (
         (!reset && tensor && src >= `VTA_ACC_DEPTH));
     assign inp_raddr = `VTA_LI'(src);
     assign wgt_raddr = `VTA_LW'(wg);
-    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s2_a);
+    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s3_a);
 
     wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z;
     vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_rdata),
                         .acc_out(gemm_z));
-    wire [`VTA_ACC_BYTES*8-1:0] y_vec = tensor ? acc_rdata : {LANES{imm}};
-    vta_alu_core alu (.reset(reset), .op(alu_op), .x(tensor ? x_r : acc_rdata), .y(y_vec), .z(alu_z));
+    vta_alu_core alu (.reset(reset), .op(alu_op), .x(x2), .y(y2), .z(alu_z));
     wire [`VTA_ACC_BYTES*8-1:0] z = is_alu ? alu_z : gemm_z;
+    wire alu_we = s3_valid && is_alu;
+    // ACC[dst] as read, or the S3 write to the same entry that the read was one cycle too early for
+    wire [`VTA_ACC_BYTES*8-1:0] dst_s1b = (alu_we && s3_a == s1b_a) ? alu_z : acc_rdata;
+    wire [`VTA_ACC_BYTES*8-1:0] dst_s2 = (alu_we && s3_a == s2_a) ? alu_z : acc_rdata;
 
-    wire exec_we = (s2_valid && is_alu) || s3_valid;    // one instruction kind runs at a time
+    wire exec_we = alu_we || s4_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
-    assign acc_waddr = s3_valid ? `VTA_LA'(s3_a) : exec_we ? `VTA_LA'(s2_a) : `VTA_LA'(dma_idx);
+    assign acc_waddr = s4_valid ? `VTA_LA'(s4_a) : exec_we ? `VTA_LA'(s3_a) : `VTA_LA'(dma_idx);
     assign acc_wdata = exec_we ? z : (mt == `VTA_MEM_ACC) ? dma_data : acc8;
     assign out_we = exec_we;
     genvar g;
@@ -205,6 +211,7 @@ module vta_compute (
             s1b_valid <= 1'b0;
             s2_valid <= 1'b0;
             s3_valid <= 1'b0;
+            s4_valid <= 1'b0;
             err <= 1'b0;
             {acc_bytes, uop_bytes, gemm_count, alu_count, busy_cycles} <= 0;
             {stall_token, stall_port, stall_push, insn_count} <= 0;
@@ -221,8 +228,14 @@ module vta_compute (
             s1_valid <= issue;
             s2_valid <= (s1_valid && !tensor) || s1b_valid;
             s1b_valid <= s1_valid && tensor;
-            s3_valid <= s2_valid && !is_alu;
-            if (s2_valid) s3_a <= s2_a;
+            s3_valid <= s2_valid;
+            s4_valid <= s3_valid && !is_alu;
+            if (s2_valid) begin
+                s3_a <= s2_a;
+                x2 <= tensor ? x_r : dst_s2;
+                y2 <= tensor ? acc_rdata : {LANES{imm}};
+            end
+            if (s3_valid) s4_a <= s3_a;
             if (issue) begin
                 s1_d <= d_ij;
                 s1_s <= s_ij;
@@ -234,7 +247,7 @@ module vta_compute (
                 if (!tensor) s2_a <= a;
             end
             if (s1b_valid) begin
-                x_r <= acc_rdata;
+                x_r <= dst_s1b;
                 s2_a <= s1b_a;
             end
             if (issue && !reset) begin
