@@ -109,7 +109,8 @@ def test_unknown_target_and_cache_key(monkeypatch, tmp_path):
     with pytest.raises(VTAError, match="unknown synthesis target 'ice40'"):
         synth.synth_config("1x8x8", "ice40")
     cfg = Config.load("1x8x8")
-    keys = {synth.run_dir(cfg, t, True) for t in synth.TARGETS} | {synth.run_dir(Config.load("8x8x8"), "ecp5", True)}
+    keys = {synth.run_dir(cfg, t, True) for t in synth.TARGETS}
+    keys.add(synth.run_dir(Config.load("8x8x8"), "ecp5", True))
     assert len(keys) == len(synth.TARGETS) + 1
     assert synth.run_dir(cfg, "ecp5", True) != synth.run_dir(cfg, "ecp5", False)
     assert synth.run_dir(cfg, "xilinx", True) == synth.run_dir(cfg, "xilinx", False)   # no pnr there
@@ -123,7 +124,8 @@ def test_unknown_target_and_cache_key(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("VTA_SYNTH_SLOW"), reason="synthesises vta_top (minutes); set VTA_SYNTH_SLOW=1")
+@pytest.mark.skipif(not os.environ.get("VTA_SYNTH_SLOW"),
+                    reason="synthesises vta_top (minutes); set VTA_SYNTH_SLOW=1")
 def test_every_sram_is_block_ram_on_ecp5():
     """All five SRAMs become DP16KD: no memory is left to LUT RAM or flip-flops."""
     cfg = Config.load("1x8x8")
