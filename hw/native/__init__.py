@@ -101,8 +101,13 @@ def _build_into(cfg: Config, bdir: Path, quiet: bool) -> None:
     shutil.rmtree(scratch / "obj")   # objects are not reused: a source change rebuilds everything
     scratch.rename(bdir)
     for old in hwbuild.BUILD_ROOT.glob(f"native-{cfg.name}-*"):   # stale keys, with their locks
-        if old.name.split(".")[0] != bdir.name and len(old.name.split(".")[0]) == len(bdir.name):
-            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+        key = old.name.split(".")[0]
+        if key == bdir.name or len(key) != len(bdir.name):
+            continue
+        if old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
     if not quiet:
         print(f"[hw] built the native testbench for {cfg.name} in {time.time() - start:.0f} s",
               file=sys.stderr, flush=True)
