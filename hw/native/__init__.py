@@ -147,11 +147,12 @@ def run(cfg: Config | str, image: np.ndarray, insn_addr: int, insn_count: int,
     if rc < 0:
         raise VTAError(f"native RTL testbench failed: {err.value.decode()}")
     status = regs[REG_CTRL // 4]
-    result = {"status": status, "done": bool(status >> STATUS_DONE & 1), "error": bool(status >> STATUS_ERROR & 1),
-              "sim_cycles": sim_cycles.value}
+    result = {"status": status, "done": bool(status >> STATUS_DONE & 1),
+              "error": bool(status >> STATUS_ERROR & 1), "sim_cycles": sim_cycles.value}
     if rc == 1:
         return result | {"timeout": True}, None
     words = list(regs)
     result |= {"cycles": words[REG_CYCLES // 4], "error_code": words[REG_ERROR_CODE // 4],
-               "error_index": words[REG_ERROR_INDEX // 4], "stats": dict(zip(COUNTERS, words[REG_COUNTERS // 4:]))}
+               "error_index": words[REG_ERROR_INDEX // 4],
+               "stats": dict(zip(COUNTERS, words[REG_COUNTERS // 4:]))}
     return result, mem[:image.size].copy()

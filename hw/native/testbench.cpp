@@ -264,7 +264,9 @@ class Bench {
         t.eval();  // READY may follow VALID combinationally: settle before tick() samples it
         bool responded = false;
         for (int n = 0; !responded; ++n) {
-            if (n == kRegTimeout) throw std::runtime_error("no AXI4-Lite write response for register " + std::to_string(addr));
+            if (n == kRegTimeout) {
+                throw std::runtime_error("no AXI4-Lite write response for register " + std::to_string(addr));
+            }
             tick([&](bool aw, bool w, bool b, bool, bool, uint32_t) {
                 if (aw) t.s_axil_awvalid = 0;
                 if (w) t.s_axil_wvalid = 0;
@@ -282,7 +284,9 @@ class Bench {
         bool responded = false;
         uint32_t value = 0;
         for (int n = 0; !responded; ++n) {
-            if (n == kRegTimeout) throw std::runtime_error("no AXI4-Lite read data for register " + std::to_string(addr));
+            if (n == kRegTimeout) {
+                throw std::runtime_error("no AXI4-Lite read data for register " + std::to_string(addr));
+            }
             tick([&](bool, bool, bool, bool ar, bool r, uint32_t rdata) {
                 if (ar) t.s_axil_arvalid = 0;
                 if (r) t.s_axil_rready = 0, responded = true, value = rdata;
