@@ -28,8 +28,8 @@ SYNTH_ROOT = Path(os.environ.get("VTA_SYNTH_BUILD", ROOT / "build" / "synth"))
 #: Yosys synthesis command per target; `generic` keeps memories as $mem_v2 cells (no library).
 SYNTH_COMMANDS = {
     "ecp5": "synth_ecp5 -top {top} -json design.json",
-    "xilinx": "synth_xilinx -top {top} -family xc7",
-    "generic": "synth -top {top} -run begin:fine; opt -fast -full; techmap; opt -fast; abc -lut 4; opt -fast",
+    "xilinx": "synth_xilinx -top {top} -family xc7 -flatten",
+    "generic": "synth -top {top} -flatten -run begin:fine; opt -fast -full; techmap; opt -fast; abc -lut 4; opt -fast",
 }
 TARGETS = tuple(SYNTH_COMMANDS)
 #: LFE5UM-85F in its largest package: vta_top has about 350 ports (both AXI buses), more than the

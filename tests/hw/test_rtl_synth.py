@@ -129,7 +129,7 @@ def test_unknown_target_and_cache_key(monkeypatch, tmp_path):
 def test_every_sram_is_block_ram_on_ecp5():
     """All five SRAMs become DP16KD: no memory is left to LUT RAM or flip-flops."""
     cfg = Config.load("1x8x8")
-    res = synth.synth_config(cfg, "ecp5", pnr=False)
+    res = synth.synth_config(cfg, "ecp5")     # cached after `vta-sim hw synth` or bench_synth.py
     sram_bits = sum(b.depth * b.entry_bytes * 8 for b in cfg.buffers.values())
     assert res["bram"] >= sram_bits // (18 * 1024)       # a DP16KD holds at most 18 Kbit
     assert res["cells"].get("TRELLIS_DPR16X4", 0) * 64 < cfg.CMD_QUEUE_DEPTH * 128 * 4   # queues only
