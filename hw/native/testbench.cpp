@@ -308,8 +308,8 @@ extern "C" {
 
 // Runs one program on `mem` (size bytes, updated in place). Reads registers 0 .. nregs-1 (byte
 // offsets 4 i) into regs after DONE. Returns 0 when the device reported DONE, 1 when it did not
-// within timeout_cycles (regs[0] then holds the last status), -1 on a bench failure (message in
-// err). *cycles_run: clock cycles simulated in all, host accesses included.
+// within timeout_cycles (the CTRL word of regs then holds the last status), -1 on a bench failure
+// (message in err). *cycles_run: clock cycles simulated in all, host accesses included.
 int vta_native_run(uint8_t* mem, uint64_t size, uint32_t insn_addr, uint32_t insn_count,
                    uint64_t timeout_cycles, uint32_t* regs, uint32_t nregs, uint64_t* cycles_run,
                    char* err, uint64_t err_size) {
@@ -328,7 +328,7 @@ int vta_native_run(uint8_t* mem, uint64_t size, uint32_t insn_addr, uint32_t ins
         int rc = 0;
         if (!(status & kStatusDone)) {
             rc = 1;
-            regs[0] = status;
+            regs[kRegCtrl / 4] = status;
         } else {
             if (status & kStatusError) bench.idle(kErrorDrain);  // let the halted run's AXI traffic land
             for (uint32_t i = 0; i < nregs; ++i) regs[i] = bench.read_reg(4 * i);
