@@ -29,7 +29,8 @@ SYNTH_ROOT = Path(os.environ.get("VTA_SYNTH_BUILD", ROOT / "build" / "synth"))
 SYNTH_COMMANDS = {
     "ecp5": "synth_ecp5 -top {top} -json design.json",
     "xilinx": "synth_xilinx -top {top} -family xc7 -flatten",
-    "generic": "synth -top {top} -flatten -run begin:fine; opt -fast -full; techmap; opt -fast; abc -lut 4; opt -fast",
+    "generic": ("synth -top {top} -flatten -run begin:fine; opt -fast -full; techmap; opt -fast; abc -lut 4; "
+                "opt -fast"),
 }
 TARGETS = tuple(SYNTH_COMMANDS)
 #: LFE5UM-85F in its largest package: vta_top has about 350 ports (both AXI buses), more than the
@@ -96,13 +97,21 @@ def parse_stats(stat: dict, target: str) -> dict:
 
 
 def parse_report(report: dict) -> dict:
-    """Fmax, utilisation and the critical path from nextpnr's `--report` JSON."""
+    """Fmax, utilisation and the critical path from nextpnr's `--report` JSON. The critical path
+    is the slowest register-to-register path of the clock (what Fmax is); paths from or to the
+    unconstrained I/O pins are summarised apart (`io_path_ns`)."""
     fmax = min((clk["achieved"] for clk in report.get("fmax", {}).values()), default=None)
-    paths = report.get("critical_paths") or []
     out = {"fmax_mhz": round(fmax, 2) if fmax is not None else None,
            "utilisation": {k: v for k, v in report.get("utilization", {}).items() if v.get("used")}}
-    if paths:
-        segs = max(paths, key=lambda p: sum(s["delay"] for s in p["path"]))["path"]
+    delay = lambda p: sum(s["delay"] for s in p["path"])  # noqa: E731
+    paths = report.get("critical_paths") or []
+    internal = [p for p in paths
+                if p.get("from", "").startswith("posedge") and p.get("to", "").startswith("posedge")]
+    io = [p for p in paths if p not in internal]
+    if io:
+        out["io_path_ns"] = round(max(map(delay, io)), 2)
+    if internal or io:
+        segs = max(internal or io, key=delay)["path"]
         logic = [s for s in segs if s["type"] in ("logic", "clk-to-q", "setup")]
         out["critical_path"] = {
             "from": f"{segs[0]['from']['cell']}.{segs[0]['from']['port']}",
@@ -116,11 +125,15 @@ def parse_report(report: dict) -> dict:
     return out
 
 
+#: What nextpnr and Yosys append to an RTL signal's name when they split and pack it.
+_CELL_SUFFIX = re.compile(r"(_TRELLIS|_LUT4|_CCU2C|_PFUMX|_L6MUX21|_DO|_DI[AB]?\d|\$TRELLIS|\$tr_io|\[\d+\]).*")
+
+
 def _through(segs: list) -> list:
-    """The distinct RTL signals (net names) the path passes, in order: what to pipeline."""
+    """The RTL signals (net names) the path passes, in order, each once: what to pipeline."""
     names = []
     for s in segs:
-        net = re.sub(r"_SB_.*|\[\d+\]$|_TRELLIS.*", "", s.get("net", "") or "")
+        net = _CELL_SUFFIX.sub("", s.get("net", "") or "")
         if net and not net.startswith("$") and net not in names:
             names.append(net)
     return names
