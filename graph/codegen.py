@@ -106,8 +106,7 @@ def _composite(func):
 def _region(build: VtaBuild, func) -> Region:
     symbol = str(func.attrs["global_symbol"])
     comp = _composite(func)
-    var2val = dict(relax.analysis.get_var2val(comp))
-    value_of = lambda e: var2val.get(e, e) if isinstance(e, relax.Var) else e  # noqa: E731
+    value_of = ops.value_lookup(comp)
     root = value_of(comp.body.body)
     spec, constants = ops.read_spec(root, value_of)
     params = list(comp.params)

@@ -82,3 +82,13 @@ def import_onnx(model, batch: int | None = None):
     mod = from_onnx(proto, shape_dict={inp.name: list(inp.shape)}, dtype_dict={inp.name: inp.dtype},
                     keep_params_in_input=False)
     return mod, inp
+
+
+def onnxruntime_session(model: onnx.ModelProto):
+    """An onnxruntime CPU session of `model` with every graph optimisation off: its optimised
+    int8 kernels are not a bit-exact oracle on AVX2 hosts, its reference kernels are."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])

@@ -100,6 +100,19 @@ def _shape(e) -> tuple:
     return tuple(int(d) for d in e.ty.shape)
 
 
+def value_lookup(func, extra=None):
+    """e -> the value a var of `func` is bound to (looking in `extra` first), else e itself."""
+    var2val = dict(relax.analysis.get_var2val(func))
+
+    def value_of(e):
+        if not isinstance(e, relax.Var):
+            return e
+        if extra is not None and e in extra:
+            return extra[e]
+        return var2val.get(e, e)
+    return value_of
+
+
 def op_name(e) -> str | None:
     return e.op.name if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op) else None
 

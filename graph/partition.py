@@ -49,7 +49,7 @@ def refusals(main) -> dict:
     Computed on the function before partitioning, with the same `ops.check` the partitioner
     uses, so the report's reasons are the partitioner's."""
     var2val = dict(relax.analysis.get_var2val(main))
-    value_of = lambda e: var2val.get(e, e) if isinstance(e, relax.Var) else e  # noqa: E731
+    value_of = ops.value_lookup(main)
     out = {}
     for block in main.body.blocks:
         for binding in block.bindings:
@@ -63,14 +63,10 @@ def refusals(main) -> dict:
 
 def partition(mod):
     """`mod` with each accelerator-runnable op wrapped in a `Codegen: "vta"` function."""
-    var2val = dict(relax.analysis.get_var2val(mod["main"]))
+    main = mod["main"]
 
     def check(ctx) -> bool:
-        def value_of(e):
-            if isinstance(e, relax.Var):
-                return ctx.matched_bindings.get(e, var2val.get(e, e))
-            return e
-        return ops.check(ctx.matched_expr, value_of) is None
+        return ops.check(ctx.matched_expr, ops.value_lookup(main, ctx.matched_bindings)) is None
 
     patterns = [relax.transform.FusionPattern(name, pattern, check=check)
                 for name, pattern in PATTERNS.items()]

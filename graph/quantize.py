@@ -20,6 +20,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from .errors import GraphError
+from .onnx_import import onnxruntime_session
 
 #: Ops whose activation inputs and outputs are quantised.
 QUANTISED_OPS = ("Conv", "Gemm", "MatMul", "Add", "MaxPool")
@@ -48,17 +49,13 @@ def quantize_weight(w: np.ndarray) -> tuple[np.ndarray, float]:
 
 def calibrate(model: onnx.ModelProto, names: list, calibration: np.ndarray) -> dict:
     """Absolute maximum of each named tensor over the calibration batch (onnxruntime, float)."""
-    import onnxruntime as ort
-
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
     outputs = {o.name for o in probe.graph.output}
     for name in names:
         if name not in outputs:
             probe.graph.output.append(helper.make_empty_tensor_value_info(name))
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(probe.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(probe)
     feed_name = session.get_inputs()[0].name
     absmax = dict.fromkeys(names, 0.0)
     data = np.asarray(calibration, np.float32)

@@ -162,13 +162,8 @@ class ModelResult:
 
 
 def run_onnxruntime(proto, x: np.ndarray) -> np.ndarray:
-    """The model's outputs from onnxruntime with every graph optimisation off (its optimised
-    int8 kernels are not a bit-exact oracle on AVX2 hosts)."""
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    """The model's outputs from onnxruntime (graph optimisations off), in chunks of 256."""
+    session = onnx_import.onnxruntime_session(proto)
     name = session.get_inputs()[0].name
     return np.concatenate([session.run(None, {name: x[i:i + 256]})[0] for i in range(0, len(x), 256)])
 

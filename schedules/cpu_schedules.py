@@ -6,7 +6,6 @@ adds on top of the previous one (the order of TVM's "How to optimize GEMM on CPU
 step works on the GEMM roles a workload's `BlockView` gives its loops, so one schedule serves
 GEMM, conv2d, conv1d and both halves of the depthwise-separable conv.
 """
-import math
 import os
 from dataclasses import dataclass
 

@@ -5,7 +5,7 @@ import pytest
 from programs import image_with, load, store
 from vta_sim import (ConfigError, Config, DeadlockError, EncodingError, HazardError, MemoryAccessError,
                      ProgramError, Simulator, VTAError, isa)
-from vta_sim.config import MEM_ACC, MEM_INP, MEM_OUT, MEM_UOP, MEM_WGT
+from vta_sim.config import MEM_INP, MEM_OUT, MEM_UOP, MEM_WGT
 
 FIN = isa.FinishInsn()
 

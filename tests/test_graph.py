@@ -1,7 +1,6 @@
 """The graph level: quantiser, QDQ pass, Relax BYOC partition, whole models against their CPU build."""
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import helper, numpy_helper
 
@@ -10,7 +9,7 @@ from graph.models.onnx_builder import OnnxBuilder
 from graph.onnx_import import import_onnx
 from graph.qdq import lower_qdq
 from graph.quantize import quantize_model
-from graph.run import ModelCase, output_step, run_model
+from graph.run import ModelCase, output_step, run_model, run_onnxruntime
 
 
 def _cnn(batch_shape=(1, 3, 9, 9), relu_before_pool=True, seed=0):
@@ -25,13 +24,6 @@ def _cnn(batch_shape=(1, 3, 9, 9), relu_before_pool=True, seed=0):
     p = b.flatten(b.max_pool(s, 3, 2, pad=1))
     h = (batch_shape[2] + 1) // 2
     return b.build(b.dense(p, rng.normal(0, .3, (7, 10 * h * h)), rng.normal(0, .1, 7)))
-
-
-def _ort(model, x):
-    options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-    return session.run(None, {"input": x})[0]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +55,7 @@ def test_quantiser_writes_symmetric_power_of_two_qdq(small):
     weights = [inits[n.input[0]] for n in qnodes if n.op_type == "DequantizeLinear" and n.input[0] in inits]
     assert {w.dtype for w in weights} == {np.dtype(np.int8), np.dtype(np.int32)}
     # the quantised model still computes what the float one does, to within quantisation error
-    ref, got = _ort(model, x), _ort(qdq, x)
+    ref, got = run_onnxruntime(model, x), run_onnxruntime(qdq, x)
     assert np.abs(ref - got).max() < 0.1 * np.abs(ref).max()
 
 
@@ -103,7 +95,7 @@ def test_each_integer_block_is_within_one_lsb_of_onnxruntime(layer):
 
     output_dq = next(n for n in qdq.graph.node if n.output[0] == "output")
     scale = next(numpy_helper.to_array(i) for i in qdq.graph.initializer if i.name == output_dq.input[1])
-    diff = np.abs(CpuModel(integer).run(x) - _ort(qdq, x)) / float(scale)
+    diff = np.abs(CpuModel(integer).run(x) - run_onnxruntime(qdq, x)) / float(scale)
     assert diff.max() <= 1 + 1e-6
     assert (diff == 0).mean() > 0.9
 

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from programs import Layout, image_with, load, store
+from programs import image_with, load, store
 from vta_sim import Simulator, isa
 from vta_sim.config import MEM_INP, MEM_UOP, MEM_WGT
 

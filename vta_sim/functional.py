@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import isa
-from .config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_NAMES, MEM_UOP, MEM_WGT, Config
+from .config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_UOP, MEM_WGT, Config
 from .errors import HazardError, MemoryAccessError
 from .result import FUNCTIONAL_STATS
 

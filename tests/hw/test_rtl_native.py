@@ -5,7 +5,6 @@ import pytest
 
 from hw import native
 from hw.backend import RTLBackend
-from hw.header import ERROR_CODES
 from rtl_programs import (blocked_gemm_program, chain_programs, queue_full_program, random_program,
                           single_instruction_programs, token_queue_full_programs)
 from test_rtl_top import error_programs
