@@ -55,7 +55,7 @@ class CompiledKernel:
 
 def attach_config(func, cfg: Config):
     """Mark a PrimFunc as a VTA program for `cfg` (what LowerVTA looks for)."""
-    return func.with_attr(lower.CONFIG_ATTR, lower.config_to_text(cfg))
+    return func.with_attr(lower.CONFIG_ATTR, cfg.to_text())
 
 
 def compile_vta(mod, cfg: Config, outputs=(-1,)) -> CompiledKernel:

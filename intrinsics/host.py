@@ -14,20 +14,20 @@ import contextlib
 
 import tvm
 
+from vta_sim.config import Config
 from vta_sim.errors import VTAError
 from vta_sim.runtime import Runtime, UopKernel
 
 from .calls import Alu, Gemm, Load2D, LoopNest, Store2D
 from .deps import DependencyTracker
 from .errors import CompileError
-from .lower import config_from_text
 
 
 class _Session:
     """One call of a compiled function: its Runtime, DRAM buffers and the ops recorded so far."""
 
     def __init__(self, config_text: str, kinds: str, tensors, backend):
-        cfg = config_from_text(config_text)
+        cfg = Config.from_text(config_text)
         self.rt = Runtime(cfg, backend=backend)
         self.kinds = kinds.split(",")
         self.buffers = []

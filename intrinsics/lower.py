@@ -16,6 +16,7 @@ is built (intrinsics.host), from the SRAM ranges each op reads and writes.
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 
 import tvm
 from tvm import s_tir, tirx
@@ -35,16 +36,6 @@ from .tensor_intrin import SCOPE_SRAM
 
 CONFIG_ATTR = "vta.config"
 PIPELINE = "vta"
-
-
-def config_to_text(cfg: Config) -> str:
-    """The config as the compiled program carries it (name included, for reports)."""
-    return json.dumps({"name": cfg.name, "keys": cfg.to_dict()})
-
-
-def config_from_text(text: str) -> Config:
-    data = json.loads(str(text))
-    return Config.from_dict(data["keys"], name=data["name"])
 
 
 def entry_elems(cfg: Config) -> dict:
@@ -286,7 +277,7 @@ def _enumerate(stmt, bind):
 
 # ----------------------------------------------------------------------------- the pass
 def _lower(func):
-    cfg = config_from_text(func.attrs[CONFIG_ATTR])
+    cfg = Config.from_text(func.attrs[CONFIG_ATTR])
     tr = _Translator(cfg, func)
     nodes = tr.stmts(func.body)
     missing = [tr.param_bufs[i].name for i, k in enumerate(tr.kinds) if k is None]
@@ -297,7 +288,7 @@ def _lower(func):
     depth = {s: cfg.buffers[s].depth for s in ("inp", "wgt", "acc")}
     plan = plan_sram(nodes, depth, tr.entry, slices, tr.aliases)
     body = emit(nodes, plan, tr.sram_of, tr.entry)
-    begin = tirx.call_packed("vta.begin", config_to_text(cfg), ",".join(tr.kinds),
+    begin = tirx.call_packed("vta.begin", cfg.to_text(), ",".join(tr.kinds),
                              *tr.param_bufs)
     end = tirx.call_packed("vta.end", *tr.param_bufs)
     new_body = tirx.SeqStmt([tirx.Evaluate(begin), body, tirx.Evaluate(end)])
@@ -378,18 +369,26 @@ class Lowering:
         return self.run(tvm.ir.transform.Sequential(self.passes()), mod)
 
     def compile(self, mod):
-        """`tvm.compile` of `mod` (an IRModule) with this pipeline. tvm.compile finds a pipeline by
-        name only, so this one is PIPELINE in TVM's table for the duration of the call."""
-        table = compilation_pipeline.PIPELINE_MAP
-        saved = table.get(PIPELINE)
-        table[PIPELINE] = self.pipeline
+        """`tvm.compile` of `mod` (an IRModule) with this lowering as the pipeline `"vta"`."""
+        token = _ACTIVE.set(self)
         try:
             return self.run(tvm.compile, mod, target="llvm", tir_pipeline=PIPELINE)
         finally:
-            if saved is None:
-                del table[PIPELINE]
-            else:
-                table[PIPELINE] = saved
+            _ACTIVE.reset(token)
+
+
+def _active_pipeline():
+    """The factory registered as `"vta"`: tvm.compile names a pipeline and passes no state, so
+    the Lowering whose `compile` is running is found in a context variable."""
+    lowering = _ACTIVE.get(None)
+    if lowering is None:
+        raise CompileError(f"the {PIPELINE!r} TIR pipeline runs only inside Lowering.compile "
+                           "(it needs the lowering's configuration)")
+    return lowering.pipeline()
+
+
+_ACTIVE: ContextVar = ContextVar("vta_lowering")
+compilation_pipeline.register_tir_pipeline(PIPELINE, _active_pipeline)
 
 
 def lower(mod):

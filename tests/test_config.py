@@ -54,3 +54,12 @@ def test_bad_configs_are_refused_clearly(tmp_path):
     bad.write_text("{")
     with pytest.raises(ConfigError, match="not valid JSON"):
         Config.load(str(bad))
+
+
+def test_config_text_round_trips_and_refuses_other_text():
+    cfg = Config.load("8x8x8")
+    assert Config.from_text(cfg.to_text()) == cfg and Config.from_text(cfg.to_text()).name == "8x8x8"
+    with pytest.raises(ConfigError, match="Config.to_text"):
+        Config.from_text('{"name": "x"}')
+    with pytest.raises(ConfigError, match="Config.to_text"):
+        Config.from_text("not json")

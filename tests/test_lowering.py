@@ -174,3 +174,13 @@ def test_a_runtime_refusal_inside_the_compiled_code_keeps_its_type():
     x, w, b = _inputs(shape)
     with pytest.raises(VTAError, match="unknown backend 'nope'"):
         kernel(pk.pack_nchw(x, 1, 8), pk.pack_oihw(w, 8, 8), pk.pack_bias(b, 1, 8), backend="nope")
+
+
+def test_vta_pipeline_is_registered_not_patched_into_tvm():
+    """tvm.compile finds "vta" through register_tir_pipeline; outside Lowering.compile it refuses
+    (it has no configuration), and TVM's own pipelines are never replaced."""
+    from tvm.tirx import compilation_pipeline
+    before = {k: v for k, v in compilation_pipeline.PIPELINE_MAP.items() if k != lower.PIPELINE}
+    with pytest.raises(CompileError, match="only inside Lowering.compile"):
+        compilation_pipeline.get_tir_pipeline(lower.PIPELINE)
+    assert {k: v for k, v in compilation_pipeline.PIPELINE_MAP.items() if k != lower.PIPELINE} == before

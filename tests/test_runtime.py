@@ -132,3 +132,15 @@ def test_buffers_are_aligned_to_their_element_size():
     acc = rt.array(bias, "acc")
     assert acc.byte_addr % acc.elem_bytes == 0
     assert np.array_equal(acc.numpy(), bias)
+
+
+def test_backends_come_from_entry_points():
+    """`rtl` is found through the vta_sim.backends entry point, not named inside vta_sim."""
+    from importlib.metadata import entry_points
+
+    from vta_sim import backends
+    from vta_sim.errors import VTAError
+    assert "rtl" in {ep.name for ep in entry_points(group=backends.GROUP)}
+    assert backends.names()[0] == "sim" and "rtl" in backends.names()
+    with pytest.raises(VTAError, match="unknown backend 'fpga'.*entry point"):
+        backends.get_backend("fpga")

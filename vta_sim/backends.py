@@ -1,29 +1,39 @@
 """Backends run a DRAM image and return a RunResult; users pick one by name.
 
-The simulator is built in; other backends (the Verilated RTL) register an import path and are
-loaded on first use, so `--backend rtl` needs no change in callers.
+The simulator is built in; other backends (the Verilated RTL) come in through the
+`vta_sim.backends` entry points (pyproject.toml), loaded on first use, so `--backend rtl`
+needs no change in callers and `vta_sim` names nothing above it.
 """
 from __future__ import annotations
 
-import importlib
+from importlib.metadata import entry_points
 
 from .config import Config
 from .errors import VTAError
+from .simulator import Simulator
 
-_BACKENDS = {"sim": "vta_sim.simulator:Simulator", "rtl": "hw.backend:RTLBackend"}
+GROUP = "vta_sim.backends"
+
+
+def _table() -> dict:
+    """Backend name -> loader: the simulator, then every installed entry point."""
+    table = {"sim": lambda: Simulator}
+    table.update({ep.name: ep.load for ep in entry_points(group=GROUP)})
+    return table
 
 
 def names() -> tuple:
-    return tuple(_BACKENDS)
+    return tuple(_table())
 
 
 def get_backend(name: str, cfg: Config | str | None = None):
     """An object with `.run(dram, insn_addr, insn_count, trace=False) -> RunResult`."""
-    if name not in _BACKENDS:
-        raise VTAError(f"unknown backend {name!r}; available: {', '.join(_BACKENDS)}")
-    module, attr = _BACKENDS[name].split(":")
+    table = _table()
+    if name not in table:
+        raise VTAError(f"unknown backend {name!r}; available: {', '.join(table)} (other backends "
+                       f"register a {GROUP!r} entry point)")
     try:
-        cls = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
+        cls = table[name]()
+    except ImportError as exc:
         raise VTAError(f"backend {name!r} is not available here ({exc})") from None
     return cls(Config.load(cfg))

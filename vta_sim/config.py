@@ -118,6 +118,20 @@ class Config:
     def to_dict(self) -> dict:
         return {**self.keys, **self.timing}
 
+    def to_text(self) -> str:
+        """The config as a compiled program carries it (name included, for reports)."""
+        return json.dumps({"name": self.name, "keys": self.to_dict()})
+
+    @classmethod
+    def from_text(cls, text: str) -> "Config":
+        """The inverse of `to_text`: what a compiled program's host side reads back."""
+        try:
+            data = json.loads(str(text))
+            keys, name = data["keys"], data["name"]
+        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+            raise ConfigError(f"not a configuration written by Config.to_text ({exc!r}): {str(text)[:80]!r}") from None
+        return cls.from_dict(keys, name=name)
+
     def __eq__(self, other):
         return isinstance(other, Config) and self.to_dict() == other.to_dict()
 

