@@ -247,24 +247,14 @@ class Config:
                 raise ConfigError(f"{key}={value}: latencies above 65536 cycles are not supported")
         if self.timing["CLOCK_MHZ"] < 1:
             raise ConfigError("CLOCK_MHZ must be at least 1")
-        la, li, lw, lu = self.LA, self.LI, self.LW, self.LU
-        checks = (
-            ("micro-op (32 bits)", la + max(la, li) + lw, 32,
-             f"LA + max(LA, LI) + LW = {la} + {max(la, li)} + {lw}"),
-            ("GEMM/ALU word 0 (64 bits)", 7 + lu + (lu + 1) + 28, 64,
-             f"7 + LU + (LU + 1) + 28 with LU = {lu}"),
-            ("GEMM word 1 (64 bits)", 2 * (la + li + lw), 64, f"2(LA + LI + LW) = 2({la} + {li} + {lw})"),
-            ("ALU word 1 (64 bits)", 4 * la + 20, 64, f"4 LA + 20 with LA = {la}"),
-        )
-        for word, used, limit, expr in checks:
-            if used > limit:
-                raise ConfigError(f"configuration {self.name!r} does not fit the encoding: the {word} "
-                                  f"needs {used} bits ({expr}); shrink the buffers")
-        for name, field_bits in (("sram_base", 16),):
-            for buf in ("inp", "wgt", "acc", "uop"):
-                if self.buffers[buf].index_bits > field_bits:
-                    raise ConfigError(f"{buf.upper()} depth needs {self.buffers[buf].index_bits} bits, "
-                                      f"more than the {field_bits}-bit {name} field of LOAD/STORE")
+        from .isa import SRAM_BASE_BITS, overfull_words   # isa builds on Config and owns the fields
+        for word, used, limit, fields in overfull_words(self.LU, self.LI, self.LW, self.LA):
+            raise ConfigError(f"configuration {self.name!r} does not fit the encoding: the {word} "
+                              f"({limit} bits) needs {used} bits ({fields}); shrink the buffers")
+        for buf in ("inp", "wgt", "acc", "uop"):
+            if self.buffers[buf].index_bits > SRAM_BASE_BITS:
+                raise ConfigError(f"{buf.upper()} depth needs {self.buffers[buf].index_bits} bits, "
+                                  f"more than the {SRAM_BASE_BITS}-bit sram_base field of LOAD/STORE")
 
     def describe(self) -> str:
         bufs = self.buffers

@@ -81,10 +81,14 @@ def _pack(spec, start=0):
     return fields, pos
 
 
+#: Width of LOAD/STORE's sram_base: no buffer may be deeper than it can address.
+SRAM_BASE_BITS = 16
+
+
 @lru_cache(maxsize=None)
 def _layout(lu: int, li: int, lw: int, la: int) -> dict:
     common = [("opcode", 3), ("pop_prev", 1), ("pop_next", 1), ("push_prev", 1), ("push_next", 1)]
-    mem, _ = _pack(common + [("memory_type", 3), ("sram_base", 16), ("dram_base", 32), ("unused", 6),
+    mem, _ = _pack(common + [("memory_type", 3), ("sram_base", SRAM_BASE_BITS), ("dram_base", 32), ("unused", 6),
                              ("y_size", 16), ("x_size", 16), ("x_stride", 16),
                              ("y_pad_0", PAD_BITS), ("y_pad_1", PAD_BITS), ("x_pad_0", PAD_BITS),
                              ("x_pad_1", PAD_BITS)])
@@ -103,6 +107,24 @@ def _layout(lu: int, li: int, lw: int, la: int) -> dict:
 def layout(cfg: Config) -> dict:
     """Field tables by format name: `mem` (LOAD/STORE), `gemm`, `alu`, `finish`, `uop`."""
     return _layout(cfg.LU, cfg.LI, cfg.LW, cfg.LA)
+
+
+#: The words whose width depends on the buffer depths: (name, format, first bit, bits).
+_SIZED_WORDS = (("micro-op", "uop", 0, 32), ("GEMM/ALU word 0", "gemm", 0, 64),
+                ("GEMM word 1", "gemm", 64, 64), ("ALU word 1", "alu", 64, 64))
+
+
+def overfull_words(lu: int, li: int, lw: int, la: int) -> list:
+    """(word, bits used, bits available, its fields) for each word the index widths overfill;
+    Config.validate refuses a configuration with any."""
+    tables = _layout(lu, li, lw, la)
+    out = []
+    for word, fmt, base, bits in _SIZED_WORDS:
+        fields = [f for f in tables[fmt] if base <= f.lo < base + bits]
+        used = max(f.hi for f in fields) + 1 - base
+        if used > bits:
+            out.append((word, used, bits, " + ".join(f"{f.name} {f.width}" for f in fields)))
+    return out
 
 
 # ------------------------------------------------------------------------------ typed instructions
