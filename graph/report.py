@@ -6,7 +6,7 @@ import sys
 
 from vta_sim.config import Config
 from vta_sim.isa import MODULES
-from vta_sim.result import BYTES_STATS as BYTES_KEYS
+from vta_sim.result import BYTES_STATS as BYTES_KEYS, busy_fraction
 from vta_sim.trace import Trace
 
 
@@ -32,7 +32,7 @@ def layer_rows(layers: list, runs: list, cfg: Config) -> list:
                        utilization=spec.macs / cfg.macs_per_cycle / cycles if spec.macs else None,
                        dram_bytes=int(sum(stats.get(k, 0) for k in BYTES_KEYS)),
                        compile_s=run.region.kernel.compile_s, sim_s=run.seconds,
-                       **{f"{m}_busy": stats.get(f"{m}_busy_cycles", 0) / cycles for m in MODULES})
+                       **{f"{m}_busy": busy_fraction(stats, m, cycles) for m in MODULES})
         rows.append(row)
     return rows
 

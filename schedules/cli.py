@@ -21,7 +21,7 @@ import numpy as np
 from intrinsics.errors import CompileError
 from vta_sim import backends
 from vta_sim.config import Config
-from vta_sim.result import BYTES_STATS as BYTES_KEYS
+from vta_sim.result import BYTES_STATS as BYTES_KEYS, busy_fraction
 
 from . import vta_conv2d as vc
 from . import vta_dense as vd
@@ -118,7 +118,7 @@ def run_vta(workload: str, shape: dict, config="1x8x8", vthreads: int = 2, backe
 
 
 def busy(figures: dict, module: str) -> float:
-    return 100 * figures["stats"].get(f"{module}_busy_cycles", 0) / max(figures["cycles"], 1)
+    return 100 * busy_fraction(figures["stats"], module, figures["cycles"])
 
 
 def report(figures: dict) -> str:

@@ -18,6 +18,8 @@ import time
 import numpy as np
 
 from vta_sim import packing
+from vta_sim.isa import MODULES
+from vta_sim.result import busy_fraction
 from vta_sim.runtime import Runtime, UopKernel
 
 
@@ -131,8 +133,8 @@ def run_and_report(config="1x8x8", m=64, k=256, n=256, vthreads=2, shift=8, time
         f"{'verified bit-exact against numpy' if ok else 'MISMATCH against numpy'}")
     out(f"  cycles {res.cycles:,}   ideal {ideal:,} (MACs / {cfg.macs_per_cycle} per cycle)   "
         f"utilisation {100 * ideal / res.cycles:.1f} %")
-    out("  busy: " + "   ".join(f"{mod} {100 * st[f'{mod}_busy_cycles'] / res.cycles:.1f} %"
-                                for mod in ("load", "compute", "store"))
+    out("  busy: " + "   ".join(f"{mod} {100 * busy_fraction(st, mod, res.cycles):.1f} %"
+                                for mod in MODULES)
         + f"   ({len(rt.instructions)} instructions, simulated in {wall:.2f} s)")
     if image is not None:
         prog = rt.last_program

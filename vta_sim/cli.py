@@ -28,6 +28,7 @@ from . import backends, isa
 from .blocked_gemm import run_and_report
 from .config import Config
 from .errors import VTAError
+from .result import FUNCTIONAL_STATS, busy_fraction
 
 PLUGIN_GROUP = "vta_sim.plugins"
 
@@ -85,13 +86,10 @@ def cmd_run(args) -> int:
     st = result.stats
     print(f"{args.image}: {args.insn_count} instructions on {cfg.name} ({args.backend}): "
           f"{result.cycles:,} cycles in {wall:.2f} s")
-    for key in ("inp_load_nbytes", "wgt_load_nbytes", "acc_load_nbytes", "uop_load_nbytes",
-                "out_store_nbytes", "gemm_counter", "alu_counter"):
+    for key in FUNCTIONAL_STATS:
         print(f"  {key:<18} {st.get(key, 0):>12,}")
-    for mod in ("load", "compute", "store"):
-        if f"{mod}_busy_cycles" in st:
-            print(f"  {mod + ' busy':<18} {st[f'{mod}_busy_cycles']:>12,}  "
-                  f"({100 * st[f'{mod}_busy_cycles'] / max(result.cycles, 1):.1f} %)")
+    for mod in isa.MODULES:
+        print(f"  {mod + ' busy':<18} {100 * busy_fraction(st, mod, result.cycles):>11.1f} %")
     if args.out:
         result.dram.tofile(args.out)
         print(f"  final DRAM image written to {args.out}")

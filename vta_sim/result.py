@@ -24,6 +24,11 @@ TIMING_STATS = tuple(f"{m}_{s}" for m in MODULES for s in MODULE_STATS) + \
     tuple(f"fetch_{s}" for s in FETCH_STATS)
 
 
+def busy_fraction(stats: dict, module: str, cycles: int) -> float:
+    """The share of `cycles` a module (load, compute, store) was busy; 0 when not reported."""
+    return stats.get(f"{module}_{MODULE_STATS[0]}", 0) / max(cycles, 1)
+
+
 @dataclass
 class RunResult:
     dram: np.ndarray          # final DRAM image (uint8), a fresh array
