@@ -19,13 +19,14 @@ from pathlib import Path
 
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
+from vta_sim.paths import cache_dir
 
 from .header import header_text
 
 HW_DIR = Path(__file__).resolve().parent
 RTL_DIR = HW_DIR / "rtl"
 ROOT = HW_DIR.parent
-BUILD_ROOT = Path(os.environ.get("VTA_HW_BUILD", ROOT / "build" / "hw"))
+BUILD_ROOT = cache_dir("hw", "VTA_HW_BUILD")
 TOPLEVEL = "vta_top"
 #: When set to a folder, every bench run uses a coverage build and leaves its coverage.dat there.
 COVERAGE_ENV = "VTA_HW_COVERAGE"

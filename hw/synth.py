@@ -20,11 +20,12 @@ from pathlib import Path
 
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
+from vta_sim.paths import cache_dir
 
-from .build import ROOT, TOPLEVEL, rtl_sources
+from .build import TOPLEVEL, rtl_sources
 from .header import header_text
 
-SYNTH_ROOT = Path(os.environ.get("VTA_SYNTH_BUILD", ROOT / "build" / "synth"))
+SYNTH_ROOT = cache_dir("synth", "VTA_SYNTH_BUILD")
 #: Yosys synthesis command per target; `generic` keeps memories as $mem_v2 cells (no library).
 SYNTH_COMMANDS = {
     "ecp5": "synth_ecp5 -top {top} -json design.json",

@@ -271,7 +271,7 @@ def _tune_args(p):
                    "simulator trials on a Dask cluster (default tiles first), keep the best in the "
                    "tuning database and run with it (docs/dse.md)")
     p.add_argument("--tuning-db", help="with --tune: the database file (default $VTA_TUNING_DB or "
-                   "build/tuning/tiles.json)")
+                   "tuning/tiles.json in the cache root, docs/dse.md)")
     p.add_argument("--scheduler", help="with --tune: a Dask scheduler address (default: a local cluster)")
     p.add_argument("--workers", type=int, help="with --tune: local Dask workers (default: one per core)")
 

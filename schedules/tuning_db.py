@@ -7,7 +7,8 @@ level) consult it before `choose_tiles`' cycle model, which stays the prior and 
 The search that writes it lives above this package (`dse.tune`, `vta-sim conv2d --tune N`).
 
 The file is JSON, `{"version": 1, "records": {key: record}}`; its path is `$VTA_TUNING_DB` or
-`build/tuning/tiles.json` under the working directory.
+`tuning/tiles.json` under the cache root (`vta_sim.paths`: `$VTA_CACHE`, else `build/` beside the
+sources), never relative to the working directory, so tiles do not depend on where a command runs.
 """
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ from pathlib import Path
 
 from intrinsics.errors import CompileError
 from vta_sim.config import Config
+from vta_sim.paths import cache_dir
 
-DEFAULT_PATH = Path("build") / "tuning" / "tiles.json"
 VERSION = 1
 
 
 def db_path(path: str | Path | None = None) -> Path:
-    """`path`, else $VTA_TUNING_DB, else build/tuning/tiles.json (relative to the working directory)."""
-    return Path(path or os.environ.get("VTA_TUNING_DB") or DEFAULT_PATH)
+    """`path`, else $VTA_TUNING_DB, else tiles.json in the cache root's tuning/ (vta_sim.paths)."""
+    return Path(path or os.environ.get("VTA_TUNING_DB") or cache_dir("tuning") / "tiles.json")
 
 
 def key(cfg: Config, op: str, shape, vthreads: int) -> str:

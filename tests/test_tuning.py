@@ -73,3 +73,13 @@ def test_tune_flag_reaches_the_dse_plugin_and_excludes_tiles(capsys):
     argv = ["conv2d", "--h", "8", "--ic", "16", "--oc", "16", "--k", "3", "--tune", "3", "--tiles", "1", "1", "1"]
     assert main(argv) == 2
     assert "give --tune or --tiles, not both" in capsys.readouterr().err
+
+
+def test_database_path_does_not_depend_on_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv("VTA_TUNING_DB", raising=False)
+    monkeypatch.delenv("VTA_CACHE", raising=False)
+    here = tuning_db.db_path()
+    monkeypatch.chdir(tmp_path)
+    assert tuning_db.db_path() == here and here.is_absolute()
+    monkeypatch.setenv("VTA_CACHE", str(tmp_path / "cache"))
+    assert tuning_db.db_path() == tmp_path / "cache" / "tuning" / "tiles.json"

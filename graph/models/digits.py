@@ -2,7 +2,7 @@
 
 conv 3x3 1->16, ReLU, conv 3x3 16->32, ReLU, max-pool 2x2, dense 512->10: trained in numpy
 (im2col convolutions, Adam, cross-entropy), exported to float ONNX, quantised on training images (by graph.quantize, or by onnxruntime's
-quantize_static), and cached under build/models/ so later runs skip all that.
+quantize_static), and cached under models/ in the cache root (vta_sim.paths) so later runs skip all that.
 """
 from __future__ import annotations
 
@@ -13,11 +13,13 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from vta_sim.paths import cache_dir
+
 from ..quantize import quantizer_named
 from .onnx_builder import OnnxBuilder
 
 VERSION = 1
-CACHE_DIR = Path("build") / "models"
+CACHE_DIR = cache_dir("models")
 SEED = 0
 HELD_OUT = 0.2
 EPOCHS = 12

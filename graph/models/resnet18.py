@@ -2,7 +2,7 @@
 
 Batch norm is folded into the convolutions, as a deployment export does, so every conv has a
 bias. Weights are He-initialised; the quantiser calibrates on seeded random images. The QDQ
-model is cached under build/models/.
+model is cached under models/ in the cache root (vta_sim.paths).
 """
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from pathlib import Path
 import numpy as np
 import onnx
 
+from vta_sim.paths import cache_dir
+
 from ..quantize import quantizer_named
 from .onnx_builder import OnnxBuilder
 
 VERSION = 1
-CACHE_DIR = Path("build") / "models"
+CACHE_DIR = cache_dir("models")
 SEED = 0
 INPUT_SHAPE = (1, 3, 224, 224)
 CALIBRATION_IMAGES = 2
