@@ -1,6 +1,7 @@
 """Each fact shared by the simulator, the compiler and the RTL has one home; these tests pin
 what derives from it, so that a second copy cannot drift."""
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,11 +20,30 @@ def _defines(cfg) -> dict:
     return dict(re.findall(r"^`define VTA_(\S+) (.*)$", header_text(cfg), re.M))
 
 
+SPEC = Path(__file__).resolve().parents[2] / "shared" / "spec" / "vta-isa.md"
+
+
+def _spec_registers() -> dict:
+    """Section 8's register table of the shared spec: register name -> byte offset."""
+    section = SPEC.read_text().split("## 8.")[1].split("\n## ")[0]
+    rows = re.findall(r"^\| 0x([0-9A-Fa-f]+) \| ([A-Z_/]+)", section, re.M)
+    assert rows, f"no register table in section 8 of {SPEC}"
+    return {name.split("/")[0]: int(offset, 16) for offset, name in rows}
+
+
+def test_the_register_map_is_the_specs():
+    spec = _spec_registers()
+    offsets = {name: getattr(registers, f"REG_{name}") for name in registers.REGISTERS}
+    assert {name: offsets[name] for name in spec} == spec
+    # the project's registers beyond the spec's follow its last one, as section 8 allows
+    assert min(o for n, o in offsets.items() if n not in spec) == max(spec.values()) + 4
+
+
 @pytest.mark.parametrize("config", ["1x8x8", "8x8x8"])
 def test_the_generated_header_carries_vta_sims_register_map_codes_and_counters(config):
     d = _defines(Config.load(config))
-    assert {k[4:]: int(v) for k, v in d.items() if k.startswith("REG_") and k != "REG_COUNTERS"} == \
-        {name: i for i, name in enumerate(registers.REGISTERS)}
+    spec = _spec_registers()
+    assert {name: 4 * int(d[f"REG_{name}"]) for name in spec} == spec
     assert int(d["REG_COUNTERS"]) * 4 == registers.REG_COUNTERS
     assert {k[4:]: int(v) for k, v in d.items() if k.startswith("ERR_")} == registers.ERROR_CODES
     assert {k[4:].lower(): int(v) for k, v in d.items() if k.startswith("CNT_")} == \
