@@ -73,10 +73,6 @@ def tensorize_reduction(sch, cfg: Config, block, init_loop) -> None:
     sch.tensorize(tensorize_loop(sch, block, cfg, reduce_dims=1), gemm_intrin(cfg))
 
 
-def divisors(n: int) -> list:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
 def tile_sizes(n: int) -> list:
     """The candidate tile sizes of a dimension of n: for each tile count, the smallest tile.
 

@@ -26,14 +26,21 @@ def test_cuda_source(wl):
     assert "threadIdx.x" in src and "threadIdx.y" in src
     for bound in re.findall(r"__launch_bounds__\((\d+)\)", src):
         assert 1 <= int(bound) <= 1024
-    if gpu_schedules.gpu_status().usable:
-        inputs = wl.random_inputs()
-        dev = tvm.cuda()
-        f = gpu_schedules.build(mod)
-        out = tvm.runtime.tensor(np.zeros(wl.output_shape, wl.out_dtype), device=dev)
-        f(*[tvm.runtime.tensor(a, device=dev) for a in inputs], out)
-        ref = wl.reference(inputs)
-        if wl.dtype == "int8":
-            np.testing.assert_array_equal(out.numpy(), ref)
-        else:
-            np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("wl", WORKLOADS, ids=lambda w: w.name)
+def test_cuda_kernel_matches_the_reference_on_a_gpu(wl):
+    status = gpu_schedules.gpu_status()
+    if not status.usable:
+        pytest.skip(f"no usable GPU: {status.reason}")
+    mod = gpu_schedules.schedule(wl)
+    inputs = wl.random_inputs()
+    dev = tvm.cuda()
+    f = gpu_schedules.build(mod)
+    out = tvm.runtime.tensor(np.zeros(wl.output_shape, wl.out_dtype), device=dev)
+    f(*[tvm.runtime.tensor(a, device=dev) for a in inputs], out)
+    ref = wl.reference(inputs)
+    if wl.dtype == "int8":
+        np.testing.assert_array_equal(out.numpy(), ref)
+    else:
+        np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-4)
