@@ -27,20 +27,23 @@ AVX2_LANES, AVX2_GROUP = 8, 2
 AVX2_INTRIN = "vta_compare_dot_8x2_i8i8i32_avx2"
 
 
-@T.prim_func(s_tir=True)
-def _dot_8x2_desc(
-    A: T.Buffer((2,), "int8", offset_factor=1),
-    B: T.Buffer((8, 2), "int8", offset_factor=1),
-    C: T.Buffer((8,), "int32", offset_factor=1, scope="local"),
-) -> None:
-    with T.sblock("root"):
-        T.reads(C[0:8], A[0:2], B[0:8, 0:2])
-        T.writes(C[0:8])
-        for i in T.serial(0, 8):
-            for k in T.serial(0, 2):
-                with T.sblock("update"):
-                    vi, vk = T.axis.remap("SR", [i, k])
-                    C[vi] = C[vi] + T.Cast("int32", A[vk]) * T.Cast("int32", B[vi, vk])
+def _dot_desc(lanes: int, group: int, a_dtype: str):
+    """The description both ISAs tensorise: C[i] += A[k] * B[i, k] for `lanes` x `group`."""
+    @T.prim_func(s_tir=True)
+    def desc(
+        A: T.Buffer((group,), a_dtype, offset_factor=1),
+        B: T.Buffer((lanes, group), "int8", offset_factor=1),
+        C: T.Buffer((lanes,), "int32", offset_factor=1, scope="local"),
+    ) -> None:
+        with T.sblock("root"):
+            T.reads(C[0:lanes], A[0:group], B[0:lanes, 0:group])
+            T.writes(C[0:lanes])
+            for i in T.serial(0, lanes):
+                for k in T.serial(0, group):
+                    with T.sblock("update"):
+                        vi, vk = T.axis.remap("SR", [i, k])
+                        C[vi] = C[vi] + T.Cast("int32", A[vk]) * T.Cast("int32", B[vi, vk])
+    return desc
 
 
 @T.prim_func(s_tir=True)
@@ -59,28 +62,12 @@ def _dot_8x2_avx2(
             T.llvm_lookup_intrinsic_id("llvm.x86.avx2.pmadd.wd"), a16, b16, dtype="int32x8")
 
 
-TensorIntrin.register(AVX2_INTRIN, _dot_8x2_desc, _dot_8x2_avx2, override=True)
+TensorIntrin.register(AVX2_INTRIN, _dot_desc(AVX2_LANES, AVX2_GROUP, "int8"), _dot_8x2_avx2, override=True)
 
 VNNI_LANES, VNNI_GROUP = 16, 4
 VNNI_INTRIN = "vta_compare_dot_16x4_u8i8i32_vnni"
 VNNI_LAYOUT_INTRIN = "vta_compare_dot_16x4_u8i8i32_loops"
 VNNI_TARGET_CPU = "cascadelake"  # an LLVM CPU with avx512_vnni, for the build-only check
-
-
-@T.prim_func(s_tir=True)
-def _dot_16x4_desc(
-    A: T.Buffer((4,), "uint8", offset_factor=1),
-    B: T.Buffer((16, 4), "int8", offset_factor=1),
-    C: T.Buffer((16,), "int32", offset_factor=1, scope="local"),
-) -> None:
-    with T.sblock("root"):
-        T.reads(C[0:16], A[0:4], B[0:16, 0:4])
-        T.writes(C[0:16])
-        for i in T.serial(0, 16):
-            for k in T.serial(0, 4):
-                with T.sblock("update"):
-                    vi, vk = T.axis.remap("SR", [i, k])
-                    C[vi] = C[vi] + T.Cast("int32", A[vk]) * T.Cast("int32", B[vi, vk])
 
 
 @T.prim_func(s_tir=True)
@@ -102,8 +89,9 @@ def _dot_16x4_vnni(
             dtype="int32x16")
 
 
-TensorIntrin.register(VNNI_INTRIN, _dot_16x4_desc, _dot_16x4_vnni, override=True)
-TensorIntrin.register(VNNI_LAYOUT_INTRIN, _dot_16x4_desc, _dot_16x4_desc, override=True)
+_DOT_16X4_DESC = _dot_desc(VNNI_LANES, VNNI_GROUP, "uint8")
+TensorIntrin.register(VNNI_INTRIN, _DOT_16X4_DESC, _dot_16x4_vnni, override=True)
+TensorIntrin.register(VNNI_LAYOUT_INTRIN, _DOT_16X4_DESC, _DOT_16X4_DESC, override=True)
 # isa -> (uint8-shifted graph?, lanes, group, intrinsic)
 ISAS = {
     "avx2": (False, AVX2_LANES, AVX2_GROUP, AVX2_INTRIN),
