@@ -31,7 +31,7 @@ else:  # unset, TVM's pool would take half the hardware threads (it assumes hype
 import numpy as np  # noqa: E402
 import tvm  # noqa: E402
 
-from schedules import compare, cpu_schedules, cpu_tensorised, references, workloads  # noqa: E402
+from baselines import compare, cpu_schedules, cpu_tensorised, references, workloads  # noqa: E402
 
 
 def tvm_callable(mod, wl, inputs):

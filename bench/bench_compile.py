@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from schedules.cli import run_resnet18, run_vta  # noqa: E402
+from schedules.measure import run_resnet18, run_vta  # noqa: E402
 from schedules.layers import TABLE_LAYERS  # noqa: E402
 
 

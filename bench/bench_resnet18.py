@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from schedules.cli import run_resnet18  # noqa: E402
+from schedules.measure import run_resnet18  # noqa: E402
 
 
 def main() -> int:

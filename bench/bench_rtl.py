@@ -67,7 +67,7 @@ def stream(label, cfg, prog, testbenches):
 
 
 def layer(name, config):
-    from schedules.cli import layer_shape, run_vta
+    from schedules.measure import layer_shape, run_vta
 
     shape = layer_shape(f"resnet18.{name}")
     sim = run_vta("conv2d", shape, config, 2, "sim")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from intrinsics.errors import CompileError
-from schedules.cli import run_vta
+from schedules.measure import run_vta
 from vta_sim.config import Config
 from vta_sim.errors import ConfigError
 

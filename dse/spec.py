@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from schedules.cli import layer_shape
+from schedules.measure import layer_shape
 from schedules.layers import RESNET18
 from vta_sim.config import SPEC_KEYS, TIMING_DEFAULTS, Config
 from vta_sim.errors import VTAError
@@ -36,7 +36,7 @@ class SpecError(VTAError):
 
 
 @dataclass(frozen=True)
-class Workload:
+class SweepWorkload:
     """What one point runs: `kind` is conv2d, gemm or model; `shape` run_vta's shape dict (or the model name)."""
 
     name: str
@@ -44,7 +44,7 @@ class Workload:
     shape: tuple   # sorted (key, value) pairs, hashable; dict(shape) for run_vta
 
 
-def parse_workload(text: str) -> Workload:
+def parse_workload(text: str) -> SweepWorkload:
     """`resnet18.C5`, `gemm:MxKxN`, `conv2d:HxWxICxOCxKxPADxSTRIDE` or `model:NAME`."""
     if not isinstance(text, str):
         raise SpecError(f"workload {text!r} is not a string; accepted: {', '.join(WORKLOAD_FORMS)}")
@@ -54,17 +54,17 @@ def parse_workload(text: str) -> Workload:
             shape = layer_shape(text)
         except KeyError as exc:
             raise SpecError(exc.args[0]) from None
-        return Workload(text, "conv2d", tuple(sorted(shape.items())))
+        return SweepWorkload(text, "conv2d", tuple(sorted(shape.items())))
     if kind == "model":
         if rest not in MODELS:
             raise SpecError(f"workload {text!r}: unknown model; accepted: {', '.join('model:' + m for m in MODELS)}")
-        return Workload(text, "model", (("model", rest),))
+        return SweepWorkload(text, "model", (("model", rest),))
     names = {"gemm": ("m", "k", "n"), "conv2d": ("h", "w", "ic", "oc", "k", "pad", "stride")}.get(kind)
     dims = rest.split("x")
     if names is None or len(dims) != len(names) or not all(d.isdigit() for d in dims):
         raise SpecError(f"workload {text!r} is not understood; accepted: {', '.join(WORKLOAD_FORMS)} "
                         f"(ResNet-18 layers: {', '.join(RESNET18)})")
-    return Workload(text, kind, tuple(sorted(zip(names, map(int, dims)))))
+    return SweepWorkload(text, kind, tuple(sorted(zip(names, map(int, dims)))))
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class Point:
 
     base: str
     overrides: tuple   # (key, value) pairs in the spec's key order
-    workload: Workload
+    workload: SweepWorkload
     vthreads: int
     seed: int
 

@@ -22,7 +22,7 @@ from intrinsics.errors import CompileError
 from schedules import tuning_db
 from schedules import vta_conv2d as vc
 from schedules import vta_dense as vd
-from schedules.cli import op_shape, run_vta
+from schedules.measure import op_shape, run_vta
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
 

@@ -1,2 +1,3 @@
-"""Workloads and their VTA-8 schedules: packed dense and conv2d with requantisation, the
-ResNet-18 layer table, and the gemm / conv2d / resnet18 subcommands."""
+"""VTA-8's kernels: packed dense and conv2d with requantisation, pooling and element-wise ops as
+TensorIR schedules (`vta_*`), the ResNet-18 layer table, and `measure.run_vta`, which compiles,
+runs and verifies one of them; `cli` is the argparse front (gemm / conv2d / resnet18)."""

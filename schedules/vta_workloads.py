@@ -25,7 +25,7 @@ from .fixed_point import ScaledRequant
 INT8_MIN, INT8_MAX = -128, 127
 
 
-class Workload(NamedTuple):
+class PackedGraph(NamedTuple):
     """TE tensors in call order (inputs..., output); the schedules find stages by block name:
     pad (conv input), conv / gemm, the `epilogue` stages, out."""
 
@@ -161,7 +161,7 @@ def _vectors(stages, shape) -> dict:
     return {v: te.placeholder(shape, "int32", name=v) for v in vector_inputs(stages)}
 
 
-def dense(cfg: Config, m: int, k: int, n: int, shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> Workload:
+def dense(cfg: Config, m: int, k: int, n: int, shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> PackedGraph:
     """out[M, N] = requant(A[M, K] . W[N, K]^T + bias[N]) in packed layout (whole blocks only:
     vta_dense pads other shapes before they get here). `shift`, `lo`, `hi`: see `epilogue` (a
     requantisation object in place of the shift carries its own bounds)."""
@@ -181,11 +181,11 @@ def dense(cfg: Config, m: int, k: int, n: int, shift, lo: int = INT8_MIN, hi: in
                                   axis=[ko, ki]),
         name="gemm")
     out = requantize(gemm, vectors, lambda i: (i[1], i[2], i[3]), stages)
-    return Workload([a, w, *vectors.values(), out])
+    return PackedGraph([a, w, *vectors.values(), out])
 
 
 def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: int, stride: int,
-           shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> Workload:
+           shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> PackedGraph:
     """Blocked NCHW{B}n{BI}c x OIHW{BO}o{BI}i conv2d with requantisation (`epilogue`, as for
     `dense`; whole blocks only: vta_conv2d pads other shapes before they get here).
 
@@ -226,7 +226,7 @@ def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: i
             axis=[ric, rkh, rkw, rii]),
         name="conv")
     out = requantize(conv, vectors, lambda i: (i[1], i[4], i[5]), stages)
-    return Workload([data, kernel, *vectors.values(), out])
+    return PackedGraph([data, kernel, *vectors.values(), out])
 
 
 def subsamples_rows(k: int, pad: int, stride: int) -> bool:

@@ -97,7 +97,7 @@ def test_broken_plugin_is_reported_in_help_and_by_its_commands(monkeypatch, caps
 
 
 def test_plugin_registering_undeclared_commands_is_refused(capsys):
-    plugins = cli.load_plugins([_ep("not_compare", "schedules.compare_cli")])
+    plugins = cli.load_plugins([_ep("not_compare", "baselines.cli")])
     assert main(["--help"], plugins) == 2
     assert "registered the commands ['compare']" in capsys.readouterr().err
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from intrinsics.errors import CompileError
-from schedules import cli as vta_cli
-from schedules import compare, compare_cli, gpu_schedules, references, workloads
+from schedules import measure
+from baselines import cli as compare_cli, compare, gpu_schedules, references, workloads
 
 FAST = compare.Options(repeats=1, min_time_s=0.0, trials=0)  # trials=0: meta_schedule skipped
 JSON_KEYS = {"workload", "target", "variant", "time_s", "gops", "speedup_vs_scalar", "verified",
@@ -81,7 +81,7 @@ def test_vta_column():
 def test_vta_column_fails_when_run_vta_raises(monkeypatch, capsys):
     def broken(*args, **kwargs):
         raise CompileError("tile does not fit")
-    monkeypatch.setattr(vta_cli, "run_vta", broken)
+    monkeypatch.setattr(measure, "run_vta", broken)
     (row,) = compare.vta_rows(workloads.gemm(16, 16, 16, "int8"), None, None, FAST)
     assert not row.skipped and not row.verified and row.time_s is None
     assert "CompileError: tile does not fit" in row.error

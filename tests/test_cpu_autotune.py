@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tvm
 
-from schedules import cpu_autotune, cpu_schedules, workloads
+from baselines import cpu_autotune, cpu_schedules, workloads
 
 pytestmark = pytest.mark.skipif(
     any(importlib.util.find_spec(m) is None for m in ("cloudpickle", "psutil")),

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tvm
 
-from schedules import cpu_schedules, workloads
+from baselines import cpu_schedules, workloads
 
 SMALL = [
     workloads.gemm(24, 32, 20, "int8"),

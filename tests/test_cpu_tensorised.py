@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tvm
 
-from schedules import cpu_schedules, cpu_tensorised, workloads
+from baselines import cpu_schedules, cpu_tensorised, workloads
 
 pytestmark = pytest.mark.skipif("avx2" not in cpu_tensorised.host_flags(),
                                 reason="host CPU has no AVX2")

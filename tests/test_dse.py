@@ -18,7 +18,7 @@ from dse.sweep import run_sweep
 from dse.tune import space, tune
 from schedules import tuning_db
 from schedules import vta_conv2d as vc
-from schedules.cli import op_shape
+from schedules.measure import op_shape
 from vta_sim.cli import main
 from vta_sim.config import Config
 
@@ -99,11 +99,11 @@ def _patch_workers(client, raising: bool) -> None:
 
     def patch():
         import dse.point
-        import schedules.cli
+        import schedules.measure
 
         def boom(*args, **kwargs):
             raise RuntimeError("boom: simulated bug")
-        dse.point.run_vta = boom if raising else schedules.cli.run_vta
+        dse.point.run_vta = boom if raising else schedules.measure.run_vta
     client.run(patch)
 
 
@@ -139,7 +139,7 @@ def test_tune_five_trials_never_worse_than_the_default(client, tmp_path, monkeyp
     assert record["cycles"] == result.best_cycles and vc.ConvTiles(**record["tiles"]) == result.best_tiles
     # The compiler now takes the tuned tiles for this shape, config and thread count.
     monkeypatch.setenv("VTA_TUNING_DB", str(db))
-    from schedules.cli import run_vta
+    from schedules.measure import run_vta
     figures = run_vta("conv2d", SMALL_CONV, config=cfg, vthreads=2)
     assert figures["cycles"] == result.best_cycles and figures["verified"]
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tvm
 
-from schedules import gpu_schedules, workloads
+from baselines import gpu_schedules, workloads
 
 WORKLOADS = [
     workloads.gemm(64, 48, 40, "int8"),

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from schedules import cli
+from schedules import cli, measure
 from schedules.layers import RESNET18, TABLE_LAYERS, get_layer
 from vta_sim import cli as vta_cli
 
@@ -74,7 +74,7 @@ def test_run_resnet18_tags_each_layer(monkeypatch):
     def fake_run_vta(workload, shape, *args, **kwargs):
         calls.append(shape)
         return {"verified": True, "cycles": 1, "utilization": 1.0, "shape": shape}
-    monkeypatch.setattr(cli, "run_vta", fake_run_vta)
-    rows = cli.run_resnet18(progress=None)
+    monkeypatch.setattr(measure, "run_vta", fake_run_vta)
+    rows = measure.run_resnet18(progress=None)
     assert [r["layer"] for r in rows] == list(TABLE_LAYERS)
     assert calls[3] == {"h": 28, "w": 28, "ic": 128, "oc": 128, "k": 3, "pad": 1, "stride": 1}

@@ -23,7 +23,7 @@ from cocotb.triggers import ClockCycles, First, RisingEdge, Timer
 from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
 from hw import header
-from hw.compare import compare_run
+from hw.sim_check import compare_run
 from vta_sim import isa
 from vta_sim.config import Config
 from vta_sim.errors import VTAError

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hw.backend import run_jobs
-from hw.compare import compare_run
+from hw.sim_check import compare_run
 from hw.header import COUNTERS, ERROR_CODES
 from programs import image_with, load, store
 from rtl_programs import (blocked_gemm_program, chain_programs, random_program,
@@ -136,7 +136,7 @@ def test_axi_read_error_sets_error_code(cfg):
     (7, 0, True), (7, 250, True), (7, -1, False),             # stalls may only slow the RTL down
 ], ids=["exact", "exact_slower", "exact_faster", "bp_equal", "bp_slower", "bp_faster"])
 def test_compare_checks_the_cycle_relation(tmp_path, backpressure, delta, accepted):
-    """hw.compare: RTL cycles == sim cycles without back-pressure, >= with it (timing.md)."""
+    """hw.sim_check: RTL cycles == sim cycles without back-pressure, >= with it (timing.md)."""
     cfg = Config.default()
     name, image, addr, count = chain_programs(cfg)[0]
     path = tmp_path / "prog.bin"

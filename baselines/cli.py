@@ -6,7 +6,7 @@ import platform
 import sys
 from pathlib import Path
 
-from schedules import compare, workloads
+from baselines import compare, workloads
 
 WORKLOADS = ("gemm", "conv2d", "conv1d", "dwsep")
 # Shape defaults of the convolution workloads (conv2d without any of these: resnet18.C5).
@@ -68,8 +68,8 @@ def make_workloads(args):
 
 
 def machine_line(threads=None):
-    from schedules.cpu_tensorised import host_flags
-    from schedules.gpu_schedules import gpu_status
+    from baselines.cpu_tensorised import host_flags
+    from baselines.gpu_schedules import gpu_status
 
     flags = host_flags()
     simd = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni") if f in flags]

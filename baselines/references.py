@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from schedules.workloads import DWSEP_SHIFT
+from baselines.workloads import DWSEP_SHIFT
 
 
 @dataclass

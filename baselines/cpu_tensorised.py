@@ -19,8 +19,8 @@ from tvm import s_tir
 from tvm.s_tir import TensorIntrin
 from tvm.script import tirx as T
 
-from schedules import cpu_schedules
-from schedules.cpu_schedules import (Tiling, apply_steps, has_block, parallel_copies, pick_factor,
+from baselines import cpu_schedules
+from baselines.cpu_schedules import (Tiling, apply_steps, has_block, parallel_copies, pick_factor,
                                      read_index)
 
 AVX2_LANES, AVX2_GROUP = 8, 2

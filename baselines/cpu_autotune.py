@@ -25,7 +25,7 @@ from tvm.s_tir.meta_schedule.runner.local_runner import (
     LocalRunnerFuture, default_alloc_argument, default_run_evaluator)
 from tvm.ir.utils import derived_object
 
-from schedules.cpu_schedules import scalar
+from baselines.cpu_schedules import scalar
 
 
 class TuningFailed(Exception):

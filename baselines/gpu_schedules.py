@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import tvm
 from tvm import s_tir
 
-from schedules.cpu_schedules import has_block, pick_factor, read_index, scalar
+from baselines.cpu_schedules import has_block, pick_factor, read_index, scalar
 
 CUDA_ARCH = "sm_80"  # without a device: any arch compiles, the source is what is checked
 

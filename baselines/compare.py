@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import tvm
 
-from schedules import cli as vta_cli
-from schedules import cpu_autotune, cpu_schedules, cpu_tensorised, gpu_schedules, references
+from schedules import measure
+from baselines import cpu_autotune, cpu_schedules, cpu_tensorised, gpu_schedules, references
 from vta_sim.config import Config
 
 TARGETS = ("cpu", "gpu", "vta", "reference")
@@ -130,7 +130,7 @@ def gpu_rows(wl, inputs, ref, opts):
 
 
 def vta_shape(wl):
-    """`schedules.cli.run_vta` arguments for `wl`, or None if the compiler path lacks its kind."""
+    """`schedules.measure.run_vta` arguments for `wl`, or None if the compiler path lacks its kind."""
     if wl.kind == "gemm":
         (M, K), (_, N) = wl.inputs[0][1], wl.inputs[1][1]
         return "gemm", dict(m=M, k=K, n=N)
@@ -143,7 +143,7 @@ def vta_shape(wl):
 
 
 def vta_rows(wl, inputs, ref, opts):
-    """The compiler path's simulated cycles at the config's clock (schedules.cli.run_vta).
+    """The compiler path's simulated cycles at the config's clock (schedules.measure.run_vta).
 
     run_vta draws its own seeded inputs and checks the output bit-exactly against its numpy
     reference; that check is this row's `verified`. A float workload or a kind the compiler
@@ -155,12 +155,12 @@ def vta_rows(wl, inputs, ref, opts):
     if wl.dtype != "int8":
         row.skipped = "the accelerator computes int8 -> int32 only"
     elif case is None:
-        row.skipped = f"the compiler path (schedules.cli.run_vta) has no {wl.kind} schedule"
+        row.skipped = f"the compiler path (schedules.measure.run_vta) has no {wl.kind} schedule"
     if row.skipped:
         return [row]
     cfg = Config.load(opts.vta_config)
     try:
-        fig = vta_cli.run_vta(case[0], case[1], config=opts.vta_config)
+        fig = measure.run_vta(case[0], case[1], config=opts.vta_config)
     except Exception as err:  # noqa: BLE001 - reported as the row's error; compare exits non-zero
         row.error = f"run_vta{case} raised {type(err).__name__}: {err}"
         return [row]
