@@ -221,9 +221,11 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
     acc_bias = np.zeros(channels) if bias is None else bias.reshape(-1) / (sx * sw)
     if acc_bias.size != channels:
         raise _Refusal(f"its bias has {acc_bias.size} values for {channels} output channels")
-    sums = weight.astype(np.int64).sum(axis=tuple(range(1, weight.ndim))) if kind == "conv2d" \
-        else weight.astype(np.int64).sum(axis=0)
+    reduce = tuple(range(1, weight.ndim)) if kind == "conv2d" else 0
+    sums = weight.astype(np.int64).sum(axis=reduce)
     acc_bias = np.round(acc_bias) - zx * sums             # real zero of the input is x_q = zp_x
+    # |acc + bias'| never exceeds this: int8 inputs times the channel's weights
+    acc_bound = -INT8_MIN * np.abs(weight.astype(np.int64)).sum(axis=reduce) + np.abs(acc_bias)
     lo = max(INT8_MIN, int(zy)) if relu else INT8_MIN
     multipliers = sx * sw / sy
     shift = _common_pow2_shift(multipliers)
@@ -233,7 +235,7 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
         params = None
     else:
         try:
-            requant, params = fixed_point.choose(multipliers, int(zy), lo, INT8_MAX)
+            requant, params = fixed_point.choose(multipliers, int(zy), lo, INT8_MAX, acc_bound=acc_bound)
         except CompileError as exc:
             raise _Refusal(f"its requantisation multipliers cannot be encoded: {exc}") from None
     if np.abs(acc_bias).max(initial=0) >= 2 ** 31:
