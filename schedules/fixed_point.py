@@ -81,11 +81,16 @@ class ChannelParams:
         return (self.a_min, self.a_max, self.m_hi, self.m_lo)
 
 
+def round_shift(p, r: ScaledRequant):
+    """round(p / 2^s) + zp (ties up), before the final clip: the one rounding every fixed-point
+    requantisation ends with (conv/dense epilogues, the scaled add, average pools)."""
+    return (((p >> r.t) + r.rounding) >> (r.s - r.t)) + r.zero_point
+
+
 def _sequence(a, m_hi, m_lo, r: ScaledRequant):
     """The sequence after the clamp, before the final clip, on int64 arrays (no product
     exceeds 2^62: |a| < 2^31 and m_hi, m_lo < 2^31)."""
-    p = a * m_hi + ((a * m_lo) >> r.k)
-    return (((p >> r.t) + r.rounding) >> (r.s - r.t)) + r.zero_point
+    return round_shift(a * m_hi + ((a * m_lo) >> r.k), r)
 
 
 def _first_reaching(reach, outside) -> np.ndarray:
@@ -178,6 +183,27 @@ def requantize_ref(acc: np.ndarray, r: ScaledRequant, params: ChannelParams, axi
     shape[axis] = -1
     a_min, a_max, m_hi, m_lo = (v.astype(np.int64).reshape(shape) for v in params.arrays())
     a = np.minimum(np.maximum(acc.astype(np.int64), a_min), a_max)
-    p = a * m_hi + ((a * m_lo) >> r.k)
-    v = (((p >> r.t) + r.rounding) >> (r.s - r.t)) + r.zero_point
-    return np.clip(v, r.lo, r.hi).astype(np.int8)
+    return np.clip(_sequence(a, m_hi, m_lo, r), r.lo, r.hi).astype(np.int8)
+
+
+#: A sum's multipliers m = m_hi * 2^SPLIT + m_lo: both parts fit the ALU's signed 16-bit
+#: immediate, so the scaled add multiplies by immediates (docs/ops.md).
+SPLIT = 15
+
+
+def choose_sum(multipliers, reach: int, zero_point: int = 0, lo: int = INT8_MIN, hi: int = INT8_MAX
+               ) -> tuple[ScaledRequant, tuple]:
+    """(ScaledRequant with k = SPLIT, integer multipliers m_i) for y = clip(round(sum_i x_i M_i) + zp)
+    over terms |x_i| <= reach: p = sum_i x_i m_i with m_i = round(M_i 2^s), then `round_shift`.
+
+    s is the largest with sum_i reach m_i + 2^(s-1) < 2^31, so no partial sum leaves int32.
+    Refuses a multiplier that is negative or not finite, or so large that s = 1 overflows."""
+    mult = np.asarray(multipliers, np.float64).reshape(-1)
+    if not np.all(np.isfinite(mult) & (mult >= 0)) or not mult.any():
+        raise CompileError(f"sum multipliers {mult.tolist()}: need finite non-negative numbers, not all 0")
+    for s in range(31, 0, -1):
+        m = [int(v) for v in np.round(mult * 2.0 ** s)]
+        if reach * sum(m) + (1 << (s - 1)) < 1 << 31:
+            return ScaledRequant(SPLIT, max(0, s - MAX_ROUND_SHIFT), s, zero_point, lo, hi), tuple(m)
+    raise CompileError(f"sum multipliers {mult.tolist()} cannot be encoded in int32 fixed point: "
+                       f"terms of up to {reach} overflow even at shift 1")
