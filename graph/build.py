@@ -140,6 +140,7 @@ def _layers(main, regions: dict, cpu_reasons: dict) -> list:
 
 
 def _is_residual(call, var2val) -> bool:
-    """An add of two activations: shifted int8 operands (integer form) or two dequantized ones."""
+    """An add of two activations: shifted or scaled int8 operands (integer forms) or two
+    dequantized ones."""
     kinds = {ops.op_name(var2val.get(a, a)) for a in call.args}
-    return kinds in ({"relax.left_shift"}, {"relax.dequantize"})
+    return kinds in ({"relax.left_shift"}, {"relax.dequantize"}, {"relax.multiply"})

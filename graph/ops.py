@@ -16,10 +16,10 @@ from tvm.ir.expr import Constant
 
 from intrinsics.errors import CompileError
 from schedules import vta_eltwise
-from schedules.fixed_point import ScaledRequant
+from schedules.fixed_point import SPLIT, ScaledRequant
 from schedules.vta_conv2d import ConvShape
 from schedules.vta_dense import DenseShape
-from schedules.vta_eltwise import AddParams
+from schedules.vta_eltwise import AddParams, ScaledAddParams
 from schedules.vta_ops import Requant
 from schedules.vta_pool import PoolShape
 
@@ -73,12 +73,14 @@ class PoolSpec:
 @dataclass(frozen=True)
 class AddSpec:
     shape: tuple              # (n, c, h, w)
-    params: AddParams
+    params: AddParams | ScaledAddParams
     op: str = field(default="add", init=False)
     macs = 0
 
     def describe(self) -> str:
         p, (_, c, h, w) = self.params, self.shape
+        if isinstance(p, ScaledAddParams):
+            return f"(a{-p.zero_a:+d})Ma+(b{-p.zero_b:+d})Mb {c}x{h}x{w}"
         return f"(a<<{p.shift_a}) + (b<<{p.shift_b}) >> {p.shift} {c}x{h}x{w}"
 
 
@@ -140,18 +142,23 @@ def _requant_chain(root, value_of):
     rnd_add = value_of(shr_s.args[0])
     shr_t = value_of(rnd_add.args[0])
     p = value_of(shr_t.args[0])
+    t = int(_const(shr_t.args[1]))
+
+    def requant(k):
+        r = ScaledRequant(k, t, t + int(_const(shr_s.args[1])), zp, lo, hi)
+        if r.rounding != int(_const(rnd_add.args[1])):
+            raise _Unsupported(f"rounding constant {int(_const(rnd_add.args[1]))} is not 2^(s-t-1)")
+        return r
     high, low_shr = (value_of(v) for v in p.args)
+    if op_name(low_shr) == "relax.multiply":        # the scaled add: (a - za) m_a + (b - zb) m_b
+        return p, (), requant(SPLIT)
     low = value_of(low_shr.args[0])
     clamp_hi = value_of(high.args[0])
     clamp_lo = value_of(clamp_hi.args[0])
     add = value_of(clamp_lo.args[0])
-    t = int(_const(shr_t.args[1]))
-    requant = ScaledRequant(int(_const(low_shr.args[1])), t, t + int(_const(shr_s.args[1])), zp, lo, hi)
-    if requant.rounding != int(_const(rnd_add.args[1])):
-        raise _Unsupported(f"rounding constant {int(_const(rnd_add.args[1]))} is not 2^(s-t-1)")
     constants = (_vector(add.args[1]), _vector(clamp_lo.args[1]), _vector(clamp_hi.args[1]),
                  _vector(high.args[1]), _vector(low.args[1]))
-    return value_of(add.args[0]), constants, requant
+    return value_of(add.args[0]), constants, requant(int(_const(low_shr.args[1])))
 
 
 def read_spec(root, value_of=lambda e: e):
@@ -192,14 +199,30 @@ def read_spec(root, value_of=lambda e: e):
         m, k = _shape(x)
         spec = DenseSpec(DenseShape(m, k, weight.shape[1]), requant)
         return spec, (np.ascontiguousarray(weight.T), *vectors)
-    if kind == "relax.add":                       # residual: add(a << ka, b << kb) + rnd
-        shifts = [value_of(t) for t in acc.args]
-        n, c, h, w = _shape(value_of(shifts[0].args[0]).args[0])
-        ka, kb = (int(_const(s.args[1])) for s in shifts)
-        params = AddParams(ka, kb, requant.shift, requant.lo, requant.hi)
+    if kind == "relax.add":      # residual: add(a << ka, b << kb) + rnd, or add((a - za) m_a, (b - zb) m_b)
+        terms = [value_of(t) for t in acc.args]
+        n, c, h, w = _shape(add_operands(acc, value_of)[0])
+        if isinstance(requant, ScaledRequant):
+            (za, ma), (zb, mb) = ((-int(_const(value_of(t.args[0]).args[1])), int(_const(t.args[1])))
+                                  for t in terms)
+            params = ScaledAddParams(za, zb, ma, mb, requant)
+        else:
+            ka, kb = (int(_const(t.args[1])) for t in terms)
+            params = AddParams(ka, kb, requant.shift, requant.lo, requant.hi)
         vta_eltwise.check_params(params)
         return AddSpec((n, c, h, w), params), ()
     raise GraphError(f"not an accelerator op: {name}({kind})")
+
+
+def add_operands(acc, value_of) -> list:
+    """The two int8 activations of a residual add's integer form (either of graph.qdq's)."""
+    out = []
+    for term in acc.args:
+        e = value_of(value_of(term).args[0])          # astype (pow2) or add(astype, -z) (scaled)
+        if op_name(e) == "relax.add":
+            e = value_of(e.args[0])
+        out.append(e.args[0])
+    return out
 
 
 def _explicit_pad(pad_call) -> list:

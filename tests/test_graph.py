@@ -295,6 +295,24 @@ def test_models_quantised_by_onnxruntime_run_on_the_accelerator(quantizer):
     assert o["max_abs_lsb"] <= 1 and o["argmax_equal"] and o["identical_fraction"] >= 0.95
 
 
+@pytest.mark.parametrize("quantizer", ["onnxruntime", "onnxruntime-per-channel", "onnxruntime-symmetric"])
+def test_residual_adds_with_zero_points_and_float_scales_run_on_the_accelerator(quantizer):
+    """quantize_static's residual add (zero points, unequal float scales, a ReLU folded into
+    the output range or kept as a node) runs on the ALU in fixed point: bit-exact with the CPU
+    build and within 1 LSB of onnxruntime."""
+    from graph.quantize import quantizer_named
+
+    rng = np.random.default_rng(11)
+    qdq = quantizer_named(quantizer)(_cnn(), rng.random((16, 3, 9, 9), dtype=np.float32))
+    result = run_model(ModelCase(quantizer, qdq, rng.random((4, 3, 9, 9), dtype=np.float32)), "1x8x8",
+                       compare_onnxruntime=True)
+    assert [(r["op"], r["target"]) for r in result.layers] == [
+        ("conv2d", "vta"), ("conv2d", "vta"), ("add", "vta"), ("max_pool", "vta"), ("dense", "vta")]
+    assert result.verified
+    o = result.onnxruntime
+    assert o["max_abs_lsb"] <= 1 and o["argmax_equal"] and o["identical_fraction"] >= 0.95
+
+
 def test_uint8_activations_map_to_int8_on_the_accelerator():
     """quantize_static with QUInt8 activations: convs and the Gemm read x - 128 as int8."""
     from onnxruntime.quantization import QuantType
