@@ -24,7 +24,6 @@ _BUILDS = itertools.count()
 CPU_LAYERS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
               "relax.mean": "avg_pool", "relax.nn.avg_pool2d": "avg_pool",
               "relax.nn.adaptive_avg_pool2d": "avg_pool"}
-AVG_REASON = "an average divides by the window size; the ALU has no divide"
 
 
 @dataclass
@@ -105,6 +104,8 @@ def _layer_calls(main):
             call, name = binding.value, ops.op_name(binding.value)
             if _extern_symbol(call) is not None:
                 yield None, call
+            elif name == "relax.nn.conv2d":
+                yield ops.conv_kind(call), call
             elif name in CPU_LAYERS:
                 yield CPU_LAYERS[name], call
             elif name == "relax.add" and _is_residual(call, var2val):
@@ -120,7 +121,7 @@ def _cpu_reasons(main, qdq_decisions) -> dict:
     for kind, call in _layer_calls(main):
         index = len(reasons.setdefault(kind, [])) + 1
         reason = float_reasons.get(f"{kind}{index}") or refused.get(call)
-        reasons[kind].append(AVG_REASON if kind == "avg_pool" else reason or "no accelerator pattern matched")
+        reasons[kind].append(reason or "no accelerator pattern matched")
     return reasons
 
 

@@ -53,7 +53,7 @@ def compile_kernel(cfg: Config, spec, vthreads: int):
         s = _kernel_shape(spec)
         if isinstance(spec, ops.ConvSpec):
             kernel = vta_ops.conv2d_kernel(cfg, s.n, s.h, s.w, s.ic, s.oc, s.k, s.pad, s.stride, spec.requant,
-                                           vthreads=vthreads)
+                                           vthreads=vthreads, groups=s.groups)
         else:
             kernel = vta_pool.max_pool_kernel(cfg, s.n, s.c, s.h, s.w, s.k, s.stride, s.pad)
         _, value = host_padding(spec)
@@ -77,7 +77,7 @@ def reference(spec, *arrays):
         if isinstance(spec, ops.PoolSpec):
             return vta_pool.max_pool_ref(x, s.k, s.stride, s.pad)
         w, b, *channel = arrays[1:]
-        return _requantized(wl.conv2d_acc(x, w, b, s.pad, s.stride), spec.requant, channel)
+        return _requantized(wl.conv2d_acc(x, w, b, s.pad, s.stride, s.groups), spec.requant, channel)
     if isinstance(spec, ops.DenseSpec):
         x, w, b, *channel = arrays
         return _requantized(wl.dense_acc(x, w, b), spec.requant, channel)

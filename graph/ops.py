@@ -33,7 +33,7 @@ class ConvSpec:
     shape: ConvShape
     requant: Requant | ScaledRequant
     pad_value: int = 0        # the input's zero point: what padding holds
-    op: str = field(default="conv2d", init=False)
+    op: str = "conv2d"        # "avg_pool": graph.qdq's average pool, a depthwise conv of ones
 
     @property
     def macs(self) -> int:
@@ -41,7 +41,8 @@ class ConvSpec:
 
     def describe(self) -> str:
         s = self.shape
-        return f"{s.k}x{s.k}/{s.stride} {s.ic}->{s.oc} {s.h}x{s.w}"
+        kind = "" if s.groups == 1 else " dw" if s.groups == s.ic else f" g{s.groups}"
+        return f"{s.k}x{s.k}/{s.stride}{kind} {s.ic}->{s.oc} {s.h}x{s.w}"
 
 
 @dataclass(frozen=True)
@@ -190,8 +191,9 @@ def read_spec(root, value_of=lambda e: e):
         n, ic, h, w = _shape(x)
         weight = _const(wgt)
         oc, _, kh, kw = weight.shape
-        _check_conv_attrs(kh, kw, a, pad)
-        spec = ConvSpec(ConvShape(n, h, w, ic, oc, kh, pad[0], _ints(a.strides)[0]), requant, pad_value)
+        _check_conv_attrs(kh, kw, a, pad, ic, oc)
+        spec = ConvSpec(ConvShape(n, h, w, ic, oc, kh, pad[0], _ints(a.strides)[0], int(a.groups)),
+                        requant, pad_value, conv_kind(acc))
         return spec, (weight, *vectors)
     if kind == "relax.matmul":
         x, wgt = acc.args
@@ -237,14 +239,27 @@ class _Unsupported(GraphError):
     pass
 
 
-def _check_conv_attrs(kh, kw, a, pads) -> None:
-    strides, dil = _ints(a.strides), _ints(a.dilation)
+def conv_kind(call) -> str:
+    """"avg_pool" for graph.qdq's integer average pool (a depthwise conv whose weights are all
+    1), else "conv2d": the name the report gives the layer."""
+    weight = call.args[1]
+    depthwise = int(call.attrs.groups) > 1 and int(call.attrs.groups) == int(weight.ty.shape[0])
+    if depthwise and isinstance(weight, Constant) and np.all(weight.value.numpy() == 1):
+        return "avg_pool"
+    return "conv2d"
+
+
+def _check_conv_attrs(kh, kw, a, pads, ic, oc) -> None:
+    strides, dil, groups = _ints(a.strides), _ints(a.dilation), int(a.groups)
     if kh != kw:
         raise _Unsupported(f"kernel {kh}x{kw} is not square")
     if len(set(pads)) != 1 or len(set(strides)) != 1:
         raise _Unsupported(f"padding {pads} / strides {strides} differ between the axes")
-    if set(dil) != {1} or int(a.groups) != 1:
-        raise _Unsupported(f"dilation {dil} / groups {int(a.groups)}: only dense 1-dilated convs")
+    if set(dil) != {1}:
+        raise _Unsupported(f"dilation {dil}: only 1-dilated convs")
+    if groups != 1 and ic != oc:
+        raise _Unsupported(f"groups {groups} with {ic} input and {oc} output channels: grouped convs "
+                           "take as many output as input channels per group")
     if (a.data_layout, a.kernel_layout) != ("NCHW", "OIHW"):
         raise _Unsupported(f"layout {a.data_layout}/{a.kernel_layout}: NCHW/OIHW only")
 

@@ -40,7 +40,7 @@ INT8_MIN, INT8_MAX = -128, 127
 UINT8_OFFSET = 128
 #: Relax op -> the layer kind reports use.
 LAYER_OPS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
-             "relax.add": "add"}
+             "relax.add": "add", "relax.nn.avg_pool2d": "avg_pool", "relax.mean": "avg_pool"}
 
 
 @dataclass
@@ -282,6 +282,55 @@ def _plan_add(g: _Graph, q, add, body, relu_var):
     return _Plan("add", dict(a=a, b=b, params=params))
 
 
+def _pool_window(pool, h: int, w: int) -> tuple:
+    """(k, stride, pad) of an average pool (avg_pool2d, or a global mean over H and W), or refuse
+    what the depthwise form cannot hold exactly."""
+    if _op(pool) == "relax.mean":
+        axes = sorted(int(a) % 4 for a in pool.attrs.axis)
+        if axes != [2, 3] or not pool.attrs.keepdims:
+            raise _Refusal(f"a mean over axes {axes}: only the global average pool (H and W, keepdims)")
+        if h != w:
+            raise _Refusal(f"a global average pool over {h}x{w}: the accelerator's windows are square")
+        return h, 1, 0
+    a = pool.attrs
+    size, strides, pads = _ints(a.pool_size), _ints(a.strides), _ints(a.padding)
+    if len(set(size)) != 1 or len(set(strides)) != 1 or len(set(pads)) != 1 or set(_ints(a.dilation)) != {1} \
+            or a.layout != "NCHW":
+        raise _Refusal(f"window {size}, strides {strides}, padding {pads}: square, equal on all sides, "
+                       "undilated NCHW windows only")
+    k, stride, pad = size[0], strides[0], pads[0]
+    if pad and not a.count_include_pad:
+        raise _Refusal("count_include_pad=0 with padding: the divisor changes at the borders")
+    if a.ceil_mode and any((d + 2 * pad - k) % stride for d in (h, w)):
+        raise _Refusal("ceil_mode adds partial windows at the border, whose divisor differs")
+    return k, stride, pad
+
+
+def _ints(values) -> list:
+    return [int(v) for v in values]
+
+
+def _plan_avg_pool(g: _Graph, q, pool):
+    """An average pool as the integer graph computes it: the window sum is a depthwise conv of
+    ones (its padding holds the input's zero point, the real zero), then the fixed-point
+    requantisation by s_x / (s_y k^2) with -k^2 zp_x folded into the bias (docs/ops.md)."""
+    x, sx, zx, _ = _dq_input(g, pool.args[0], "input", zero_point_ok=True)
+    _single_use(g, q.args[0])
+    _, c, h, w = (int(d) for d in x.ty.shape)
+    k, stride, pad = _pool_window(pool, h, w)
+    sy, zy = _scalar(g, q.args[1], "output scale"), int(_scalar(g, q.args[2], "output zero point"))
+    count = k * k
+    try:
+        requant, params = fixed_point.choose(np.full(c, sx / (sy * count)), zy, INT8_MIN, INT8_MAX,
+                                             acc_bound=count * vta_eltwise.OPERAND_REACH)
+    except CompileError as exc:
+        raise _Refusal(f"its requantisation multiplier cannot be encoded: {exc}") from None
+    weight = np.ones((c, 1, k, k), np.int8)
+    op = relax.op.nn.conv2d(x, relax.const(weight), strides=[stride, stride], padding=[pad] * 4, groups=c)
+    return _Plan("conv2d", dict(x=x, weight=weight, bias=np.full(c, -count * zx, np.int32), requant=requant,
+                                params=params, pad_value=zx, op=op, x_uint8=False, y_uint8=False))
+
+
 def _pow2_exponent(ratio: float, what: str) -> int:
     """e with ratio = 2^-e (any sign), else refuse."""
     exponent = math.log2(ratio)
@@ -330,6 +379,8 @@ def plan(func) -> tuple[dict, list]:
                     layer_var = next(a for a in inner.args
                                      if _op(g.val(a)) in ("relax.nn.conv2d", "relax.matmul"))
                 plans[binding.var] = _plan_linear(g, q, body, relu_var, relu_var is not None)
+            elif name in ("relax.nn.avg_pool2d", "relax.mean") and relu_var is None:
+                plans[binding.var] = _plan_avg_pool(g, q, inner)
             elif name == "relax.nn.max_pool2d" and relu_var is None:
                 plans[binding.var] = _plan_same_scale(g, q, inner, "max_pool")
             elif name == "relax.reshape" and relu_var is None:
