@@ -24,7 +24,6 @@ _BUILDS = itertools.count()
 CPU_LAYERS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
               "relax.mean": "avg_pool", "relax.nn.avg_pool2d": "avg_pool",
               "relax.nn.adaptive_avg_pool2d": "avg_pool"}
-AVG_REASON = "an average divides by the window size; the ALU has no divide"
 
 
 @dataclass
@@ -105,6 +104,8 @@ def _layer_calls(main):
             call, name = binding.value, ops.op_name(binding.value)
             if _extern_symbol(call) is not None:
                 yield None, call
+            elif name == "relax.nn.conv2d":
+                yield ops.conv_kind(call), call
             elif name in CPU_LAYERS:
                 yield CPU_LAYERS[name], call
             elif name == "relax.add" and _is_residual(call, var2val):
@@ -120,7 +121,7 @@ def _cpu_reasons(main, qdq_decisions) -> dict:
     for kind, call in _layer_calls(main):
         index = len(reasons.setdefault(kind, [])) + 1
         reason = float_reasons.get(f"{kind}{index}") or refused.get(call)
-        reasons[kind].append(AVG_REASON if kind == "avg_pool" else reason or "no accelerator pattern matched")
+        reasons[kind].append(reason or "no accelerator pattern matched")
     return reasons
 
 
@@ -140,6 +141,7 @@ def _layers(main, regions: dict, cpu_reasons: dict) -> list:
 
 
 def _is_residual(call, var2val) -> bool:
-    """An add of two activations: shifted int8 operands (integer form) or two dequantized ones."""
+    """An add of two activations: shifted or scaled int8 operands (integer forms) or two
+    dequantized ones."""
     kinds = {ops.op_name(var2val.get(a, a)) for a in call.args}
-    return kinds in ({"relax.left_shift"}, {"relax.dequantize"})
+    return kinds in ({"relax.left_shift"}, {"relax.dequantize"}, {"relax.multiply"})

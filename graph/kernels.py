@@ -53,7 +53,7 @@ def compile_kernel(cfg: Config, spec, vthreads: int):
         s = _kernel_shape(spec)
         if isinstance(spec, ops.ConvSpec):
             kernel = vta_ops.conv2d_kernel(cfg, s.n, s.h, s.w, s.ic, s.oc, s.k, s.pad, s.stride, spec.requant,
-                                           vthreads=vthreads)
+                                           vthreads=vthreads, groups=s.groups)
         else:
             kernel = vta_pool.max_pool_kernel(cfg, s.n, s.c, s.h, s.w, s.k, s.stride, s.pad)
         _, value = host_padding(spec)
@@ -65,8 +65,7 @@ def compile_kernel(cfg: Config, spec, vthreads: int):
         s = spec.shape
         return vta_ops.dense_kernel(cfg, s.m, s.k, s.n, spec.requant, vthreads=vthreads)
     if isinstance(spec, ops.AddSpec):
-        p = spec.params
-        return vta_eltwise.add_kernel(cfg, *spec.shape, p.shift_a, p.shift_b, p.shift, p.lo, p.hi)
+        return vta_eltwise.eltwise_kernel(cfg, spec.shape, spec.params)
     raise TypeError(f"no kernel for {spec!r}")
 
 
@@ -78,13 +77,15 @@ def reference(spec, *arrays):
         if isinstance(spec, ops.PoolSpec):
             return vta_pool.max_pool_ref(x, s.k, s.stride, s.pad)
         w, b, *channel = arrays[1:]
-        return _requantized(wl.conv2d_acc(x, w, b, s.pad, s.stride), spec.requant, channel)
+        return _requantized(wl.conv2d_acc(x, w, b, s.pad, s.stride, s.groups), spec.requant, channel)
     if isinstance(spec, ops.DenseSpec):
         x, w, b, *channel = arrays
         return _requantized(wl.dense_acc(x, w, b), spec.requant, channel)
     if isinstance(spec, ops.AddSpec):
         a, b = arrays
         p = spec.params
+        if isinstance(p, vta_eltwise.ScaledAddParams):
+            return vta_eltwise.scaled_add_ref(a, b, p)
         return vta_eltwise.add_ref(a, b, p.shift_a, p.shift_b, p.shift, p.lo, p.hi)
     raise TypeError(f"no reference for {spec!r}")
 
@@ -102,7 +103,7 @@ def input_vars(spec, root, value_of) -> list:
         return [root.args[0]]
     acc = ops.layer_call(root, value_of)
     if isinstance(spec, ops.AddSpec):
-        return [value_of(value_of(t).args[0]).args[0] for t in acc.args]
+        return ops.add_operands(acc, value_of)
     x = value_of(acc.args[0])
     return [x.args[0] if ops.op_name(x) == "relax.nn.pad" else acc.args[0]]
 

@@ -16,10 +16,10 @@ from tvm.ir.expr import Constant
 
 from intrinsics.errors import CompileError
 from schedules import vta_eltwise
-from schedules.fixed_point import ScaledRequant
+from schedules.fixed_point import SPLIT, ScaledRequant
 from schedules.vta_conv2d import ConvShape
 from schedules.vta_dense import DenseShape
-from schedules.vta_eltwise import AddParams
+from schedules.vta_eltwise import AddParams, ScaledAddParams
 from schedules.vta_ops import Requant
 from schedules.vta_pool import PoolShape
 
@@ -33,7 +33,7 @@ class ConvSpec:
     shape: ConvShape
     requant: Requant | ScaledRequant
     pad_value: int = 0        # the input's zero point: what padding holds
-    op: str = field(default="conv2d", init=False)
+    op: str = "conv2d"        # "avg_pool": graph.qdq's average pool, a depthwise conv of ones
 
     @property
     def macs(self) -> int:
@@ -41,7 +41,8 @@ class ConvSpec:
 
     def describe(self) -> str:
         s = self.shape
-        return f"{s.k}x{s.k}/{s.stride} {s.ic}->{s.oc} {s.h}x{s.w}"
+        kind = "" if s.groups == 1 else " dw" if s.groups == s.ic else f" g{s.groups}"
+        return f"{s.k}x{s.k}/{s.stride}{kind} {s.ic}->{s.oc} {s.h}x{s.w}"
 
 
 @dataclass(frozen=True)
@@ -73,12 +74,14 @@ class PoolSpec:
 @dataclass(frozen=True)
 class AddSpec:
     shape: tuple              # (n, c, h, w)
-    params: AddParams
+    params: AddParams | ScaledAddParams
     op: str = field(default="add", init=False)
     macs = 0
 
     def describe(self) -> str:
         p, (_, c, h, w) = self.params, self.shape
+        if isinstance(p, ScaledAddParams):
+            return f"(a{-p.zero_a:+d})Ma+(b{-p.zero_b:+d})Mb {c}x{h}x{w}"
         return f"(a<<{p.shift_a}) + (b<<{p.shift_b}) >> {p.shift} {c}x{h}x{w}"
 
 
@@ -140,18 +143,23 @@ def _requant_chain(root, value_of):
     rnd_add = value_of(shr_s.args[0])
     shr_t = value_of(rnd_add.args[0])
     p = value_of(shr_t.args[0])
+    t = int(_const(shr_t.args[1]))
+
+    def requant(k):
+        r = ScaledRequant(k, t, t + int(_const(shr_s.args[1])), zp, lo, hi)
+        if r.rounding != int(_const(rnd_add.args[1])):
+            raise _Unsupported(f"rounding constant {int(_const(rnd_add.args[1]))} is not 2^(s-t-1)")
+        return r
     high, low_shr = (value_of(v) for v in p.args)
+    if op_name(low_shr) == "relax.multiply":        # the scaled add: (a - za) m_a + (b - zb) m_b
+        return p, (), requant(SPLIT)
     low = value_of(low_shr.args[0])
     clamp_hi = value_of(high.args[0])
     clamp_lo = value_of(clamp_hi.args[0])
     add = value_of(clamp_lo.args[0])
-    t = int(_const(shr_t.args[1]))
-    requant = ScaledRequant(int(_const(low_shr.args[1])), t, t + int(_const(shr_s.args[1])), zp, lo, hi)
-    if requant.rounding != int(_const(rnd_add.args[1])):
-        raise _Unsupported(f"rounding constant {int(_const(rnd_add.args[1]))} is not 2^(s-t-1)")
     constants = (_vector(add.args[1]), _vector(clamp_lo.args[1]), _vector(clamp_hi.args[1]),
                  _vector(high.args[1]), _vector(low.args[1]))
-    return value_of(add.args[0]), constants, requant
+    return value_of(add.args[0]), constants, requant(int(_const(low_shr.args[1])))
 
 
 def read_spec(root, value_of=lambda e: e):
@@ -183,8 +191,9 @@ def read_spec(root, value_of=lambda e: e):
         n, ic, h, w = _shape(x)
         weight = _const(wgt)
         oc, _, kh, kw = weight.shape
-        _check_conv_attrs(kh, kw, a, pad)
-        spec = ConvSpec(ConvShape(n, h, w, ic, oc, kh, pad[0], _ints(a.strides)[0]), requant, pad_value)
+        _check_conv_attrs(kh, kw, a, pad, ic, oc)
+        spec = ConvSpec(ConvShape(n, h, w, ic, oc, kh, pad[0], _ints(a.strides)[0], int(a.groups)),
+                        requant, pad_value, conv_kind(acc))
         return spec, (weight, *vectors)
     if kind == "relax.matmul":
         x, wgt = acc.args
@@ -192,14 +201,30 @@ def read_spec(root, value_of=lambda e: e):
         m, k = _shape(x)
         spec = DenseSpec(DenseShape(m, k, weight.shape[1]), requant)
         return spec, (np.ascontiguousarray(weight.T), *vectors)
-    if kind == "relax.add":                       # residual: add(a << ka, b << kb) + rnd
-        shifts = [value_of(t) for t in acc.args]
-        n, c, h, w = _shape(value_of(shifts[0].args[0]).args[0])
-        ka, kb = (int(_const(s.args[1])) for s in shifts)
-        params = AddParams(ka, kb, requant.shift, requant.lo, requant.hi)
+    if kind == "relax.add":      # residual: add(a << ka, b << kb) + rnd, or add((a - za) m_a, (b - zb) m_b)
+        terms = [value_of(t) for t in acc.args]
+        n, c, h, w = _shape(add_operands(acc, value_of)[0])
+        if isinstance(requant, ScaledRequant):
+            (za, ma), (zb, mb) = ((-int(_const(value_of(t.args[0]).args[1])), int(_const(t.args[1])))
+                                  for t in terms)
+            params = ScaledAddParams(za, zb, ma, mb, requant)
+        else:
+            ka, kb = (int(_const(t.args[1])) for t in terms)
+            params = AddParams(ka, kb, requant.shift, requant.lo, requant.hi)
         vta_eltwise.check_params(params)
         return AddSpec((n, c, h, w), params), ()
     raise GraphError(f"not an accelerator op: {name}({kind})")
+
+
+def add_operands(acc, value_of) -> list:
+    """The two int8 activations of a residual add's integer form (either of graph.qdq's)."""
+    out = []
+    for term in acc.args:
+        e = value_of(value_of(term).args[0])          # astype (pow2) or add(astype, -z) (scaled)
+        if op_name(e) == "relax.add":
+            e = value_of(e.args[0])
+        out.append(e.args[0])
+    return out
 
 
 def _explicit_pad(pad_call) -> list:
@@ -214,14 +239,27 @@ class _Unsupported(GraphError):
     pass
 
 
-def _check_conv_attrs(kh, kw, a, pads) -> None:
-    strides, dil = _ints(a.strides), _ints(a.dilation)
+def conv_kind(call) -> str:
+    """"avg_pool" for graph.qdq's integer average pool (a depthwise conv whose weights are all
+    1), else "conv2d": the name the report gives the layer."""
+    weight = call.args[1]
+    depthwise = int(call.attrs.groups) > 1 and int(call.attrs.groups) == int(weight.ty.shape[0])
+    if depthwise and isinstance(weight, Constant) and np.all(weight.value.numpy() == 1):
+        return "avg_pool"
+    return "conv2d"
+
+
+def _check_conv_attrs(kh, kw, a, pads, ic, oc) -> None:
+    strides, dil, groups = _ints(a.strides), _ints(a.dilation), int(a.groups)
     if kh != kw:
         raise _Unsupported(f"kernel {kh}x{kw} is not square")
     if len(set(pads)) != 1 or len(set(strides)) != 1:
         raise _Unsupported(f"padding {pads} / strides {strides} differ between the axes")
-    if set(dil) != {1} or int(a.groups) != 1:
-        raise _Unsupported(f"dilation {dil} / groups {int(a.groups)}: only dense 1-dilated convs")
+    if set(dil) != {1}:
+        raise _Unsupported(f"dilation {dil}: only 1-dilated convs")
+    if groups != 1 and ic != oc:
+        raise _Unsupported(f"groups {groups} with {ic} input and {oc} output channels: grouped convs "
+                           "take as many output as input channels per group")
     if (a.data_layout, a.kernel_layout) != ("NCHW", "OIHW"):
         raise _Unsupported(f"layout {a.data_layout}/{a.kernel_layout}: NCHW/OIHW only")
 

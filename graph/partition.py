@@ -16,6 +16,16 @@ from tvm.relax.dpl import is_const, is_op, wildcard
 from . import ops
 
 
+def _round_shift(p):
+    """fixed_point.round_shift after `p`: pre-shift, round, shift, + zp (graph.qdq._round_shift)."""
+    rounded = is_op("relax.add")(is_op("relax.right_shift")(p, is_const()), is_const())
+    return is_op("relax.add")(is_op("relax.right_shift")(rounded, is_const()), is_const())
+
+
+def _stored(value):
+    return is_op("relax.astype")(is_op("relax.clip")(value, wildcard(), wildcard()))
+
+
 def _requant(acc):
     """graph.qdq's requantisations after `acc` (see graph.ops._requant_chain): the power-of-two
     shift, or the fixed-point sequence."""
@@ -24,13 +34,16 @@ def _requant(acc):
     a = is_op("relax.minimum")(is_op("relax.maximum")(biased, is_const()), is_const())
     low = is_op("relax.right_shift")(is_op("relax.multiply")(a, is_const()), is_const())
     p = is_op("relax.add")(is_op("relax.multiply")(a, is_const()), low)
-    rounded = is_op("relax.add")(is_op("relax.right_shift")(p, is_const()), is_const())
-    scaled = is_op("relax.add")(is_op("relax.right_shift")(rounded, is_const()), is_const())
-    return is_op("relax.astype")(is_op("relax.clip")(pow2 | scaled, wildcard(), wildcard()))
+    return _stored(pow2 | _round_shift(p))
 
 
 def _widened():
     return is_op("relax.left_shift")(is_op("relax.astype")(wildcard()), is_const())
+
+
+def _scaled_term():
+    """(x - zero point) * multiplier of one operand of the scaled add."""
+    return is_op("relax.multiply")(is_op("relax.add")(is_op("relax.astype")(wildcard()), is_const()), is_const())
 
 
 #: Composite name -> pattern. A conv's explicit pad (its input's zero point) joins the conv.
@@ -39,7 +52,8 @@ PATTERNS = {
     "vta.conv2d": _requant(is_op("relax.nn.conv2d")(is_op("relax.nn.pad")(wildcard()) | wildcard(),
                                                     is_const())),
     "vta.dense": _requant(is_op("relax.matmul")(wildcard(), is_const())),
-    "vta.add": _requant(is_op("relax.add")(_widened(), _widened())),
+    "vta.add": _requant(is_op("relax.add")(_widened(), _widened()))
+               | _stored(_round_shift(is_op("relax.add")(_scaled_term(), _scaled_term()))),
 }
 
 

@@ -40,7 +40,7 @@ INT8_MIN, INT8_MAX = -128, 127
 UINT8_OFFSET = 128
 #: Relax op -> the layer kind reports use.
 LAYER_OPS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
-             "relax.add": "add"}
+             "relax.add": "add", "relax.nn.avg_pool2d": "avg_pool", "relax.mean": "avg_pool"}
 
 
 @dataclass
@@ -221,9 +221,11 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
     acc_bias = np.zeros(channels) if bias is None else bias.reshape(-1) / (sx * sw)
     if acc_bias.size != channels:
         raise _Refusal(f"its bias has {acc_bias.size} values for {channels} output channels")
-    sums = weight.astype(np.int64).sum(axis=tuple(range(1, weight.ndim))) if kind == "conv2d" \
-        else weight.astype(np.int64).sum(axis=0)
+    reduce = tuple(range(1, weight.ndim)) if kind == "conv2d" else 0
+    sums = weight.astype(np.int64).sum(axis=reduce)
     acc_bias = np.round(acc_bias) - zx * sums             # real zero of the input is x_q = zp_x
+    # |acc + bias'| never exceeds this: int8 inputs times the channel's weights
+    acc_bound = -INT8_MIN * np.abs(weight.astype(np.int64)).sum(axis=reduce) + np.abs(acc_bias)
     lo = max(INT8_MIN, int(zy)) if relu else INT8_MIN
     multipliers = sx * sw / sy
     shift = _common_pow2_shift(multipliers)
@@ -233,7 +235,7 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
         params = None
     else:
         try:
-            requant, params = fixed_point.choose(multipliers, int(zy), lo, INT8_MAX)
+            requant, params = fixed_point.choose(multipliers, int(zy), lo, INT8_MAX, acc_bound=acc_bound)
         except CompileError as exc:
             raise _Refusal(f"its requantisation multipliers cannot be encoded: {exc}") from None
     if np.abs(acc_bias).max(initial=0) >= 2 ** 31:
@@ -253,21 +255,80 @@ def _common_pow2_shift(multipliers: np.ndarray) -> int | None:
         return None
 
 
-def _plan_add(g: _Graph, q, add, body, relu_var, lo):
+def _plan_add(g: _Graph, q, add, body, relu_var):
+    """A residual add: the power-of-two form where the scales allow it (ratios 2^k, zero points
+    0), else the fixed-point form with zero points and any scales (schedules.vta_eltwise)."""
     _single_use(g, body, relu_var)
-    (a, sa, _, _), (b, sb, _, _) = (_dq_input(g, arg, "operand") for arg in add.args)
-    sy = _scalar(g, q.args[1], "output scale")
-    if _scalar(g, q.args[2], "output zero point") != 0:
-        raise _Refusal("its output has a non-zero zero point")
-    ka = -_pow2_exponent(sa / sy, "operand scale / output scale")
-    kb = -_pow2_exponent(sb / sy, "operand scale / output scale")
-    low = min(ka, kb, 0)
-    shift, ka, kb = -low, ka - low, kb - low
+    (a, sa, za, _), (b, sb, zb, _) = (_dq_input(g, arg, "operand", zero_point_ok=True) for arg in add.args)
+    sy, zy = _scalar(g, q.args[1], "output scale"), int(_scalar(g, q.args[2], "output zero point"))
+    lo = max(INT8_MIN, zy) if relu_var is not None else INT8_MIN   # a ReLU clips at the real zero
     try:
-        vta_eltwise.check_params(vta_eltwise.AddParams(ka, kb, shift, lo, INT8_MAX))
+        if za or zb or zy:
+            raise _Refusal("zero points")
+        ka = -_pow2_exponent(sa / sy, "operand scale / output scale")
+        kb = -_pow2_exponent(sb / sy, "operand scale / output scale")
+        low = min(ka, kb, 0)
+        params = vta_eltwise.AddParams(ka - low, kb - low, -low, lo, INT8_MAX)
+        vta_eltwise.check_params(params)
+        return _Plan("add", dict(a=a, b=b, params=params))
+    except (_Refusal, CompileError):
+        pass
+    try:
+        r, (m_a, m_b) = fixed_point.choose_sum([sa / sy, sb / sy], vta_eltwise.OPERAND_REACH, zy, lo, INT8_MAX)
+        params = vta_eltwise.ScaledAddParams(za, zb, m_a, m_b, r)
+        vta_eltwise.check_params(params)
     except CompileError as exc:
         raise _Refusal(f"its scales do not fit the integer add: {exc}") from None
-    return _Plan("add", dict(a=a, b=b, ka=ka, kb=kb, shift=shift, lo=lo))
+    return _Plan("add", dict(a=a, b=b, params=params))
+
+
+def _pool_window(pool, h: int, w: int) -> tuple:
+    """(k, stride, pad) of an average pool (avg_pool2d, or a global mean over H and W), or refuse
+    what the depthwise form cannot hold exactly."""
+    if _op(pool) == "relax.mean":
+        axes = sorted(int(a) % 4 for a in pool.attrs.axis)
+        if axes != [2, 3] or not pool.attrs.keepdims:
+            raise _Refusal(f"a mean over axes {axes}: only the global average pool (H and W, keepdims)")
+        if h != w:
+            raise _Refusal(f"a global average pool over {h}x{w}: the accelerator's windows are square")
+        return h, 1, 0
+    a = pool.attrs
+    size, strides, pads = _ints(a.pool_size), _ints(a.strides), _ints(a.padding)
+    if len(set(size)) != 1 or len(set(strides)) != 1 or len(set(pads)) != 1 or set(_ints(a.dilation)) != {1} \
+            or a.layout != "NCHW":
+        raise _Refusal(f"window {size}, strides {strides}, padding {pads}: square, equal on all sides, "
+                       "undilated NCHW windows only")
+    k, stride, pad = size[0], strides[0], pads[0]
+    if pad and not a.count_include_pad:
+        raise _Refusal("count_include_pad=0 with padding: the divisor changes at the borders")
+    if a.ceil_mode and any((d + 2 * pad - k) % stride for d in (h, w)):
+        raise _Refusal("ceil_mode adds partial windows at the border, whose divisor differs")
+    return k, stride, pad
+
+
+def _ints(values) -> list:
+    return [int(v) for v in values]
+
+
+def _plan_avg_pool(g: _Graph, q, pool):
+    """An average pool as the integer graph computes it: the window sum is a depthwise conv of
+    ones (its padding holds the input's zero point, the real zero), then the fixed-point
+    requantisation by s_x / (s_y k^2) with -k^2 zp_x folded into the bias (docs/ops.md)."""
+    x, sx, zx, _ = _dq_input(g, pool.args[0], "input", zero_point_ok=True)
+    _single_use(g, q.args[0])
+    _, c, h, w = (int(d) for d in x.ty.shape)
+    k, stride, pad = _pool_window(pool, h, w)
+    sy, zy = _scalar(g, q.args[1], "output scale"), int(_scalar(g, q.args[2], "output zero point"))
+    count = k * k
+    try:
+        requant, params = fixed_point.choose(np.full(c, sx / (sy * count)), zy, INT8_MIN, INT8_MAX,
+                                             acc_bound=count * vta_eltwise.OPERAND_REACH)
+    except CompileError as exc:
+        raise _Refusal(f"its requantisation multiplier cannot be encoded: {exc}") from None
+    weight = np.ones((c, 1, k, k), np.int8)
+    op = relax.op.nn.conv2d(x, relax.const(weight), strides=[stride, stride], padding=[pad] * 4, groups=c)
+    return _Plan("conv2d", dict(x=x, weight=weight, bias=np.full(c, -count * zx, np.int32), requant=requant,
+                                params=params, pad_value=zx, op=op, x_uint8=False, y_uint8=False))
 
 
 def _pow2_exponent(ratio: float, what: str) -> int:
@@ -301,7 +362,6 @@ def plan(func) -> tuple[dict, list]:
         body, relu_var = q.args[0], None
         if g.call(body, "relax.nn.relu") is not None:
             relu_var, body = body, g.val(body).args[0]
-        lo = 0 if relu_var is not None else INT8_MIN
         inner = g.val(body)
         name = _op(inner)
         layer_var = body
@@ -313,12 +373,14 @@ def plan(func) -> tuple[dict, list]:
                                "accelerator" + (" (uint8 is mapped for conv2d and dense only)"
                                                 if q.attrs.out_dtype == "uint8" else ""))
             if name == "relax.add" and not linear:
-                plans[binding.var] = _plan_add(g, q, inner, body, relu_var, lo)
+                plans[binding.var] = _plan_add(g, q, inner, body, relu_var)
             elif linear:
                 if name == "relax.add":
                     layer_var = next(a for a in inner.args
                                      if _op(g.val(a)) in ("relax.nn.conv2d", "relax.matmul"))
                 plans[binding.var] = _plan_linear(g, q, body, relu_var, relu_var is not None)
+            elif name in ("relax.nn.avg_pool2d", "relax.mean") and relu_var is None:
+                plans[binding.var] = _plan_avg_pool(g, q, inner)
             elif name == "relax.nn.max_pool2d" and relu_var is None:
                 plans[binding.var] = _plan_same_scale(g, q, inner, "max_pool")
             elif name == "relax.reshape" and relu_var is None:
@@ -370,15 +432,22 @@ class _Rewriter(PyExprMutator):
             return relax.Call(op.op, [x] + list(op.args[1:]), op.attrs)
         if p.kind != "add":
             return self._linear(a)
+        emit, params = self.builder_.emit, a["params"]
 
-        def widened(v, k):
-            wide = self.builder_.emit(relax.op.astype(self.visit_expr(v), "int32"))
-            return self.builder_.emit(relax.op.left_shift(wide, relax.const(k, "int32")))
-        acc = self.builder_.emit(relax.op.add(widened(a["a"], a["ka"]), widened(a["b"], a["kb"])))
-        rnd = (1 << (a["shift"] - 1)) if a["shift"] else 0
-        acc = self.builder_.emit(relax.op.add(acc, relax.const(rnd, "int32")))
-        acc = self.builder_.emit(relax.op.right_shift(acc, relax.const(a["shift"], "int32")))
-        acc = self.builder_.emit(relax.op.clip(acc, relax.prim_value(a["lo"]), relax.prim_value(INT8_MAX)))
+        def imm(value):
+            return relax.const(int(value), "int32")
+
+        def widened(v):
+            return emit(relax.op.astype(self.visit_expr(v), "int32"))
+        if isinstance(params, vta_eltwise.ScaledAddParams):       # (x - z) * m per operand
+            terms = [emit(relax.op.multiply(emit(relax.op.add(widened(v), imm(-z))), imm(m)))
+                     for v, z, m in ((a["a"], params.zero_a, params.m_a), (a["b"], params.zero_b, params.m_b))]
+            return _round_shift(emit, emit(relax.op.add(*terms)), params.requant)
+        acc = emit(relax.op.add(*(emit(relax.op.left_shift(widened(v), imm(k)))
+                                  for v, k in ((a["a"], params.shift_a), (a["b"], params.shift_b)))))
+        rnd = (1 << (params.shift - 1)) if params.shift else 0
+        acc = emit(relax.op.right_shift(emit(relax.op.add(acc, imm(rnd))), imm(params.shift)))
+        acc = emit(relax.op.clip(acc, relax.prim_value(params.lo), relax.prim_value(INT8_MAX)))
         return relax.op.astype(acc, "int8")
 
     def _linear(self, a: dict):
@@ -420,13 +489,24 @@ class _Rewriter(PyExprMutator):
             acc = emit(relax.op.minimum(emit(relax.op.maximum(acc, vector(c.a_min))), vector(c.a_max)))
             low = emit(relax.op.right_shift(emit(relax.op.multiply(acc, vector(c.m_lo))), imm(r.k)))
             acc = emit(relax.op.add(emit(relax.op.multiply(acc, vector(c.m_hi))), low))
-            acc = emit(relax.op.right_shift(emit(relax.op.add(emit(relax.op.right_shift(acc, imm(r.t))),
-                                                                imm(r.rounding))), imm(r.s - r.t)))
-            acc = emit(relax.op.add(acc, imm(r.zero_point)))
+            out = _round_shift(emit, acc, r)
+            return out if not a["y_uint8"] else relax.op.astype(_shifted(emit(out), UINT8_OFFSET), "uint8")
         acc = emit(relax.op.clip(acc, relax.prim_value(r.lo), relax.prim_value(r.hi)))
         if not a["y_uint8"]:
             return relax.op.astype(acc, "int8")
         return relax.op.astype(_shifted(emit(relax.op.astype(acc, "int8")), UINT8_OFFSET), "uint8")
+
+
+def _round_shift(emit, p, r):
+    """int8 clip(round(p / 2^s) + zp): fixed_point.round_shift as Relax ops (the pre-shift and
+    the zero point always emitted, so every fixed-point op has one pattern)."""
+    def imm(value):
+        return relax.const(int(value), "int32")
+    acc = emit(relax.op.right_shift(emit(relax.op.add(emit(relax.op.right_shift(p, imm(r.t))),
+                                                        imm(r.rounding))), imm(r.s - r.t)))
+    acc = emit(relax.op.add(acc, imm(r.zero_point)))
+    acc = emit(relax.op.clip(acc, relax.prim_value(r.lo), relax.prim_value(r.hi)))
+    return relax.op.astype(acc, "int8")
 
 
 def _shifted(x, offset: int):

@@ -103,6 +103,7 @@ def read_inputs(path: str, sample_shape: tuple) -> np.ndarray:
                          f"(N, {', '.join(map(str, shape))}) or a stack (N, 1, {', '.join(map(str, shape))})")
     if x.dtype != np.float32:
         raise GraphError(f"inputs {path!r} are {x.dtype}; the model takes float32")
+    check_finite(x, f"inputs {path!r}")
     return x
 
 
@@ -162,10 +163,25 @@ class ModelResult:
 
 
 def run_onnxruntime(proto, x: np.ndarray) -> np.ndarray:
-    """The model's outputs from onnxruntime (graph optimisations off), in chunks of 256."""
+    """The model's outputs from onnxruntime (graph optimisations off), in chunks of the model's
+    own batch where the file fixes it (a batch-1 export takes one sample at a time), else 256."""
     session = onnx_import.onnxruntime_session(proto)
-    name = session.get_inputs()[0].name
-    return np.concatenate([session.run(None, {name: x[i:i + 256]})[0] for i in range(0, len(x), 256)])
+    inp = session.get_inputs()[0]
+    fixed = inp.shape[0] if inp.shape and isinstance(inp.shape[0], int) and inp.shape[0] > 0 else None
+    chunk = fixed or 256
+    if fixed and len(x) % fixed:
+        raise GraphError(f"the model's input {inp.name!r} has a fixed batch of {fixed}; {len(x)} "
+                         f"samples are not a whole number of batches")
+    return np.concatenate([session.run(None, {inp.name: x[i:i + chunk]})[0] for i in range(0, len(x), chunk)])
+
+
+def check_finite(x: np.ndarray, what: str) -> None:
+    """Refuse inputs holding NaN or inf: quantising them has no defined result."""
+    bad = ~np.isfinite(x)
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise GraphError(f"{what} hold {int(bad.sum())} non-finite value(s) (NaN or inf), the first "
+                         f"{x[first]} at index {first}; give finite float32 inputs")
 
 
 def output_step(proto) -> float:
@@ -195,6 +211,7 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
               compare_onnxruntime: bool = False) -> ModelResult:
     """Build `case` for the CPU and for VTA-8 and run its inputs on both (and on onnxruntime
     when `compare_onnxruntime`)."""
+    check_finite(case.x, f"the inputs of {case.name}")
     step = output_step(case.onnx) if compare_onnxruntime else None
     cfg = Config.load(config)
     batch = len(case.x)

@@ -16,16 +16,19 @@ constant fits the ALU's 16-bit immediate (t = max(0, s - 15)) without losing any
 Why it cannot overflow (`choose` checks every step with Python integers):
 - the clamp bounds are where the output already saturates: for acc >= a_max the result is
   hi anyway, for acc <= a_min it is lo (the sequence is monotonic in acc because m >= 0), so
-  clamping changes nothing and |a| <= A_c, the channel's saturation range;
+  clamping changes nothing and |a| <= A_c, the channel's saturation range; where the
+  accumulator cannot reach that far (a tiny multiplier; its bound comes from the weights), A_c
+  is that bound instead. Both bounds are found by bisection, never by stepping;
 - k is chosen so that max_c A_c * 2^k < 2^30, hence |a * m_lo| < A_c * 2^k < 2^30;
 - s is the largest with A_c * m_hi[c] + A_c + 2^(s-1) < 2^31 for every channel, hence every
   partial sum of p and the rounding add stay below 2^31 (|(a * m_lo) >> k| <= A_c).
 The precision of the multiplier is then about log2(M) + k + s bits (22-24 for typical conv
-layers), which is what agreement with onnxruntime needs (see docs/graph.md).
+layers), which is what agreement with onnxruntime needs (see docs/graph.md). It falls as
+61 - 2 log2(A) with the reach A: a multiplier of 1e-7 with A = 2^26 keeps 9 bits, a few LSB
+at the very bound, where real accumulators never are.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +40,8 @@ INT8_MIN, INT8_MAX = -128, 127
 MAX_ROUND_SHIFT = 15
 #: Products stay below 2^30 so that their sum with the other part stays below 2^31.
 PRODUCT_BITS = 30
+#: The largest accumulator magnitude: the ALU's registers are int32.
+ACC_LIMIT = (1 << 31) - 1
 
 
 @dataclass(frozen=True)
@@ -76,67 +81,100 @@ class ChannelParams:
         return (self.a_min, self.a_max, self.m_hi, self.m_lo)
 
 
-def _apply_int(a: int, m_hi: int, m_lo: int, r: ScaledRequant) -> int:
-    """The sequence on one clamped accumulator value, in Python integers (no wrap)."""
-    p = a * m_hi + ((a * m_lo) >> r.k)
+def round_shift(p, r: ScaledRequant):
+    """round(p / 2^s) + zp (ties up), before the final clip: the one rounding every fixed-point
+    requantisation ends with (conv/dense epilogues, the scaled add, average pools)."""
     return (((p >> r.t) + r.rounding) >> (r.s - r.t)) + r.zero_point
 
 
-def _saturation_bounds(m: int, m_hi: int, m_lo: int, r: ScaledRequant, guess: float) -> tuple:
-    """(a_min, a_max): the accumulator values past which the output is lo / hi."""
-    if m == 0:
-        return 0, 0
-    a_max = max(0, math.floor(guess * (r.hi - r.zero_point + 1)))
-    while _apply_int(a_max, m_hi, m_lo, r) < r.hi:
-        a_max += 1
-    while a_max > 0 and _apply_int(a_max - 1, m_hi, m_lo, r) >= r.hi:
-        a_max -= 1
-    a_min = min(0, math.ceil(-guess * (r.zero_point - r.lo + 1)))
-    while _apply_int(a_min, m_hi, m_lo, r) > r.lo:
-        a_min -= 1
-    while a_min < 0 and _apply_int(a_min + 1, m_hi, m_lo, r) <= r.lo:
-        a_min += 1
+def _sequence(a, m_hi, m_lo, r: ScaledRequant):
+    """The sequence after the clamp, before the final clip, on int64 arrays (no product
+    exceeds 2^62: |a| < 2^31 and m_hi, m_lo < 2^31)."""
+    return round_shift(a * m_hi + ((a * m_lo) >> r.k), r)
+
+
+def _first_reaching(reach, outside) -> np.ndarray:
+    """Per channel, the least b in [0, reach] with outside(b) true (reach where none is):
+    bisection, which needs outside monotonic in b (the sequence is, because m >= 0)."""
+    low, high = np.zeros_like(reach), reach.copy()
+    while np.any(low < high):
+        mid = (low + high) // 2
+        hit, open_ = outside(mid), low < high
+        high = np.where(open_ & hit, mid, high)
+        low = np.where(open_ & ~hit, mid + 1, low)
+    return low
+
+
+def _saturation_bounds(reach, m_hi, m_lo, r: ScaledRequant) -> tuple:
+    """(a_min, a_max) per channel: the accumulator values past which the output is lo / hi, or
+    +-reach where it never gets there within the accumulator's reach (clamping there changes
+    nothing either). Found by bisection: about 32 steps per bound, whatever the multiplier."""
+    a_max = _first_reaching(reach, lambda b: _sequence(b, m_hi, m_lo, r) >= r.hi)
+    a_min = -_first_reaching(reach, lambda b: _sequence(-b, m_hi, m_lo, r) <= r.lo)
     return a_min, a_max
 
 
-def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN, hi: int = INT8_MAX
-           ) -> tuple[ScaledRequant, ChannelParams]:
+def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN, hi: int = INT8_MAX,
+           acc_bound=None) -> tuple[ScaledRequant, ChannelParams]:
     """The fixed-point form of per-channel real multipliers (see the module docstring).
 
-    Refuses (CompileError, naming the channel) a multiplier that is negative, not finite, or
-    so small or large that no split keeps the products within int32."""
+    `acc_bound` (per channel or one value): no accumulator (bias included) of the channel
+    exceeds it in magnitude; the QDQ pass knows it from the weights. It bounds the clamp range
+    of tiny multipliers, which would otherwise saturate only past int32. Without it the
+    accumulator may take any int32 value.
+
+    Refuses (CompileError, naming the channel) a multiplier that is negative or not finite, and
+    multipliers so small (without a bound) or so large that no split keeps the products within
+    int32. Channels with multiplier 0 (all-zero weights) give zp."""
     mult = np.asarray(multipliers, np.float64).reshape(-1)
     bad = np.flatnonzero(~np.isfinite(mult) | (mult < 0))
     if bad.size:
         raise CompileError(f"requantisation multiplier {mult[bad[0]]!r} of channel {bad[0]} is not a "
                            "finite non-negative number")
-    if mult.max(initial=0) == 0:
-        raise CompileError("every requantisation multiplier is 0")
+    limit = ACC_LIMIT if acc_bound is None else np.minimum(
+        np.broadcast_to(np.asarray(acc_bound, np.float64), mult.shape), ACC_LIMIT)
+    if np.any(np.asarray(limit) < 0):
+        raise CompileError(f"accumulator bound {acc_bound!r} is negative")
     span = max(hi - zero_point, zero_point - lo) + 2
     # A_c: no clamped accumulator of channel c exceeds it (a channel with M_c = 0 is clamped to 0)
-    reach = [int(math.ceil(span / v)) + 1 if v > 0 else 0 for v in mult]
-    k = PRODUCT_BITS - max(reach).bit_length()
+    with np.errstate(divide="ignore"):
+        saturates = np.where(mult > 0, np.ceil(span / np.where(mult > 0, mult, 1)) + 1, 0)
+    reach = np.minimum(saturates, limit).astype(np.int64)
+    limit = np.broadcast_to(np.asarray(limit, np.float64), mult.shape).astype(np.int64)
+    while True:
+        r, m_hi, m_lo = _encode(mult, reach, zero_point, lo, hi)
+        # the encoded multiplier may be a little smaller than the real one: a channel that does
+        # not saturate within its reach, and could go beyond it, needs a wider reach
+        short = (reach < limit) & (mult > 0) & ((_sequence(reach, m_hi, m_lo, r) < hi)
+                                                | (_sequence(-reach, m_hi, m_lo, r) > lo))
+        if not short.any():
+            break
+        reach = np.where(short, np.minimum(limit, 2 * reach), reach)
+    a_min, a_max = _saturation_bounds(reach, m_hi, m_lo, r)
+    return r, ChannelParams(*(v.astype(np.int32) for v in (a_min, a_max, m_hi, m_lo)))
+
+
+def _encode(mult, reach, zero_point: int, lo: int, hi: int) -> tuple:
+    """(ScaledRequant, m_hi, m_lo): the largest shifts whose products stay in int32 for
+    clamped accumulators within +-reach."""
+    top = int(reach.max(initial=0))
+    k = PRODUCT_BITS - top.bit_length()
     if k < 0:
         raise CompileError(f"requantisation multiplier {mult[mult > 0].min():.3g} is too small: the "
-                           f"accumulator range it saturates at ({max(reach)}) leaves no room for the product")
+                           f"accumulator range it saturates at ({top}) leaves no room for the product; "
+                           "give the accumulator's bound (acc_bound)")
     for s in range(31, 0, -1):
-        m = [int(v) for v in np.round(mult * 2.0 ** (k + s))]
-        m_hi = [v >> k for v in m]
-        if max(a * h + a for a, h in zip(reach, m_hi)) + (1 << (s - 1)) >= 1 << 31:
+        m = np.round(mult * 2.0 ** (k + s))
+        if m.max(initial=0) >= 2.0 ** 62:
             continue
-        r = ScaledRequant(k, max(0, s - MAX_ROUND_SHIFT), s, zero_point, lo, hi)
-        m_lo = [v & ((1 << k) - 1) for v in m]
-        bounds = [_saturation_bounds(mv, h, low, r, 2.0 ** (k + s) / mv if mv else 0.0)
-                  for mv, h, low in zip(m, m_hi, m_lo)]
-        for c, ((a_min, a_max), a) in enumerate(zip(bounds, reach)):
-            if max(-a_min, a_max) > a:
-                raise CompileError(f"internal: channel {c}'s clamp bounds [{a_min}, {a_max}] exceed the "
-                                   f"range {a} the shifts were chosen for")
-        params = ChannelParams(*(np.array(v, np.int32) for v in
-                                 ([a for a, _ in bounds], [b for _, b in bounds], m_hi, m_lo)))
-        return r, params
+        m = m.astype(np.int64)
+        m_hi = m >> k
+        if int((reach * m_hi + reach).max(initial=0)) + (1 << (s - 1)) >= 1 << 31:
+            continue
+        return ScaledRequant(k, max(0, s - MAX_ROUND_SHIFT), s, zero_point, lo, hi), m_hi, m & ((1 << k) - 1)
     raise CompileError(f"requantisation multipliers {mult.min():.3g}..{mult.max():.3g} cannot be "
-                       "encoded in int32 fixed point")
+                       "encoded in int32 fixed point: the largest saturates on every non-zero "
+                       "accumulator")
 
 
 def requantize_ref(acc: np.ndarray, r: ScaledRequant, params: ChannelParams, axis: int = 1) -> np.ndarray:
@@ -145,6 +183,27 @@ def requantize_ref(acc: np.ndarray, r: ScaledRequant, params: ChannelParams, axi
     shape[axis] = -1
     a_min, a_max, m_hi, m_lo = (v.astype(np.int64).reshape(shape) for v in params.arrays())
     a = np.minimum(np.maximum(acc.astype(np.int64), a_min), a_max)
-    p = a * m_hi + ((a * m_lo) >> r.k)
-    v = (((p >> r.t) + r.rounding) >> (r.s - r.t)) + r.zero_point
-    return np.clip(v, r.lo, r.hi).astype(np.int8)
+    return np.clip(_sequence(a, m_hi, m_lo, r), r.lo, r.hi).astype(np.int8)
+
+
+#: A sum's multipliers m = m_hi * 2^SPLIT + m_lo: both parts fit the ALU's signed 16-bit
+#: immediate, so the scaled add multiplies by immediates (docs/ops.md).
+SPLIT = 15
+
+
+def choose_sum(multipliers, reach: int, zero_point: int = 0, lo: int = INT8_MIN, hi: int = INT8_MAX
+               ) -> tuple[ScaledRequant, tuple]:
+    """(ScaledRequant with k = SPLIT, integer multipliers m_i) for y = clip(round(sum_i x_i M_i) + zp)
+    over terms |x_i| <= reach: p = sum_i x_i m_i with m_i = round(M_i 2^s), then `round_shift`.
+
+    s is the largest with sum_i reach m_i + 2^(s-1) < 2^31, so no partial sum leaves int32.
+    Refuses a multiplier that is negative or not finite, or so large that s = 1 overflows."""
+    mult = np.asarray(multipliers, np.float64).reshape(-1)
+    if not np.all(np.isfinite(mult) & (mult >= 0)) or not mult.any():
+        raise CompileError(f"sum multipliers {mult.tolist()}: need finite non-negative numbers, not all 0")
+    for s in range(31, 0, -1):
+        m = [int(v) for v in np.round(mult * 2.0 ** s)]
+        if reach * sum(m) + (1 << (s - 1)) < 1 << 31:
+            return ScaledRequant(SPLIT, max(0, s - MAX_ROUND_SHIFT), s, zero_point, lo, hi), tuple(m)
+    raise CompileError(f"sum multipliers {mult.tolist()} cannot be encoded in int32 fixed point: "
+                       f"terms of up to {reach} overflow even at shift 1")

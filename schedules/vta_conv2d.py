@@ -13,6 +13,7 @@ zero input rows at the bottom; `vta_ops` pads the plain inputs to it and crops t
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from tvm import s_tir, te
@@ -39,6 +40,7 @@ class ConvShape:
     k: int
     pad: int
     stride: int
+    groups: int = 1      # ic/groups input channels per group, as many output channels (depthwise: ic)
 
     @property
     def oh(self) -> int:
@@ -49,7 +51,7 @@ class ConvShape:
         return wl.out_size(self.w, self.k, self.pad, self.stride)
 
     def macs(self) -> int:
-        return self.n * self.oh * self.ow * self.oc * self.ic * self.k * self.k
+        return self.n * self.oh * self.ow * self.oc * (self.ic // self.groups) * self.k * self.k
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,37 @@ class ConvTiles:
         return self.vthreads if self.split == dim else 1
 
 
+def group_blocks(cfg: Config, s: ConvShape) -> int | None:
+    """Channel blocks per block group of a grouped conv (None: a dense conv).
+
+    Groups of `per` channels are packed into block groups of lcm(per, block) channels: whole
+    groups and whole blocks, so output block c reads only the input blocks of its block group
+    (the weight tile block-diagonal inside: the GEMM mapping of docs/ops.md)."""
+    if s.groups == 1:
+        return None
+    if s.ic != s.oc or s.ic % s.groups or cfg.BLOCK_IN != cfg.BLOCK_OUT:
+        raise CompileError(f"grouped conv {s}: needs as many output as input channels per group "
+                           f"and BLOCK_IN == BLOCK_OUT (got {cfg.BLOCK_IN}, {cfg.BLOCK_OUT})")
+    per = s.ic // s.groups
+    return math.lcm(per, cfg.BLOCK_IN) // cfg.BLOCK_IN
+
+
 def blocks(cfg: Config, s: ConvShape) -> tuple:
-    """(batch, input-channel, output-channel) blocks of the shape, partial blocks counted whole."""
-    return -(-s.n // cfg.BATCH), -(-s.ic // cfg.BLOCK_IN), -(-s.oc // cfg.BLOCK_OUT)
+    """(batch, input-channel, output-channel) blocks of the shape, partial blocks counted whole.
+
+    For a grouped conv, the input-channel blocks are those one output block reduces over (its
+    block group's), and the output blocks cover whole block groups."""
+    nb = -(-s.n // cfg.BATCH)
+    gb = group_blocks(cfg, s)
+    if gb is None:
+        return nb, -(-s.ic // cfg.BLOCK_IN), -(-s.oc // cfg.BLOCK_OUT)
+    return nb, gb, -(-s.ic // (gb * cfg.BLOCK_IN)) * gb
+
+
+def _input_blocks(cfg: Config, s: ConvShape, t: ConvTiles) -> int:
+    """Input-channel blocks one reduction chunk of a tile loads (one group's per group in it)."""
+    gb = group_blocks(cfg, s)
+    return t.ic_blocks if gb is None else t.ic_blocks * -(-t.oc_blocks // gb)
 
 
 def batch_tile(cfg: Config, s: ConvShape, t: ConvTiles) -> int:
@@ -86,10 +116,11 @@ def computed_shape(cfg: Config, s: ConvShape, t: ConvTiles) -> ConvShape:
         h = (oh - 1) * s.stride + 1
     else:
         h = (oh - 1) * s.stride + s.k - 2 * s.pad
-    return ConvShape(padded_extent(nb, batch_tile(cfg, s, t)) * cfg.BATCH, max(s.h, h), s.w,
-                     padded_extent(ib, t.ic_blocks) * cfg.BLOCK_IN,
-                     padded_extent(ob, t.oc_blocks, t.threads_on("oc")) * cfg.BLOCK_OUT,
-                     s.k, s.pad, s.stride)
+    oc = padded_extent(ob, t.oc_blocks, t.threads_on("oc")) * cfg.BLOCK_OUT
+    ic = padded_extent(ib, t.ic_blocks) * cfg.BLOCK_IN if s.groups == 1 else oc
+    groups = 1 if s.groups == 1 else ic // (s.ic // s.groups)     # padding adds whole (zero) groups
+    return ConvShape(padded_extent(nb, batch_tile(cfg, s, t)) * cfg.BATCH, max(s.h, h), s.w, ic, oc,
+                     s.k, s.pad, s.stride, groups)
 
 
 def input_rows(s: ConvShape, rows: int) -> int:
@@ -104,7 +135,7 @@ def footprint(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> dict:
     see vta_workloads.epilogue; None: power-of-two)."""
     rows_in = input_rows(s, t.rows)
     nb = batch_tile(cfg, s, t)
-    return {"inp": t.ic_blocks * rows_in * (s.w + 2 * s.pad) * nb,
+    return {"inp": _input_blocks(cfg, s, t) * rows_in * (s.w + 2 * s.pad) * nb,
             "wgt": t.oc_blocks * t.ic_blocks * s.k * s.k,
             "acc": epilogue_acc(requant, t.oc_blocks * t.rows * s.ow * nb, t.oc_blocks),
             "uop": t.oc_blocks * t.ic_blocks * s.k * s.k}
@@ -123,6 +154,14 @@ def usable(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> str | None:
         why = tile_waste(name, tile, total, unit, threads)
         if why:
             return why
+    gb = group_blocks(cfg, s)
+    if gb is not None:
+        if gb % t.ic_blocks:
+            return f"ic_blocks = {t.ic_blocks} does not divide the {gb}-block groups"
+        if gb % t.oc_blocks and t.oc_blocks % gb:
+            return f"oc_blocks = {t.oc_blocks} neither divides nor is a multiple of the {gb}-block groups"
+        if (computed_shape(cfg, s, t).oc // cfg.BLOCK_OUT) % gb:
+            return f"the padded output channels are not whole {gb}-block groups"
     return fits(cfg, s, t, requant)
 
 
@@ -148,12 +187,12 @@ def estimate_cycles(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> fl
     c = computed_shape(cfg, s, t)
     nb = batch_tile(cfg, s, t)
     tiles = (c.n // cfg.BATCH // nb) * (c.oc // cfg.BLOCK_OUT // t.oc_blocks) * (c.oh // t.rows)
-    chunks = c.ic // cfg.BLOCK_IN // t.ic_blocks
+    chunks = blocks(cfg, c)[1] // t.ic_blocks
     gemm = nb * t.rows * s.ow * t.oc_blocks * t.ic_blocks * s.k * s.k + cfg.GEMM_PIPELINE
     rows_in = input_rows(s, t.rows)
     inp_entry = cfg.buffers["inp"].entry_bytes
     wgt_bytes = t.ic_blocks * s.k * s.k * cfg.buffers["wgt"].entry_bytes
-    load = (t.ic_blocks * nb * rows_in * (row_read_cycles(cfg, s.w * inp_entry) + 2 * s.pad)
+    load = (_input_blocks(cfg, s, t) * nb * rows_in * (row_read_cycles(cfg, s.w * inp_entry) + 2 * s.pad)
             + t.oc_blocks * row_read_cycles(cfg, wgt_bytes))
     out_entries = nb * t.oc_blocks * t.rows * s.ow
     store = out_entries * cfg.buffers["out"].entry_bytes / bus + t.oc_blocks * cfg.DMA_WRITE_LATENCY
@@ -192,7 +231,8 @@ def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = wl.INT8_M
     requant = wl.requantisation(shift, lo, hi)
     check_tiles(cfg, s, t, requant)
     c = computed_shape(cfg, s, t)
-    work = wl.conv2d(cfg, c.n, c.h, c.w, c.ic, c.oc, c.k, c.pad, c.stride, requant)
+    work = wl.conv2d(cfg, c.n, c.h, c.w, c.ic, c.oc, c.k, c.pad, c.stride, requant,
+                     group_blocks=group_blocks(cfg, s))
     sch = s_tir.Schedule(te.create_prim_func(work.tensors))
     conv = sch.get_sblock("conv")
     n, ch, y, x, b, o, ric, rkh, rkw, rii = sch.get_loops(conv)

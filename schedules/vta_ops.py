@@ -91,18 +91,32 @@ def _pack_channels(arrays, padded: int, cfg: Config) -> tuple:
     return tuple(pk.pack_bias(pk.zero_pad(v, (padded,)), cfg.BATCH, cfg.BLOCK_OUT) for v in arrays)
 
 
+def block_group_weights(weight: np.ndarray, groups: int, channels: int, group_width: int) -> np.ndarray:
+    """Grouped OIHW weights (O, O/groups, K, K) -> (channels, group_width, K, K): per output
+    channel, its block group's input channels, zero outside its own group (block diagonal)."""
+    o, per, kh, kw = weight.shape
+    out = np.zeros((channels, group_width, kh, kw), weight.dtype)
+    for c in range(o):
+        first = (c // per) * per - (c // group_width) * group_width    # its group's first input
+        out[c, first:first + per] = weight[c]
+    return out
+
+
 def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant | ScaledRequant,
-                  vthreads=2, tiles=None) -> OpKernel:
+                  vthreads=2, tiles=None, groups: int = 1) -> OpKernel:
     """A compiled conv2d: (N,IC,H,W) int8 data, (OC,IC,K,K) int8 weight, (OC,) int32 bias ->
     (N,OC,OH,OW) int8. A ScaledRequant adds the (OC,) int32 inputs a_min, a_max, m_hi, m_lo
     (fixed_point.ChannelParams) after the bias. `tiles` (a vta_conv2d.ConvTiles) overrides the
     automatic choice and carries its own thread count; otherwise the tuning database's tiles,
     else choose_tiles' (two threads fall back to one where they cannot help)."""
-    _positive("conv2d", n=n, h=h, w=w, ic=ic, oc=oc, k=k, stride=stride)
+    _positive("conv2d", n=n, h=h, w=w, ic=ic, oc=oc, k=k, stride=stride, groups=groups)
     for size in (h, w):
         wl.out_size(size, k, pad, stride)      # refuses impossible kernel/pad/stride early
+    if ic % groups or oc % groups:
+        raise CompileError(f"conv2d: {ic} input / {oc} output channels are not divisible by groups {groups}")
     channels = _channel_inputs("conv2d", requant, oc)
-    s = vc.ConvShape(n, h, w, ic, oc, k, pad, stride)
+    s = vc.ConvShape(n, h, w, ic, oc, k, pad, stride, groups)
+    gb = vc.group_blocks(cfg, s)
     t = _tiles(cfg, "conv2d", vc, s, vthreads, tiles, requant)
     kernel = vc.build(cfg, s, t, requant)
     c = vc.computed_shape(cfg, s, t)
@@ -110,9 +124,11 @@ def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant
 
     def pack(*inputs):
         data, weight, *vectors = _inputs("conv2d", inputs, {
-            "data": ((n, ic, h, w), "int8"), "weight": ((oc, ic, k, k), "int8"), **channels})
+            "data": ((n, ic, h, w), "int8"), "weight": ((oc, ic // groups, k, k), "int8"), **channels})
+        if gb is not None:
+            weight = block_group_weights(weight, groups, oc, gb * BI)
         return (pk.pack_nchw(pk.zero_pad(data, (c.n, c.ic, c.h, c.w)), B, BI),
-                pk.pack_oihw(pk.zero_pad(weight, (c.oc, c.ic, k, k)), BO, BI),
+                pk.pack_oihw(pk.zero_pad(weight, (c.oc, weight.shape[1] if gb else c.ic, k, k)), BO, BI),
                 *_pack_channels(vectors, c.oc, cfg))
 
     def unpack(out):

@@ -185,9 +185,13 @@ def dense(cfg: Config, m: int, k: int, n: int, shift, lo: int = INT8_MIN, hi: in
 
 
 def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: int, stride: int,
-           shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> PackedGraph:
+           shift, lo: int = INT8_MIN, hi: int = INT8_MAX, group_blocks: int | None = None) -> PackedGraph:
     """Blocked NCHW{B}n{BI}c x OIHW{BO}o{BI}i conv2d with requantisation (`epilogue`, as for
     `dense`; whole blocks only: vta_conv2d pads other shapes before they get here).
+
+    `group_blocks` = g: a block-diagonal (grouped) conv, ic == oc, in groups of g channel
+    blocks: output block c reads only the g input blocks of its group, and the weight holds
+    just those (oc/BO, g, k, k, BO, BI) tiles (block diagonal inside for depthwise convs).
 
     Stage "pad" is the input as the GEMM reads it (zero-padded, or row-subsampled for a
     strided 1x1 conv); it becomes the input DMA."""
@@ -196,8 +200,12 @@ def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: i
     check_blocks("input channels", ic, BI, CompileError)
     check_blocks("output channels", oc, BO, CompileError)
     oh, ow = out_size(h, k, pad, stride), out_size(w, k, pad, stride)
+    if group_blocks is not None and (ic != oc or (ic // BI) % group_blocks):
+        raise CompileError(f"grouped conv: {ic} input / {oc} output channels are not whole groups of "
+                           f"{group_blocks} blocks")
+    reduce_blocks = ic // BI if group_blocks is None else group_blocks
     data = te.placeholder((n // B, ic // BI, h, w, B, BI), "int8", name="data")
-    kernel = te.placeholder((oc // BO, ic // BI, k, k, BO, BI), "int8", name="weight")
+    kernel = te.placeholder((oc // BO, reduce_blocks, k, k, BO, BI), "int8", name="weight")
     stages = epilogue(shift, lo, hi)
     vectors = _vectors(stages, (oc // BO, B, BO))
     if subsamples_rows(k, pad, stride):
@@ -214,14 +222,17 @@ def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: i
                 tirx.all(y >= pad, y < h + pad, x >= pad, x < w + pad),
                 data[i, c, y - pad, x - pad, b, e], tirx.const(0, "int8")),
             name="pad")
-    ric = te.reduce_axis((0, ic // BI), name="ric")
+    ric = te.reduce_axis((0, reduce_blocks), name="ric")
+
+    def in_block(c, r):
+        return r if group_blocks is None else c // group_blocks * group_blocks + r
     rkh = te.reduce_axis((0, k), name="rkh")
     rkw = te.reduce_axis((0, k), name="rkw")
     rii = te.reduce_axis((0, BI), name="rii")
     conv = te.compute(
         (n // B, oc // BO, oh, ow, B, BO),
         lambda i, c, y, x, b, o: te.sum(
-            staged[i, ric, y * row_step + rkh, x * stride + rkw, b, rii].astype("int32")
+            staged[i, in_block(c, ric), y * row_step + rkh, x * stride + rkw, b, rii].astype("int32")
             * kernel[c, ric, rkh, rkw, o, rii].astype("int32"),
             axis=[ric, rkh, rkw, rii]),
         name="conv")
@@ -259,8 +270,16 @@ def dense_ref(a: np.ndarray, w: np.ndarray, bias: np.ndarray, shift: int, lo: in
     return requantize_ref(dense_acc(a, w, bias), shift, lo, hi)
 
 
-def conv2d_acc(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, pad: int, stride: int) -> np.ndarray:
-    """NCHW int8 x OIHW int8 + bias (O,) -> the int64 accumulator + bias, NCHW."""
+def conv2d_acc(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, pad: int, stride: int,
+               groups: int = 1) -> np.ndarray:
+    """NCHW int8 x OIHW int8 + bias (O,) -> the int64 accumulator + bias, NCHW; with `groups`,
+    output channel o sees input channels of its group only (kernel (O, C/groups, K, K))."""
+    if groups > 1:
+        o, per = kernel.shape[0], data.shape[1] // groups
+        outs = o // groups
+        return np.concatenate([conv2d_acc(data[:, g * per:(g + 1) * per], kernel[g * outs:(g + 1) * outs],
+                                          bias[g * outs:(g + 1) * outs], pad, stride)
+                               for g in range(groups)], axis=1)
     n, c, h, w = data.shape
     o, _, k, _ = kernel.shape
     oh, ow = out_size(h, k, pad, stride), out_size(w, k, pad, stride)

@@ -101,7 +101,7 @@ def test_ties_round_up(mult, acc, want):
 
 @pytest.mark.parametrize("mult, what", [
     ([0.01, -0.5], "channel 1"), ([float("nan")], "channel 0"), ([0.1, 0.2, float("inf")], "channel 2"),
-    ([0.0, 0.0], "every requantisation multiplier is 0"), ([1e-12], "too small"),
+    ([1e-12], "too small"), ([1e10], "cannot be encoded"),
 ])
 def test_refusals(mult, what):
     with pytest.raises(CompileError, match=what):
@@ -113,3 +113,45 @@ def test_bad_immediates_refused():
         fp.ScaledRequant(k=3, t=0, s=20, zero_point=0)       # s - t > 15: rounding > 16 bits
     with pytest.raises(CompileError, match="outside int8"):
         fp.ScaledRequant(k=3, t=5, s=10, zero_point=200)
+
+
+def _check_against_exact(mult, zp, lo, hi, bound, r, params, rng):
+    """Every accumulator the channel can hold (|acc| <= bound) gives exactly round-half-up with
+    the encoded multiplier; the clamp changes no result."""
+    for c, real in enumerate(mult):
+        m = (int(params.m_hi[c]) << r.k) + int(params.m_lo[c])
+        encoded = Fraction(m, 1 << (r.k + r.s))
+        accs = sorted(set(rng.integers(-bound, bound + 1, 300).tolist())
+                      | {-bound, bound, 0, 1, -1, int(params.a_min[c]), int(params.a_max[c])})
+        got = fp.requantize_ref(np.array(accs, np.int64)[None, :], r,
+                                fp.ChannelParams(*(v[c:c + 1] for v in params.arrays())), axis=0)[0]
+        assert got.tolist() == [_exact(a, encoded, r) for a in accs], c
+        if real > 0:      # worst-case error at the bound: a few LSB for the tiniest multipliers
+            reach = max(-int(params.a_min[c]), int(params.a_max[c]))   # past it: saturated
+            assert abs(encoded - Fraction(float(real))) * reach <= 8, c
+
+
+@pytest.mark.parametrize("mult, bound", [
+    (np.array([3e-9, 1e-7, 0.0, 2e-6]), 1 << 26),     # tiny weight scales, an all-zero channel
+    (np.array([1e-12]), 1 << 20),
+    (np.array([0.0, 0.0, 0.0]), 1 << 24),             # every weight zero: the output is zp
+    (np.array([40.0, 3000.0, 0.02]), (1 << 31) - 1),  # huge ones (an output scale near 0)
+])
+def test_extreme_multipliers_with_the_accumulator_bound(mult, bound):
+    r, params = fp.choose(mult, -128, -128, 127, acc_bound=bound)
+    _check_against_exact(mult, -128, -128, 127, bound, r, params, np.random.default_rng(3))
+    assert np.all(params.a_max <= bound) and np.all(params.a_min >= -bound)
+    assert np.all(params.a_min[mult == 0] == 0) and np.all(params.a_max[mult == 0] == 0)
+
+
+def test_bounds_are_found_by_bisection_not_by_stepping(monkeypatch):
+    """A few dozen vectorised evaluations per bound, whatever the multipliers: planning a layer
+    of 1024 channels with extreme multipliers costs the same as a typical one."""
+    calls = []
+    sequence = fp._sequence
+    monkeypatch.setattr(fp, "_sequence", lambda *a: calls.append(1) or sequence(*a))
+    mult = np.concatenate([np.geomspace(1e-9, 50.0, 1000), np.zeros(24)])
+    r, params = fp.choose(mult, 3, -128, 127, acc_bound=1 << 28)
+    assert len(calls) <= 2 * 33 + 2 * 8     # bisection, and a few widenings of the reach
+    _check_against_exact(mult[::97], 3, -128, 127, 1 << 28, r,
+                         fp.ChannelParams(*(v[::97] for v in params.arrays())), np.random.default_rng(4))

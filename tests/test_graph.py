@@ -224,6 +224,51 @@ def test_cli_refuses_inputs_of_the_wrong_shape_or_dtype(small, tmp_path, capsys,
     assert message in capsys.readouterr().err
 
 
+def _batch_one(model):
+    """The model as torch.onnx.export writes it: the input's batch fixed at 1."""
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    dim = fixed.graph.input[0].type.tensor_type.shape.dim[0]
+    dim.ClearField("dim_param")
+    dim.dim_value = 1
+    return fixed
+
+
+def test_cli_compares_a_stack_of_single_samples_with_onnxruntime(tmp_path, capsys):
+    """--input (N, 1, C, H, W) on a batch-1 export: onnxruntime gets one sample at a time, and
+    its outputs are the ones it gives each sample alone."""
+    import json
+
+    from graph.models import small_cnn
+    from graph.quantize import quantizer_named
+    from vta_sim.cli import main
+
+    qdq = _batch_one(quantizer_named("onnxruntime")(small_cnn.float_model(), small_cnn.images(8, seed=6)))
+    x = small_cnn.images(3, seed=9)
+    path, inputs, out = tmp_path / "b1.onnx", tmp_path / "x.npy", tmp_path / "r.json"
+    onnx.save(qdq, str(path))
+    np.save(inputs, x[:, None])
+    assert main(["model", str(path), "--input", str(inputs), "--compare-onnxruntime", "--json", str(out)]) == 0
+    j = json.loads(out.read_text())
+    assert j["batch"] == 3 and j["verified"] and j["onnxruntime"]["max_abs_lsb"] <= 1
+    alone = np.concatenate([run_onnxruntime(qdq, x[i:i + 1]) for i in range(3)])
+    assert np.array_equal(run_onnxruntime(qdq, x), alone)
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_cli_refuses_inputs_holding_nan_or_inf(small, tmp_path, capsys, value):
+    from vta_sim.cli import main
+
+    path, inputs = tmp_path / "small.onnx", tmp_path / "x.npy"
+    onnx.save(small[1], str(path))
+    x = small[2].copy()
+    x[1, 2, 3, 4] = value
+    np.save(inputs, x)
+    assert main(["model", str(path), "--input", str(inputs)]) == 2
+    err = capsys.readouterr().err
+    assert "non-finite" in err and "(1, 2, 3, 4)" in err
+
+
 def test_cli_refuses_an_unknown_model(capsys):
     from vta_sim.cli import main
 
@@ -246,6 +291,24 @@ def test_models_quantised_by_onnxruntime_run_on_the_accelerator(quantizer):
     assert [(r["op"], r["target"]) for r in result.layers] == [
         ("conv2d", "vta"), ("conv2d", "vta"), ("max_pool", "vta"), ("dense", "vta")]
     assert result.logits_identical and result.verified
+    o = result.onnxruntime
+    assert o["max_abs_lsb"] <= 1 and o["argmax_equal"] and o["identical_fraction"] >= 0.95
+
+
+@pytest.mark.parametrize("quantizer", ["onnxruntime", "onnxruntime-per-channel", "onnxruntime-symmetric"])
+def test_residual_adds_with_zero_points_and_float_scales_run_on_the_accelerator(quantizer):
+    """quantize_static's residual add (zero points, unequal float scales, a ReLU folded into
+    the output range or kept as a node) runs on the ALU in fixed point: bit-exact with the CPU
+    build and within 1 LSB of onnxruntime."""
+    from graph.quantize import quantizer_named
+
+    rng = np.random.default_rng(11)
+    qdq = quantizer_named(quantizer)(_cnn(), rng.random((16, 3, 9, 9), dtype=np.float32))
+    result = run_model(ModelCase(quantizer, qdq, rng.random((4, 3, 9, 9), dtype=np.float32)), "1x8x8",
+                       compare_onnxruntime=True)
+    assert [(r["op"], r["target"]) for r in result.layers] == [
+        ("conv2d", "vta"), ("conv2d", "vta"), ("add", "vta"), ("max_pool", "vta"), ("dense", "vta")]
+    assert result.verified
     o = result.onnxruntime
     assert o["max_abs_lsb"] <= 1 and o["argmax_equal"] and o["identical_fraction"] >= 0.95
 

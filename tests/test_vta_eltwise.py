@@ -1,9 +1,15 @@
-"""The quantised residual add (schedules/vta_eltwise.py), bit-exact against the numpy reference."""
+"""The quantised residual add (schedules/vta_eltwise.py), bit-exact against the numpy reference,
+and that reference against exact rational arithmetic."""
+from fractions import Fraction
+import math
+
 import numpy as np
 import pytest
 
 from intrinsics.errors import CompileError
-from schedules.vta_eltwise import add_kernel, add_ref
+from schedules import fixed_point as fp
+from schedules.vta_eltwise import (OPERAND_REACH, ScaledAddParams, add_kernel, add_ref, eltwise_kernel,
+                                   scaled_add_ref)
 
 
 def _int8(shape, seed):
@@ -85,3 +91,67 @@ def test_wrong_inputs_are_refused(cfg):
         kernel(ok, np.zeros((1, 3, 2, 3), np.int8))
     with pytest.raises(CompileError, match="operand a"):
         kernel(ok.astype(np.int16), ok)
+
+
+# ----------------------------------------------------------------------------- zero points, any scales
+def _scaled(ma, mb, za, zb, zy, lo=-128, hi=127):
+    r, (m_a, m_b) = fp.choose_sum([ma, mb], OPERAND_REACH, zy, lo, hi)
+    return ScaledAddParams(za, zb, m_a, m_b, r)
+
+
+def _exact(a, b, ma, mb, za, zb, zy, lo, hi):
+    """clip(floor(x + 1/2) + zy) of x = (a - za) M_a + (b - zb) M_b in exact rationals."""
+    out = []
+    for x, y in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist()):
+        v = (x - za) * Fraction(ma) + (y - zb) * Fraction(mb)
+        out.append(min(max(math.floor(v + Fraction(1, 2)) + zy, lo), hi))
+    return np.array(out).reshape(a.shape)
+
+
+@pytest.mark.parametrize("ma, mb, za, zb, zy, lo", [
+    (0.7318291, 0.4127733, -3, 17, -128, -128),   # quantize_static after a ReLU: output zp -128
+    (1.9034517, 0.0517201, -128, -128, 5, -128),  # very unequal scales
+    (0.5, 0.5, 0, 0, 0, 0),                       # exact ties, ReLU folded: round half up
+    (2.7113e-3, 3.1027119, 100, -100, -20, -20),
+])
+def test_scaled_add_reference_is_round_half_up_of_the_encoded_sum(ma, mb, za, zb, zy, lo):
+    """The reference is exactly round-half-up with the encoded multipliers m / 2^s, and the
+    encoding moves at most a few of the 65,536 operand pairs' results (ties only) off the real
+    multipliers' result."""
+    p = _scaled(ma, mb, za, zb, zy, lo)
+    grid = np.arange(-128, 128, dtype=np.int64)
+    a, b = (v.astype(np.int8) for v in np.meshgrid(grid, grid))
+    got = scaled_add_ref(a, b, p)
+    two_s = 1 << p.requant.s
+    assert np.array_equal(got, _exact(a, b, Fraction(p.m_a, two_s), Fraction(p.m_b, two_s), za, zb, zy, lo, 127))
+    real = _exact(a, b, Fraction(ma), Fraction(mb), za, zb, zy, lo, 127)
+    assert np.abs(got.astype(int) - real).max() <= 1 and (got != real).mean() < 1e-3
+
+
+@pytest.mark.parametrize("shape, ma, mb, za, zb, zy, lo, vthreads", [
+    ((1, 8, 4, 4), 0.73, 0.41, -3, 17, -128, -128, 2),
+    ((3, 10, 5, 7), 1.9, 0.05, -128, -128, 5, -128, 2),   # padded batch and channels
+    ((1, 16, 20, 21), 2.7e-3, 3.1, 100, -100, -20, -20, 1),   # several tiles
+    ((1, 3, 3, 5), 0.6, 1e-5, 0, 0, -128, -128, 2),     # a multiplier whose high part is 0
+])
+def test_scaled_add_matches_reference(cfg, shape, ma, mb, za, zb, zy, lo, vthreads):
+    p = _scaled(ma, mb, za, zb, zy, lo)
+    a, b = _int8(shape, 3), _int8(shape, 4)
+    kept = (a.copy(), b.copy())
+    y, result = eltwise_kernel(cfg, shape, p, vthreads)(a, b)
+    np.testing.assert_array_equal(y, scaled_add_ref(a, b, p))
+    np.testing.assert_array_equal(a, kept[0])
+    np.testing.assert_array_equal(b, kept[1])
+    assert result.cycles > 0
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(zero_a=200), "zero_a = 200"),
+    (dict(m_a=1 << 28), "outside int32"),
+    (dict(m_a=0, m_b=0), "not both 0"),
+])
+def test_scaled_add_refusals(cfg, change, match):
+    import dataclasses
+
+    with pytest.raises(CompileError, match=match):
+        eltwise_kernel(cfg, (1, 8, 1, 1), dataclasses.replace(_scaled(0.5, 0.5, 0, 0, 0), **change))

@@ -29,11 +29,13 @@ class OnnxBuilder:
         self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
         return out
 
-    def conv(self, x: str, weight: np.ndarray, bias: np.ndarray, stride: int = 1, pad: int = 0) -> str:
+    def conv(self, x: str, weight: np.ndarray, bias: np.ndarray, stride: int = 1, pad: int = 0,
+             groups: int = 1) -> str:
+        """Conv with weight (O, C/groups, K, K); groups = C is a depthwise conv."""
         name = self._fresh("conv_w")
         inputs = [x, self._init(name, weight), self._init(name + "_b", bias)]
         return self.node("Conv", inputs, strides=[stride, stride], pads=[pad] * 4,
-                         kernel_shape=list(weight.shape[2:]))
+                         kernel_shape=list(weight.shape[2:]), group=groups)
 
     def relu(self, x: str) -> str:
         return self.node("Relu", [x])
@@ -46,6 +48,17 @@ class OnnxBuilder:
 
     def global_avg_pool(self, x: str) -> str:
         return self.node("GlobalAveragePool", [x])
+
+    def avg_pool(self, x: str, k: int, stride: int, pad: int = 0, ceil_mode: int = 0,
+                 count_include_pad: int = 1) -> str:
+        """AveragePool as torch.nn.AvgPool2d exports it (count_include_pad=1, its default)."""
+        return self.node("AveragePool", [x], kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4,
+                         ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+
+    def clip(self, x: str, lo: float, hi: float) -> str:
+        """Clip with min/max inputs (ReLU6 as opset 11+ exporters write it)."""
+        name = self._fresh("clip")
+        return self.node("Clip", [x, self._init(name + "_min", np.array(lo)), self._init(name + "_max", np.array(hi))])
 
     def flatten(self, x: str) -> str:
         return self.node("Flatten", [x], axis=1)
