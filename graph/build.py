@@ -34,6 +34,7 @@ class Layer:
     target: str                  # "vta" or "cpu"
     reason: str | None           # why it runs on the CPU
     symbol: str | None = None    # the offloaded region's packed function
+    macs: int = 0                # multiply-accumulates (conv2d and dense layers; ops.call_macs)
 
 
 def _vm(mod) -> relax.VirtualMachine:
@@ -134,9 +135,11 @@ def _layers(main, regions: dict, cpu_reasons: dict) -> list:
         counts[kind] = counts.get(kind, 0) + 1
         name = f"{kind}{counts[kind]}"
         if symbol:
-            layers.append(Layer(name, kind, "vta", None, symbol))
+            spec = regions[symbol].spec
+            macs = spec.macs if spec.op in ("conv2d", "dense") else 0
+            layers.append(Layer(name, kind, "vta", None, symbol, macs))
         else:
-            layers.append(Layer(name, kind, "cpu", cpu_reasons[kind][counts[kind] - 1]))
+            layers.append(Layer(name, kind, "cpu", cpu_reasons[kind][counts[kind] - 1], macs=ops.call_macs(call)))
     return layers
 
 

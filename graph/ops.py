@@ -249,6 +249,18 @@ def conv_kind(call) -> str:
     return "conv2d"
 
 
+def call_macs(call) -> int:
+    """Multiply-accumulates of a conv2d or matmul call from its shapes (0 for other ops and for
+    average pools: a model's MACs are its convolutions' and dense layers')."""
+    name = op_name(call)
+    if name == "relax.nn.conv2d" and conv_kind(call) == "conv2d":
+        _, per, kh, kw = (int(d) for d in call.args[1].ty.shape)
+        return int(np.prod([int(d) for d in call.ty.shape])) * per * kh * kw
+    if name == "relax.matmul":
+        return int(np.prod([int(d) for d in call.ty.shape])) * int(call.args[0].ty.shape[-1])
+    return 0
+
+
 def _check_conv_attrs(kh, kw, a, pads, ic, oc) -> None:
     strides, dil, groups = _ints(a.strides), _ints(a.dilation), int(a.groups)
     if kh != kw:
