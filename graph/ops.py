@@ -142,13 +142,17 @@ def _requant_chain(root, value_of):
     shr_s = value_of(inner.args[0])
     rnd_add = value_of(shr_s.args[0])
     shr_t = value_of(rnd_add.args[0])
+    ties_even = op_name(shr_t) == "relax.add"          # u + parity (graph.qdq._round_shift)
+    if ties_even:
+        shr_t = value_of(shr_t.args[0])
     p = value_of(shr_t.args[0])
     t = int(_const(shr_t.args[1]))
 
     def requant(k):
-        r = ScaledRequant(k, t, t + int(_const(shr_s.args[1])), zp, lo, hi)
-        if r.rounding != int(_const(rnd_add.args[1])):
-            raise _Unsupported(f"rounding constant {int(_const(rnd_add.args[1]))} is not 2^(s-t-1)")
+        r = ScaledRequant(k, t, t + int(_const(shr_s.args[1])), zp, lo, hi, ties_even)
+        if r.rounding - ties_even != int(_const(rnd_add.args[1])):
+            raise _Unsupported(f"rounding constant {int(_const(rnd_add.args[1]))} is not 2^(s-t-1)"
+                               + (" - 1" if ties_even else ""))
         return r
     high, low_shr = (value_of(v) for v in p.args)
     if op_name(low_shr) == "relax.multiply":        # the scaled add: (a - za) m_a + (b - zb) m_b

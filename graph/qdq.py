@@ -322,7 +322,7 @@ def _plan_avg_pool(g: _Graph, q, pool):
     count = k * k
     try:
         requant, params = fixed_point.choose(np.full(c, sx / (sy * count)), zy, INT8_MIN, INT8_MAX,
-                                             acc_bound=count * vta_eltwise.OPERAND_REACH)
+                                             acc_bound=count * vta_eltwise.OPERAND_REACH, ties_even=True)
     except CompileError as exc:
         raise _Refusal(f"its requantisation multiplier cannot be encoded: {exc}") from None
     weight = np.ones((c, 1, k, k), np.int8)
@@ -502,8 +502,12 @@ def _round_shift(emit, p, r):
     the zero point always emitted, so every fixed-point op has one pattern)."""
     def imm(value):
         return relax.const(int(value), "int32")
-    acc = emit(relax.op.right_shift(emit(relax.op.add(emit(relax.op.right_shift(p, imm(r.t))),
-                                                        imm(r.rounding))), imm(r.s - r.t)))
+    u = emit(relax.op.right_shift(p, imm(r.t)))
+    if r.ties_even:      # u + q - ((q >> 1) << 1), q = u >> (s - t): the ALU's parity
+        q = emit(relax.op.right_shift(u, imm(r.s - r.t)))
+        half = emit(relax.op.left_shift(emit(relax.op.right_shift(q, imm(1))), imm(1)))
+        u = emit(relax.op.add(u, emit(relax.op.add(q, emit(relax.op.multiply(half, imm(-1)))))))
+    acc = emit(relax.op.right_shift(emit(relax.op.add(u, imm(r.rounding - r.ties_even))), imm(r.s - r.t)))
     acc = emit(relax.op.add(acc, imm(r.zero_point)))
     acc = emit(relax.op.clip(acc, relax.prim_value(r.lo), relax.prim_value(r.hi)))
     return relax.op.astype(acc, "int8")

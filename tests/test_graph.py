@@ -395,11 +395,13 @@ def test_depthwise_grouped_convs_and_average_pools_run_on_the_accelerator(mobile
 
 def test_every_offloaded_layer_is_compared_with_onnxruntime_in_isolation(mobile_result):
     """Each layer gets onnxruntime's own input tensor; convolutions, the 3x3 average pool (its
-    divisor 9 leaves no exact ties) and the dense layer agree with onnxruntime's tensor."""
+    divisor 9 leaves no exact ties) and the dense layer agree with onnxruntime's tensor. The
+    2x2 pool's exact ties round to even as ONNX's do; onnxruntime's float sum moves a few."""
     rows = mobile_result.layers
     assert all("identical_fraction" in row["onnxruntime"] for row in rows)
-    for row in rows[:6] + rows[-1:]:
+    for row in rows[:6] + rows[-2:]:
         assert row["onnxruntime"]["identical_fraction"] >= 0.99 and row["onnxruntime"]["max_abs_lsb"] <= 1, row
+    assert rows[6]["onnxruntime"]["identical_fraction"] >= 0.95
     assert all(row["onnxruntime"]["max_abs_lsb"] <= 1 for row in rows)
 
 

@@ -50,9 +50,29 @@ def test_grouped_conv_matches_numpy(cfg, n, h, c, k, pad, stride, groups):
     assert result.cycles > 0
 
 
-def test_grouped_conv_with_fixed_point_requantisation(cfg):
-    r = fp.choose(np.geomspace(1e-4, 4e-3, 24), -128, -128, 127)[0]
+@pytest.mark.parametrize("ties_even", [False, True])
+def test_grouped_conv_with_fixed_point_requantisation(cfg, ties_even):
+    """Also the average pools' epilogue, whose ties go to even (three scratch copies in ACC)."""
+    r = fp.choose(np.geomspace(1e-4, 4e-3, 24), -128, -128, 127, ties_even=ties_even)[0]
     y, want, _, _ = _run(cfg, 1, 8, 24, 3, 1, 1, 24, requant=r)
+    np.testing.assert_array_equal(y, want)
+
+
+def test_ties_to_even_on_the_accelerator():
+    """A 2x2 sum times 1/4 (an average pool of equal scales): a quarter of the outputs are
+    exact ties; the kernel rounds them to even, as the reference does."""
+    from vta_sim.config import Config
+
+    cfg = Config.load("1x8x8")
+    c = 16
+    r, params = fp.choose(np.full(c, 0.25), 3, -128, 127, ties_even=True)
+    kernel = vta_ops.conv2d_kernel(cfg, 1, 6, 6, c, c, 2, 0, 2, r, groups=c)
+    x = np.random.default_rng(5).integers(-128, 128, (1, c, 6, 6), dtype=np.int8)
+    ones, zero = np.ones((c, 1, 2, 2), np.int8), np.zeros(c, np.int32)
+    y, _ = kernel(x, ones, zero, *params.arrays())
+    sums = _grouped_ref(x, ones, zero, 0, 2, c)
+    assert (sums % 4 == 2).mean() > 0.1                            # the ties are there
+    want = np.clip(np.round(sums / 4) + 3, -128, 127)              # numpy rounds half to even
     np.testing.assert_array_equal(y, want)
 
 
