@@ -23,7 +23,15 @@ _BUILDS = itertools.count()
 #: Relax ops that are layers of the report when they run on the CPU, by layer kind.
 CPU_LAYERS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
               "relax.mean": "avg_pool", "relax.nn.avg_pool2d": "avg_pool",
-              "relax.nn.adaptive_avg_pool2d": "avg_pool"}
+              "relax.nn.adaptive_avg_pool2d": "avg_pool", "relax.sigmoid": "sigmoid", "relax.nn.silu": "silu",
+              "relax.nn.softmax": "softmax", "relax.concat": "concat"}
+#: Why the ops with no integer form on VTA-8 stay on the CPU (in float, between their QDQ pairs).
+CPU_ONLY = {
+    "sigmoid": "no integer form here: the ALU (MIN, MAX, ADD, SHR, MUL) has no exp or table lookup",
+    "silu": "no integer form here: x * sigmoid(x) needs exp or a table lookup",
+    "softmax": "no integer form here: exp and a divide",
+    "concat": "producers store their own tensors; the CPU concatenates (in-place concat not implemented)",
+}
 
 
 @dataclass
@@ -122,7 +130,7 @@ def _cpu_reasons(main, qdq_decisions) -> dict:
     for kind, call in _layer_calls(main):
         index = len(reasons.setdefault(kind, [])) + 1
         reason = float_reasons.get(f"{kind}{index}") or refused.get(call)
-        reasons[kind].append(reason or "no accelerator pattern matched")
+        reasons[kind].append(reason or CPU_ONLY.get(kind, "no accelerator pattern matched"))
     return reasons
 
 

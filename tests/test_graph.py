@@ -443,3 +443,26 @@ def test_average_pool_attributes_as_onnx_defines_them(pool, target, reason):
     first = next(r for r in result.layers if r["op"] == "avg_pool")
     assert first["target"] == target and (reason is None or reason in first["reason"])
     assert result.logits_identical
+
+
+def test_ops_with_no_integer_form_stay_on_the_cpu_with_the_reason():
+    """EfficientNet's squeeze-and-excitation gate (Sigmoid, Mul), SiLU and an Inception-style
+    Concat: on the CPU, each with its reason; the convs and the pool around them on VTA-8."""
+    from graph.quantize import quantizer_named
+
+    rng = np.random.default_rng(4)
+    b = OnnxBuilder("gate", (1, 8, 6, 6))
+    x = b.relu(b.conv("input", rng.normal(0, .3, (16, 8, 3, 3)), rng.normal(0, .1, 16), pad=1))
+    squeeze = b.conv(b.global_avg_pool(x), rng.normal(0, .3, (16, 16, 1, 1)), rng.normal(0, .1, 16))
+    x = b.node("Mul", [x, b.node("Sigmoid", [squeeze])])
+    left = b.conv(x, rng.normal(0, .3, (8, 16, 1, 1)), rng.normal(0, .1, 8))
+    right = b.conv(x, rng.normal(0, .3, (8, 16, 3, 3)), rng.normal(0, .1, 8), pad=1)
+    y = b.node("Concat", [left, b.node("Mul", [right, b.node("Sigmoid", [right])])], axis=1)   # SiLU as exported
+    model = b.build(b.dense(b.flatten(b.global_avg_pool(y)), rng.normal(0, .3, (4, 16)), rng.normal(0, .1, 4)))
+    qdq = quantizer_named("onnxruntime")(model, rng.random((8, 8, 6, 6), dtype=np.float32))
+    result = run_model(ModelCase("gate", qdq, rng.random((2, 8, 6, 6), dtype=np.float32)), "1x8x8")
+    rows = {r["name"]: r for r in result.layers}
+    assert rows["sigmoid1"]["target"] == "cpu" and "no integer form" in rows["sigmoid1"]["reason"]
+    assert rows["concat1"]["target"] == "cpu" and "concatenates" in rows["concat1"]["reason"]
+    assert all(r["target"] == "vta" for r in result.layers if r["op"] in ("conv2d", "avg_pool", "dense"))
+    assert result.verified and result.mac_fraction_vta == 1.0
