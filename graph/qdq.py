@@ -5,7 +5,11 @@ in float. Wherever the scales allow the accelerator's requantisation, this pass 
 block into the integer graph the accelerator runs and the CPU build reproduces bit for bit:
 
     conv2d / matmul:  astype_i8(clip(((x_q (*) W_q : int32) + bias') >> shift, lo, hi))
-    residual add:     astype_i8(clip(((a << ka) + (b << kb) + rnd) >> shift, lo, hi))
+                      (grouped and depthwise convs alike)
+    residual add:     astype_i8(clip(((a << ka) + (b << kb) + rnd) >> shift, lo, hi)), or with
+                      zero points and any scales round_shift((a - za) m_a + (b - zb) m_b)
+    average pool:     a depthwise conv2d of ones, then the fixed-point requantisation by
+                      s_x / (s_y k^2), ties to even (global pools: k = H = W)
     max-pool:         max_pool2d(x_q) on int8 (same scale in and out)
     reshape:          reshape(x_q) (same scale in and out)
 
@@ -15,8 +19,8 @@ folded into the bias). Float scales, per-channel weight scales and zero points t
 fixed-point form of schedules.fixed_point (clamp, two-part multiply, rounding shift, + zp_y); an
 input zero point folds `-zp_x * sum(W)` into the bias and pads explicitly with zp_x; uint8
 tensors are read as int8 - 128 on the CPU side. A ReLU between the op and its quantize raises
-the clip's floor. Anything else (a weight zero point, a residual add with float scale ratios or
-zero points, an op it does not map) stays in float on the CPU, and its `Decision` says why.
+the clip's floor. Anything else (a weight zero point, an average pool whose divisor changes at
+the border, an op it does not map) stays in float on the CPU, and its `Decision` says why.
 """
 from __future__ import annotations
 
