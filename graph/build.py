@@ -23,7 +23,15 @@ _BUILDS = itertools.count()
 #: Relax ops that are layers of the report when they run on the CPU, by layer kind.
 CPU_LAYERS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
               "relax.mean": "avg_pool", "relax.nn.avg_pool2d": "avg_pool",
-              "relax.nn.adaptive_avg_pool2d": "avg_pool"}
+              "relax.nn.adaptive_avg_pool2d": "avg_pool", "relax.sigmoid": "sigmoid", "relax.nn.silu": "silu",
+              "relax.nn.softmax": "softmax", "relax.concat": "concat"}
+#: Why the ops with no integer form on VTA-8 stay on the CPU (in float, between their QDQ pairs).
+CPU_ONLY = {
+    "sigmoid": "no integer form here: the ALU (MIN, MAX, ADD, SHR, MUL) has no exp or table lookup",
+    "silu": "no integer form here: x * sigmoid(x) needs exp or a table lookup",
+    "softmax": "no integer form here: exp and a divide",
+    "concat": "producers store their own tensors; the CPU concatenates (in-place concat not implemented)",
+}
 
 
 @dataclass
@@ -34,6 +42,7 @@ class Layer:
     target: str                  # "vta" or "cpu"
     reason: str | None           # why it runs on the CPU
     symbol: str | None = None    # the offloaded region's packed function
+    macs: int = 0                # multiply-accumulates (conv2d and dense layers; ops.call_macs)
 
 
 def _vm(mod) -> relax.VirtualMachine:
@@ -121,7 +130,7 @@ def _cpu_reasons(main, qdq_decisions) -> dict:
     for kind, call in _layer_calls(main):
         index = len(reasons.setdefault(kind, [])) + 1
         reason = float_reasons.get(f"{kind}{index}") or refused.get(call)
-        reasons[kind].append(reason or "no accelerator pattern matched")
+        reasons[kind].append(reason or CPU_ONLY.get(kind, "no accelerator pattern matched"))
     return reasons
 
 
@@ -134,9 +143,11 @@ def _layers(main, regions: dict, cpu_reasons: dict) -> list:
         counts[kind] = counts.get(kind, 0) + 1
         name = f"{kind}{counts[kind]}"
         if symbol:
-            layers.append(Layer(name, kind, "vta", None, symbol))
+            spec = regions[symbol].spec
+            macs = spec.macs if spec.op in ("conv2d", "dense") else 0
+            layers.append(Layer(name, kind, "vta", None, symbol, macs))
         else:
-            layers.append(Layer(name, kind, "cpu", cpu_reasons[kind][counts[kind] - 1]))
+            layers.append(Layer(name, kind, "cpu", cpu_reasons[kind][counts[kind] - 1], macs=ops.call_macs(call)))
     return layers
 
 

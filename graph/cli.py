@@ -55,8 +55,8 @@ def register(subparsers) -> None:
         "model", help="a whole model through TVM's graph level onto the accelerator, verified against "
                       "the CPU build",
         description="Import an ONNX model (QDQ-quantised, or float: float ops stay on the CPU), lower "
-                    "its QDQ blocks to integer ops, offload the convolutions, dense layers, max-pools "
-                    "and residual adds to VTA-8 through Relax BYOC, run the rest on the CPU, and "
+                    "its QDQ blocks to integer ops, offload the convolutions (grouped and depthwise too), dense "
+                    "layers, max- and average pools and residual adds to VTA-8 through Relax BYOC, run the rest on the CPU, and "
                     "compare with the all-CPU build of the same integer graph.")
     p.add_argument("model", help=f"{' | '.join(BUILTIN)} | PATH.onnx")
     p.add_argument("--config", default="1x8x8", help="1x8x8 (default), 8x8x8 or a JSON file")
@@ -70,7 +70,8 @@ def register(subparsers) -> None:
                         "digits and resnet18) or onnxruntime's quantize_static (defaults, per-channel, "
                         "symmetric); for an .onnx file, quantise it on its inputs")
     p.add_argument("--compare-onnxruntime", action="store_true",
-                   help="also run the QDQ model in onnxruntime (ORT_DISABLE_ALL) and report the agreement")
+                   help="also run the QDQ model in onnxruntime (ORT_DISABLE_ALL) and report the agreement "
+                        "of the outputs and of every offloaded layer alone on onnxruntime's own tensors")
     p.add_argument("--json", help="write the figures (model, verified, accuracy, layers, ...) here")
     p.add_argument("--trace", help="timeline of all accelerator layers: Chrome JSON, or PNG if it ends in .png")
     p.set_defaults(func=cmd_model)

@@ -142,13 +142,17 @@ def _requant_chain(root, value_of):
     shr_s = value_of(inner.args[0])
     rnd_add = value_of(shr_s.args[0])
     shr_t = value_of(rnd_add.args[0])
+    ties_even = op_name(shr_t) == "relax.add"          # u + parity (graph.qdq._round_shift)
+    if ties_even:
+        shr_t = value_of(shr_t.args[0])
     p = value_of(shr_t.args[0])
     t = int(_const(shr_t.args[1]))
 
     def requant(k):
-        r = ScaledRequant(k, t, t + int(_const(shr_s.args[1])), zp, lo, hi)
-        if r.rounding != int(_const(rnd_add.args[1])):
-            raise _Unsupported(f"rounding constant {int(_const(rnd_add.args[1]))} is not 2^(s-t-1)")
+        r = ScaledRequant(k, t, t + int(_const(shr_s.args[1])), zp, lo, hi, ties_even)
+        if r.rounding - ties_even != int(_const(rnd_add.args[1])):
+            raise _Unsupported(f"rounding constant {int(_const(rnd_add.args[1]))} is not 2^(s-t-1)"
+                               + (" - 1" if ties_even else ""))
         return r
     high, low_shr = (value_of(v) for v in p.args)
     if op_name(low_shr) == "relax.multiply":        # the scaled add: (a - za) m_a + (b - zb) m_b
@@ -247,6 +251,18 @@ def conv_kind(call) -> str:
     if depthwise and isinstance(weight, Constant) and np.all(weight.value.numpy() == 1):
         return "avg_pool"
     return "conv2d"
+
+
+def call_macs(call) -> int:
+    """Multiply-accumulates of a conv2d or matmul call from its shapes (0 for other ops and for
+    average pools: a model's MACs are its convolutions' and dense layers')."""
+    name = op_name(call)
+    if name == "relax.nn.conv2d" and conv_kind(call) == "conv2d":
+        _, per, kh, kw = (int(d) for d in call.args[1].ty.shape)
+        return int(np.prod([int(d) for d in call.ty.shape])) * per * kh * kw
+    if name == "relax.matmul":
+        return int(np.prod([int(d) for d in call.ty.shape])) * int(call.args[0].ty.shape[-1])
+    return 0
 
 
 def _check_conv_attrs(kh, kw, a, pads, ic, oc) -> None:

@@ -17,8 +17,13 @@ from . import ops
 
 
 def _round_shift(p):
-    """fixed_point.round_shift after `p`: pre-shift, round, shift, + zp (graph.qdq._round_shift)."""
-    rounded = is_op("relax.add")(is_op("relax.right_shift")(p, is_const()), is_const())
+    """fixed_point.round_shift after `p`: pre-shift, (the parity of ties to even,) round, shift,
+    + zp (graph.qdq._round_shift)."""
+    u = is_op("relax.right_shift")(p, is_const())
+    q = is_op("relax.right_shift")(u, is_const())
+    half = is_op("relax.left_shift")(is_op("relax.right_shift")(q, is_const()), is_const())
+    even = is_op("relax.add")(u, is_op("relax.add")(q, is_op("relax.multiply")(half, is_const())))
+    rounded = is_op("relax.add")(u | even, is_const())
     return is_op("relax.add")(is_op("relax.right_shift")(rounded, is_const()), is_const())
 
 

@@ -5,7 +5,11 @@ in float. Wherever the scales allow the accelerator's requantisation, this pass 
 block into the integer graph the accelerator runs and the CPU build reproduces bit for bit:
 
     conv2d / matmul:  astype_i8(clip(((x_q (*) W_q : int32) + bias') >> shift, lo, hi))
-    residual add:     astype_i8(clip(((a << ka) + (b << kb) + rnd) >> shift, lo, hi))
+                      (grouped and depthwise convs alike)
+    residual add:     astype_i8(clip(((a << ka) + (b << kb) + rnd) >> shift, lo, hi)), or with
+                      zero points and any scales round_shift((a - za) m_a + (b - zb) m_b)
+    average pool:     a depthwise conv2d of ones, then the fixed-point requantisation by
+                      s_x / (s_y k^2), ties to even (global pools: k = H = W)
     max-pool:         max_pool2d(x_q) on int8 (same scale in and out)
     reshape:          reshape(x_q) (same scale in and out)
 
@@ -15,8 +19,8 @@ folded into the bias). Float scales, per-channel weight scales and zero points t
 fixed-point form of schedules.fixed_point (clamp, two-part multiply, rounding shift, + zp_y); an
 input zero point folds `-zp_x * sum(W)` into the bias and pads explicitly with zp_x; uint8
 tensors are read as int8 - 128 on the CPU side. A ReLU between the op and its quantize raises
-the clip's floor. Anything else (a weight zero point, a residual add with float scale ratios or
-zero points, an op it does not map) stays in float on the CPU, and its `Decision` says why.
+the clip's floor. Anything else (a weight zero point, an average pool whose divisor changes at
+the border, an op it does not map) stays in float on the CPU, and its `Decision` says why.
 """
 from __future__ import annotations
 
@@ -322,7 +326,7 @@ def _plan_avg_pool(g: _Graph, q, pool):
     count = k * k
     try:
         requant, params = fixed_point.choose(np.full(c, sx / (sy * count)), zy, INT8_MIN, INT8_MAX,
-                                             acc_bound=count * vta_eltwise.OPERAND_REACH)
+                                             acc_bound=count * vta_eltwise.OPERAND_REACH, ties_even=True)
     except CompileError as exc:
         raise _Refusal(f"its requantisation multiplier cannot be encoded: {exc}") from None
     weight = np.ones((c, 1, k, k), np.int8)
@@ -502,8 +506,12 @@ def _round_shift(emit, p, r):
     the zero point always emitted, so every fixed-point op has one pattern)."""
     def imm(value):
         return relax.const(int(value), "int32")
-    acc = emit(relax.op.right_shift(emit(relax.op.add(emit(relax.op.right_shift(p, imm(r.t))),
-                                                        imm(r.rounding))), imm(r.s - r.t)))
+    u = emit(relax.op.right_shift(p, imm(r.t)))
+    if r.ties_even:      # u + q - ((q >> 1) << 1), q = u >> (s - t): the ALU's parity
+        q = emit(relax.op.right_shift(u, imm(r.s - r.t)))
+        half = emit(relax.op.left_shift(emit(relax.op.right_shift(q, imm(1))), imm(1)))
+        u = emit(relax.op.add(u, emit(relax.op.add(q, emit(relax.op.multiply(half, imm(-1)))))))
+    acc = emit(relax.op.right_shift(emit(relax.op.add(u, imm(r.rounding - r.ties_even))), imm(r.s - r.t)))
     acc = emit(relax.op.add(acc, imm(r.zero_point)))
     acc = emit(relax.op.clip(acc, relax.prim_value(r.lo), relax.prim_value(r.hi)))
     return relax.op.astype(acc, "int8")

@@ -21,7 +21,7 @@ def layer_rows(layers: list, runs: list, cfg: Config) -> list:
     by_layer = dict(zip((id(l) for l in vta_layers), runs))
     rows = []
     for layer in layers:
-        row = {"name": layer.name, "op": layer.op, "target": layer.target, "cycles": None,
+        row = {"name": layer.name, "op": layer.op, "target": layer.target, "macs": layer.macs, "cycles": None,
                "utilization": None, "verified": None}
         if layer.target == "cpu":
             row["reason"] = layer.reason
@@ -43,26 +43,38 @@ def _pct(value) -> str:
 
 def table(rows: list) -> str:
     """The layer table (Gemmini-style): op, target, cycles, utilisation, module busy, DRAM bytes."""
-    head = (f"{'layer':<11}{'op':<9}{'target':<7}{'shape':<28}{'cycles':>12}{'util %':>8}"
-            f"{'load %':>8}{'comp %':>8}{'store %':>8}{'DRAM bytes':>12}  verified")
+    head = (f"{'layer':<12}{'op':<9}{'target':<7}{'shape':<28}{'MACs':>13}{'cycles':>12}{'util %':>8}"
+            f"{'load %':>8}{'comp %':>8}{'store %':>8}{'DRAM bytes':>12}  verified  onnxruntime")
     out = [head, "-" * len(head)]
     for r in rows:
+        start = f"{r['name']:<12}{r['op']:<9}{r['target']:<7}"
         if r["target"] == "cpu":
-            out.append(f"{r['name']:<11}{r['op']:<9}{'cpu':<7}{r['reason']}")
+            out.append(f"{start}{r['macs']:>41,}  {r['reason']}")
             continue
-        out.append(f"{r['name']:<11}{r['op']:<9}{'vta':<7}{r['shape']:<28}{r['cycles']:>12,}"
+        out.append(f"{start}{r['shape']:<28}{r['macs']:>13,}{r['cycles']:>12,}"
                    f"{_pct(r['utilization']):>8}" + "".join(f"{_pct(r[f'{m}_busy']):>8}" for m in MODULES)
-                   + f"{r['dram_bytes']:>12,}  {'yes' if r['verified'] else 'NO'}")
+                   + f"{r['dram_bytes']:>12,}  {'yes' if r['verified'] else 'NO':<8}  {_agreement(r)}")
     return "\n".join(out)
+
+
+def _agreement(row) -> str:
+    o = row.get("onnxruntime")
+    if o is None:
+        return ""
+    if o.get("identical_fraction") is None:
+        return o["reason"]
+    return f"{100 * o['identical_fraction']:.2f} % identical, max {o['max_abs_lsb']} LSB"
 
 
 def summary(result) -> str:
     """Totals, agreement and accuracy in a few lines."""
     j = result.to_json()
     vta_rows = [r for r in j["layers"] if r["target"] == "vta"]
+    fraction = j["mac_fraction_vta"]
     lines = [
         f"{j['model']} on {j['config']} ({j['backend']}, {j['vthreads']} virtual thread(s)), batch {j['batch']}: "
-        f"{len(vta_rows)} of {len(j['layers'])} layers on the accelerator",
+        f"{len(vta_rows)} of {len(j['layers'])} layers on the accelerator, "
+        + (f"{100 * fraction:.1f} % of {j['macs']:,} MACs" if fraction is not None else "no MACs"),
         f"  logits identical to the CPU build   {'yes' if j['logits_identical'] else 'NO'}",
         f"  every offloaded layer bit-exact      {'yes' if all(r['verified'] for r in vta_rows) else 'NO'}",
     ]

@@ -14,7 +14,7 @@ import numpy as np
 
 from vta_sim.config import Config
 
-from . import onnx_import
+from . import layer_agreement, onnx_import
 from .build import CpuModel, VtaModel
 from .errors import GraphError
 from .kernels import KernelCache
@@ -145,6 +145,16 @@ class ModelResult:
         return float((logits.argmax(-1) == self.labels).mean())
 
     @property
+    def macs(self) -> int:
+        return sum(r["macs"] for r in self.layers)
+
+    @property
+    def mac_fraction_vta(self) -> float | None:
+        """The share of the model's MACs (conv2d and dense layers) that ran on the accelerator."""
+        total = self.macs
+        return sum(r["macs"] for r in self.layers if r["target"] == "vta") / total if total else None
+
+    @property
     def frames_per_second(self) -> float:
         cycles_per_frame = self.total_cycles / self.batch
         return self.config.timing["CLOCK_MHZ"] * 1e6 / cycles_per_frame if cycles_per_frame else 0.0
@@ -153,6 +163,8 @@ class ModelResult:
         return {"model": self.model, "verified": self.verified,
                 "accuracy_cpu": self.accuracy(self.logits_cpu), "accuracy_vta": self.accuracy(self.logits_vta),
                 "logits_identical": self.logits_identical, "total_cycles": self.total_cycles,
+                "cycles_per_frame": self.total_cycles / self.batch, "macs": self.macs,
+                "mac_fraction_vta": self.mac_fraction_vta,
                 "frames_per_second": self.frames_per_second, "batch": self.batch,
                 "config": self.config.name, "backend": self.backend, "vthreads": self.vthreads,
                 "compile_s": self.compile_s, "cpu_compile_s": self.cpu_compile_s, "run_s": self.run_s,
@@ -163,8 +175,14 @@ class ModelResult:
 
 
 def run_onnxruntime(proto, x: np.ndarray) -> np.ndarray:
-    """The model's outputs from onnxruntime (graph optimisations off), in chunks of the model's
-    own batch where the file fixes it (a batch-1 export takes one sample at a time), else 256."""
+    """The model's outputs from onnxruntime (graph optimisations off)."""
+    return onnxruntime_outputs(proto, x)[proto.graph.output[0].name]
+
+
+def onnxruntime_outputs(proto, x: np.ndarray) -> dict:
+    """{name: tensor} of every graph output from onnxruntime (graph optimisations off), in
+    chunks of the model's own batch where the file fixes it (a batch-1 export takes one sample
+    at a time), else 256."""
     session = onnx_import.onnxruntime_session(proto)
     inp = session.get_inputs()[0]
     fixed = inp.shape[0] if inp.shape and isinstance(inp.shape[0], int) and inp.shape[0] > 0 else None
@@ -172,7 +190,9 @@ def run_onnxruntime(proto, x: np.ndarray) -> np.ndarray:
     if fixed and len(x) % fixed:
         raise GraphError(f"the model's input {inp.name!r} has a fixed batch of {fixed}; {len(x)} "
                          f"samples are not a whole number of batches")
-    return np.concatenate([session.run(None, {inp.name: x[i:i + chunk]})[0] for i in range(0, len(x), chunk)])
+    names = [o.name for o in session.get_outputs()]
+    parts = [session.run(names, {inp.name: x[i:i + chunk]}) for i in range(0, len(x), chunk)]
+    return {name: np.concatenate([p[j] for p in parts]) for j, name in enumerate(names)}
 
 
 def check_finite(x: np.ndarray, what: str) -> None:
@@ -230,6 +250,10 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
                          layer_rows(vta.layers, runs, cfg), vta.compile_s, cpu.compile_s, run_s,
                          vta.partitioned, case.notes, runs)
     if compare_onnxruntime:
-        result.logits_onnxruntime = run_onnxruntime(case.onnx, case.x)
+        tensors = layer_agreement.layer_tensors(case.onnx)
+        values = onnxruntime_outputs(layer_agreement.with_outputs(case.onnx, layer_agreement.needed(tensors)),
+                                     case.x)
+        result.logits_onnxruntime = values[case.onnx.graph.output[0].name]
         result.onnxruntime = agreement(logits_vta, result.logits_onnxruntime, step)
+        layer_agreement.compare(result.layers, runs, tensors, values)
     return result

@@ -54,6 +54,7 @@ class ScaledRequant:
     zero_point: int    # output zero point, added after the shift
     lo: int = INT8_MIN
     hi: int = INT8_MAX
+    ties_even: bool = False   # ties to even, as ONNX rounds (average pools, whose ties are exact)
 
     def __post_init__(self):
         if not (0 <= self.k <= 31 and 0 <= self.t < max(self.s, 1) and 1 <= self.s <= 31
@@ -82,9 +83,20 @@ class ChannelParams:
 
 
 def round_shift(p, r: ScaledRequant):
-    """round(p / 2^s) + zp (ties up), before the final clip: the one rounding every fixed-point
-    requantisation ends with (conv/dense epilogues, the scaled add, average pools)."""
-    return (((p >> r.t) + r.rounding) >> (r.s - r.t)) + r.zero_point
+    """round(p / 2^s) + zp, before the final clip: the one rounding every fixed-point
+    requantisation ends with (conv/dense epilogues, the scaled add, average pools).
+
+    Ties go up, or with `ties_even` to even: u = p >> t, q = u >> (s-t), then
+    (u + 2^(s-t-1) - 1 + (q - ((q >> 1) << 1))) >> (s-t), the parity taken with shifts, a
+    negation and adds as the ALU has them (no AND). The tie is judged on u: where t > 0 drops
+    non-zero bits of p, a value just above a tie counts as one (exact ties, the case that
+    matters, have those bits zero)."""
+    u = p >> r.t
+    if not r.ties_even:
+        return ((u + r.rounding) >> (r.s - r.t)) + r.zero_point
+    q = u >> (r.s - r.t)
+    parity = q + ((q >> 1) << 1) * -1
+    return ((u + parity + (r.rounding - 1)) >> (r.s - r.t)) + r.zero_point
 
 
 def _sequence(a, m_hi, m_lo, r: ScaledRequant):
@@ -115,7 +127,7 @@ def _saturation_bounds(reach, m_hi, m_lo, r: ScaledRequant) -> tuple:
 
 
 def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN, hi: int = INT8_MAX,
-           acc_bound=None) -> tuple[ScaledRequant, ChannelParams]:
+           acc_bound=None, ties_even: bool = False) -> tuple[ScaledRequant, ChannelParams]:
     """The fixed-point form of per-channel real multipliers (see the module docstring).
 
     `acc_bound` (per channel or one value): no accumulator (bias included) of the channel
@@ -142,7 +154,7 @@ def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN, hi: int = INT8_
     reach = np.minimum(saturates, limit).astype(np.int64)
     limit = np.broadcast_to(np.asarray(limit, np.float64), mult.shape).astype(np.int64)
     while True:
-        r, m_hi, m_lo = _encode(mult, reach, zero_point, lo, hi)
+        r, m_hi, m_lo = _encode(mult, reach, zero_point, lo, hi, ties_even)
         # the encoded multiplier may be a little smaller than the real one: a channel that does
         # not saturate within its reach, and could go beyond it, needs a wider reach
         short = (reach < limit) & (mult > 0) & ((_sequence(reach, m_hi, m_lo, r) < hi)
@@ -154,7 +166,7 @@ def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN, hi: int = INT8_
     return r, ChannelParams(*(v.astype(np.int32) for v in (a_min, a_max, m_hi, m_lo)))
 
 
-def _encode(mult, reach, zero_point: int, lo: int, hi: int) -> tuple:
+def _encode(mult, reach, zero_point: int, lo: int, hi: int, ties_even: bool) -> tuple:
     """(ScaledRequant, m_hi, m_lo): the largest shifts whose products stay in int32 for
     clamped accumulators within +-reach."""
     top = int(reach.max(initial=0))
@@ -171,7 +183,8 @@ def _encode(mult, reach, zero_point: int, lo: int, hi: int) -> tuple:
         m_hi = m >> k
         if int((reach * m_hi + reach).max(initial=0)) + (1 << (s - 1)) >= 1 << 31:
             continue
-        return ScaledRequant(k, max(0, s - MAX_ROUND_SHIFT), s, zero_point, lo, hi), m_hi, m & ((1 << k) - 1)
+        r = ScaledRequant(k, max(0, s - MAX_ROUND_SHIFT), s, zero_point, lo, hi, ties_even)
+        return r, m_hi, m & ((1 << k) - 1)
     raise CompileError(f"requantisation multipliers {mult.min():.3g}..{mult.max():.3g} cannot be "
                        "encoded in int32 fixed point: the largest saturates on every non-zero "
                        "accumulator")

@@ -49,7 +49,8 @@ def op_shape(cfg, workload: str, shape: dict):
 def _conv_case(cfg, shape, vthreads, tiles, rng):
     s = op_shape(cfg, "conv2d", shape)
     shift = default_shift(s.ic * s.k * s.k)
-    op = vo.conv2d_kernel(cfg, *vars(s).values(), vo.Requant(shift), vthreads, tiles)
+    op = vo.conv2d_kernel(cfg, s.n, s.h, s.w, s.ic, s.oc, s.k, s.pad, s.stride, vo.Requant(shift),
+                          vthreads, tiles)
     x = rng.integers(-128, 128, (s.n, s.ic, s.h, s.w), dtype=np.int8)
     w = rng.integers(-128, 128, (s.oc, s.ic, s.k, s.k), dtype=np.int8)
     b = rng.integers(-(1 << (shift + 4)), 1 << (shift + 4), (s.oc,), dtype=np.int32)

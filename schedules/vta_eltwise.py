@@ -9,7 +9,8 @@ store. Stages that would do nothing (a zero shift) are left out. lo = 0 is a ReL
 
 The op is element-wise, so its packed layout is a flat list of ACC entries (NCHW packed per
 block, batch and channels padded with zeros, then padded to whole tiles); the tiles are runs of
-entries, two operands of `tile` entries each in ACC.
+entries, each loaded operand `tile` entries in ACC (the scaled form loads each operand twice,
+for the high and low parts of its multiplier: docs/ops.md).
 """
 from __future__ import annotations
 

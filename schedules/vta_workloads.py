@@ -104,10 +104,18 @@ def _scaled_epilogue(r: ScaledRequant) -> tuple:
               Stage("mul_hi", "mul", "clamp_hi", "m_hi"),
               Stage("mul_lo", "mul", "copy", "m_lo"), Stage("shr_lo", "shr", "mul_lo", r.k),
               Stage("sum", "add", "mul_hi", "shr_lo")]
-    steps = [("pre_shr", "shr", r.t), ("round", "add", r.rounding), ("shr", "shr", r.s - r.t),
+    if r.t:
+        stages.append(Stage("pre_shr", "shr", "sum", r.t))
+    u = stages[-1].name
+    if r.ties_even:       # fixed_point.round_shift: u += q - ((q >> 1) << 1), q = u >> (s - t)
+        stages += [Stage("q", "copy", None, u), Stage("q_shr", "shr", "q", r.s - r.t),
+                   Stage("half", "copy", None, "q_shr"), Stage("half_shr", "shr", "half", 1),
+                   Stage("half_shl", "shl", "half_shr", 1), Stage("half_neg", "mul", "half_shl", -1),
+                   Stage("parity", "add", "q_shr", "half_neg"), Stage("tie", "add", u, "parity")]
+    steps = [("round", "add", r.rounding - r.ties_even), ("shr", "shr", r.s - r.t),
              ("zero_point", "add", r.zero_point), ("clip_lo", "max", r.lo), ("clip_hi", "min", r.hi)]
     for name, op, value in steps:
-        if value == 0 and name in ("pre_shr", "zero_point"):
+        if value == 0 and name in ("zero_point", "round"):
             continue
         stages.append(Stage(name, op, stages[-1].name, value))
     return tuple(stages)

@@ -99,6 +99,20 @@ def test_ties_round_up(mult, acc, want):
     assert got.tolist() == want
 
 
+@pytest.mark.parametrize("mult, acc, want", [
+    (0.5, [1, 3, -1, -3, 5, 7], [0, 2, 0, -2, 2, 4]),       # x.5 to the even neighbour
+    (0.25, [2, -2, 6, -6, 10, 5], [0, 0, 2, -2, 2, 1]),
+    (0.3, [4, 7, -4], [1, 2, -1]),                       # no ties: as round half up
+])
+def test_ties_to_even(mult, acc, want):
+    """The average pools' rounding: ONNX's half to even, with the ALU's shifts and adds."""
+    r, params = fp.choose([mult], ties_even=True)
+    got = fp.requantize_ref(np.array(acc, np.int64)[:, None], r, params, axis=1)[:, 0]
+    assert got.tolist() == want
+    exact = [min(max(round(Fraction(a) * Fraction(mult)), -128), 127) for a in acc]   # round(): to even
+    assert got.tolist() == exact
+
+
 @pytest.mark.parametrize("mult, what", [
     ([0.01, -0.5], "channel 1"), ([float("nan")], "channel 0"), ([0.1, 0.2, float("inf")], "channel 2"),
     ([1e-12], "too small"), ([1e10], "cannot be encoded"),

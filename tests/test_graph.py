@@ -179,7 +179,11 @@ def test_json_keys(small_result):
         assert key in j
     assert j["accuracy_cpu"] is None
     for row in j["layers"]:
-        assert {"name", "op", "target", "cycles", "utilization", "verified"} <= set(row)
+        assert {"name", "op", "target", "macs", "cycles", "utilization", "verified"} <= set(row)
+    # MACs from the model's own shapes: conv 3x3 3->10 and 10->10 on 9x9 (pad 1), dense 250->7
+    assert [r["macs"] for r in j["layers"]] == [3 * 81 * 10 * 3 * 9, 3 * 81 * 10 * 10 * 9, 0, 0, 3 * 250 * 7]
+    assert j["macs"] == sum(r["macs"] for r in j["layers"]) and j["mac_fraction_vta"] == 1.0
+    assert j["cycles_per_frame"] == j["total_cycles"] / 3
 
 
 def test_digits_on_the_accelerator(tmp_path):
@@ -348,3 +352,117 @@ def test_zero_point_padding_holds_the_real_zero_at_every_border():
     lsb = np.abs(result.logits_vta - result.logits_onnxruntime)[..., border]
     assert lsb.max() <= output_step(qdq) * 1.001
     assert (lsb == 0).mean() >= 0.95
+
+
+# ----------------------------------------------------------------------------- depthwise, grouped, average pools
+def _mobile(seed=0, pool=None):
+    """MobileNet/ShuffleNet/RegNet shapes as exporters write them: a stride-2 stem, a depthwise
+    3x3, a 1x1, a depthwise 5x5 stride 2, a grouped 3x3, average pools (3x3 pad 1, 2x2/2),
+    the global average pool and the classifier."""
+    rng = np.random.default_rng(seed)
+    b = OnnxBuilder("mobile", (1, 3, 16, 16))
+    x = b.relu(b.conv("input", rng.normal(0, .3, (16, 3, 3, 3)), rng.normal(0, .1, 16), stride=2, pad=1))
+    x = b.clip(b.conv(x, rng.normal(0, .3, (16, 1, 3, 3)), rng.normal(0, .1, 16), pad=1, groups=16), 0.0, 6.0)
+    y = b.conv(x, rng.normal(0, .3, (24, 16, 1, 1)), rng.normal(0, .1, 24))
+    y = b.relu(b.conv(y, rng.normal(0, .3, (24, 1, 5, 5)), rng.normal(0, .1, 24), stride=2, pad=2, groups=24))
+    y = b.relu(b.conv(y, rng.normal(0, .3, (24, 3, 3, 3)), rng.normal(0, .1, 24), pad=1, groups=8))
+    y = b.avg_pool(y, 3, 1, pad=1) if pool is None else pool(b, y)
+    y = b.avg_pool(y, 2, 2)
+    y = b.flatten(b.global_avg_pool(y))
+    return b.build(b.dense(y, rng.normal(0, .3, (5, 24)), rng.normal(0, .1, 5)))
+
+
+@pytest.fixture(scope="module", params=["onnxruntime", "onnxruntime-per-channel"])
+def mobile_result(request):
+    from graph.quantize import quantizer_named
+
+    rng = np.random.default_rng(1)
+    qdq = quantizer_named(request.param)(_mobile(), rng.random((16, 3, 16, 16), dtype=np.float32))
+    return run_model(ModelCase("mobile", qdq, rng.random((4, 3, 16, 16), dtype=np.float32)), "1x8x8",
+                     compare_onnxruntime=True)
+
+
+def test_depthwise_grouped_convs_and_average_pools_run_on_the_accelerator(mobile_result):
+    r = mobile_result
+    assert [(row["op"], row["target"]) for row in r.layers] == [("conv2d", "vta")] * 5 + [
+        ("avg_pool", "vta")] * 3 + [("dense", "vta")]
+    assert [row["shape"].split()[1] for row in r.layers[:5]] == ["3->16", "dw", "16->24", "dw", "g8"]
+    assert r.verified and r.mac_fraction_vta == 1.0
+    # depthwise MACs: one input channel per output channel (8x8 maps, 3x3; 4x4 maps, 5x5)
+    assert r.layers[1]["macs"] == 4 * 16 * 64 * 9 and r.layers[3]["macs"] == 4 * 24 * 16 * 25
+    assert r.layers[4]["macs"] == 4 * 24 * 16 * 3 * 9
+
+
+def test_every_offloaded_layer_is_compared_with_onnxruntime_in_isolation(mobile_result):
+    """Each layer gets onnxruntime's own input tensor; convolutions, the 3x3 average pool (its
+    divisor 9 leaves no exact ties) and the dense layer agree with onnxruntime's tensor. The
+    2x2 pool's exact ties round to even as ONNX's do; onnxruntime's float sum moves a few."""
+    rows = mobile_result.layers
+    assert all("identical_fraction" in row["onnxruntime"] for row in rows)
+    for row in rows[:6] + rows[-2:]:
+        assert row["onnxruntime"]["identical_fraction"] >= 0.99 and row["onnxruntime"]["max_abs_lsb"] <= 1, row
+    assert rows[6]["onnxruntime"]["identical_fraction"] >= 0.95
+    assert all(row["onnxruntime"]["max_abs_lsb"] <= 1 for row in rows)
+
+
+def test_an_op_that_rounds_differently_shows_in_its_layer_alone():
+    """Break one layer on purpose (the second conv's bias moved by 2^14): the per-layer
+    comparison points at that layer, and the layers after it, fed onnxruntime's own inputs,
+    still agree."""
+    from graph import layer_agreement
+    from graph.quantize import quantizer_named
+    from graph.run import onnxruntime_outputs
+
+    rng = np.random.default_rng(1)
+    qdq = quantizer_named("onnxruntime")(_cnn(), rng.random((16, 3, 9, 9), dtype=np.float32))
+    x = rng.random((2, 3, 9, 9), dtype=np.float32)
+    result = run_model(ModelCase("t", qdq, x), "1x8x8")
+    tensors = layer_agreement.layer_tensors(qdq)
+    values = onnxruntime_outputs(layer_agreement.with_outputs(qdq, layer_agreement.needed(tensors)), x)
+    region = result.runs[1].region
+    weight, bias, *rest = region.constants
+    region.constants = (weight, bias + np.int32(1 << 14), *rest)
+    rows = [dict(r) for r in result.layers]
+    layer_agreement.compare(rows, result.runs, tensors, values)
+    assert rows[1]["onnxruntime"]["identical_fraction"] < 0.5
+    assert all(r["onnxruntime"]["max_abs_lsb"] <= 1 for i, r in enumerate(rows) if i != 1)
+
+
+@pytest.mark.parametrize("pool, target, reason", [
+    (lambda b, y: b.avg_pool(y, 3, 1, pad=1, count_include_pad=0), "cpu", "count_include_pad"),
+    (lambda b, y: b.avg_pool(y, 3, 2, ceil_mode=1), "cpu", "ceil_mode"),     # 4x4: a partial window
+    (lambda b, y: b.avg_pool(y, 2, 2, ceil_mode=1), "vta", None),            # 4x4: none, as floor
+])
+def test_average_pool_attributes_as_onnx_defines_them(pool, target, reason):
+    from graph.quantize import quantizer_named
+
+    rng = np.random.default_rng(3)
+    model = _mobile(pool=pool)
+    qdq = quantizer_named("onnxruntime")(model, rng.random((8, 3, 16, 16), dtype=np.float32))
+    result = run_model(ModelCase("pool", qdq, rng.random((2, 3, 16, 16), dtype=np.float32)), "1x8x8")
+    first = next(r for r in result.layers if r["op"] == "avg_pool")
+    assert first["target"] == target and (reason is None or reason in first["reason"])
+    assert result.logits_identical
+
+
+def test_ops_with_no_integer_form_stay_on_the_cpu_with_the_reason():
+    """EfficientNet's squeeze-and-excitation gate (Sigmoid, Mul), SiLU and an Inception-style
+    Concat: on the CPU, each with its reason; the convs and the pool around them on VTA-8."""
+    from graph.quantize import quantizer_named
+
+    rng = np.random.default_rng(4)
+    b = OnnxBuilder("gate", (1, 8, 6, 6))
+    x = b.relu(b.conv("input", rng.normal(0, .3, (16, 8, 3, 3)), rng.normal(0, .1, 16), pad=1))
+    squeeze = b.conv(b.global_avg_pool(x), rng.normal(0, .3, (16, 16, 1, 1)), rng.normal(0, .1, 16))
+    x = b.node("Mul", [x, b.node("Sigmoid", [squeeze])])
+    left = b.conv(x, rng.normal(0, .3, (8, 16, 1, 1)), rng.normal(0, .1, 8))
+    right = b.conv(x, rng.normal(0, .3, (8, 16, 3, 3)), rng.normal(0, .1, 8), pad=1)
+    y = b.node("Concat", [left, b.node("Mul", [right, b.node("Sigmoid", [right])])], axis=1)   # SiLU as exported
+    model = b.build(b.dense(b.flatten(b.global_avg_pool(y)), rng.normal(0, .3, (4, 16)), rng.normal(0, .1, 4)))
+    qdq = quantizer_named("onnxruntime")(model, rng.random((8, 8, 6, 6), dtype=np.float32))
+    result = run_model(ModelCase("gate", qdq, rng.random((2, 8, 6, 6), dtype=np.float32)), "1x8x8")
+    rows = {r["name"]: r for r in result.layers}
+    assert rows["sigmoid1"]["target"] == "cpu" and "no integer form" in rows["sigmoid1"]["reason"]
+    assert rows["concat1"]["target"] == "cpu" and "concatenates" in rows["concat1"]["reason"]
+    assert all(r["target"] == "vta" for r in result.layers if r["op"] in ("conv2d", "avg_pool", "dense"))
+    assert result.verified and result.mac_fraction_vta == 1.0

@@ -13,6 +13,7 @@ from schedules import vta_ops as vo
 from vta_sim.config import Config
 
 SHAPE = vc.ConvShape(1, 8, 8, 16, 16, 3, 1, 1)
+DIMS = tuple(getattr(SHAPE, f) for f in ("n", "h", "w", "ic", "oc", "k", "pad", "stride"))   # as conv2d_kernel takes it
 
 
 def _other_tiles(cfg):
@@ -40,12 +41,12 @@ def test_compiler_takes_tuned_tiles_and_refuses_stale_ones(tmp_path, monkeypatch
     monkeypatch.setenv("VTA_TUNING_DB", str(db))
     other = _other_tiles(cfg)
     tuning_db.store(cfg, "conv2d", SHAPE, 2, {"tiles": asdict(other), "cycles": 1})
-    kernel = vo.conv2d_kernel(cfg, *asdict(SHAPE).values(), vo.Requant(8), vthreads=2)
+    kernel = vo.conv2d_kernel(cfg, *DIMS, vo.Requant(8), vthreads=2)
     assert kernel.tiles == other
     stale = {**asdict(other), "ic_blocks": 64}
     tuning_db.store(cfg, "conv2d", SHAPE, 2, {"tiles": stale, "cycles": 0})
     with pytest.raises(CompileError, match="tuning database .*tiles.json: tiles .* unusable"):
-        vo.conv2d_kernel(cfg, *asdict(SHAPE).values(), vo.Requant(8), vthreads=2)
+        vo.conv2d_kernel(cfg, *DIMS, vo.Requant(8), vthreads=2)
 
 
 def test_corrupt_database_is_named(tmp_path):

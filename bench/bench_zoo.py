@@ -1,0 +1,146 @@
+"""Every CNN family a user exports, on the accelerator: where each layer runs, the share of the
+MACs on VTA-8, cycles per frame, and agreement with onnxruntime per layer and at the output.
+
+    python bench/bench_zoo.py [--size 64|224] [--quantizers onnxruntime,onnxruntime-per-channel]
+    python bench/bench_zoo.py --depthwise      # MobileNetV2's depthwise layers: GEMM vs ALU mapping
+
+The torchvision families (ResNet-18, MobileNetV2, MnasNet, EfficientNet-B0, GoogLeNet,
+DenseNet-121, ShuffleNetV2 x0.5, RegNetX-400MF) are exported with torch.onnx.export (opset 17,
+random weights) and quantised with quantize_static; they need torch and torchvision, which are
+not dependencies: without them the bench says so and runs the families it builds itself
+(graph.models: MobileNetV2 and ResNet-18 in torchvision's layout, seeded random weights).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import io
+import time
+
+import numpy as np
+
+from graph.kernels import KernelCache
+from graph.quantize import quantizer_named
+from graph.run import ModelCase, run_model
+
+TORCHVISION = ("resnet18", "mobilenet_v2", "mnasnet0_5", "efficientnet_b0", "googlenet", "densenet121",
+               "shufflenet_v2_x0_5", "regnet_x_400mf")
+
+
+def torchvision_model(name: str, size: int):
+    """(float ONNX, images) of a torchvision classifier with random weights, as a user exports it."""
+    import onnx
+    import torch
+    import torchvision
+
+    kwargs = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
+    model = getattr(torchvision.models, name)(weights=None, **kwargs).eval()
+    x = torch.rand(1, 3, size, size)
+    buffer = io.BytesIO()
+    torch.onnx.export(model, x, buffer, opset_version=17, input_names=["input"], output_names=["output"])
+    return onnx.load_from_string(buffer.getvalue())
+
+
+def own_models(size: int) -> dict:
+    from graph.models import mobilenet_v2, resnet18
+
+    models = {"mobilenet_v2 (graph.models)": mobilenet_v2.float_model(size)}
+    if size == 224:
+        models["resnet18 (graph.models)"] = resnet18.float_model()
+    return models
+
+
+def row(name: str, quantizer: str, result, seconds: float) -> str:
+    j = result.to_json()
+    o = j["onnxruntime"]
+    vta = [r for r in j["layers"] if r["target"] == "vta"]
+    per_layer = [r["onnxruntime"] for r in vta if "identical_fraction" in r.get("onnxruntime", {})]
+    worst = min(per_layer, key=lambda a: a["identical_fraction"]) if per_layer else None
+    cpu = sorted({r["reason"].split(";")[0][:50] for r in j["layers"] if r["target"] == "cpu"})
+    return (f"| {name} | {quantizer} | {len(vta)}/{len(j['layers'])} | {100 * (j['mac_fraction_vta'] or 0):.1f} % | "
+            f"{j['cycles_per_frame']:,.0f} | {j['frames_per_second']:.2f} | {'yes' if j['verified'] else 'NO'} | "
+            f"{'' if worst is None else format(100 * worst['identical_fraction'], '.2f') + ' %'} | "
+            f"{max((a['max_abs_lsb'] for a in per_layer), default='')} | "
+            f"{100 * o['identical_fraction']:.2f} % / {o['max_abs_lsb']} / {'yes' if o['argmax_equal'] else 'NO'} | "
+            f"{seconds:.0f} s | {'; '.join(cpu)} |")
+
+
+def zoo(size: int, quantizers: list) -> None:
+    have_torch = all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvision"))
+    models = {}
+    if have_torch:
+        models.update({name: torchvision_model(name, size) for name in TORCHVISION})
+    else:
+        print(f"torch/torchvision are not installed: skipping the torchvision families ({', '.join(TORCHVISION)}); "
+              "running the families graph.models builds")
+    models.update(own_models(size))
+    cache = KernelCache()
+    x = np.random.default_rng(0).random((1, 3, size, size), dtype=np.float32)
+    calibration = np.random.default_rng(1).random((4, 3, size, size), dtype=np.float32)
+    print("| model | quantiser | layers on VTA | MACs on VTA | cycles / frame | frames/s | verified | "
+          "worst layer identical | worst layer LSB | output identical / LSB / argmax | wall | on the CPU |")
+    print("|---|---|---|---:|---:|---:|---|---:|---:|---|---:|---|")
+    for name, model in models.items():
+        for quantizer in quantizers:
+            t0 = time.perf_counter()
+            qdq = quantizer_named(quantizer)(model, calibration)
+            result = run_model(ModelCase(name, qdq, x), cache=cache, compare_onnxruntime=True)
+            print(row(name, quantizer, result, time.perf_counter() - t0), flush=True)
+
+
+def depthwise() -> None:
+    """MobileNetV2 (224x224)'s 17 depthwise layers on 1x8x8: the GEMM mapping simulated, the ALU
+    mapping's cycles estimated (docs/ops.md)."""
+    from graph.models.mobilenet_v2 import SETTINGS
+    from schedules import fixed_point as fp
+    from schedules import vta_ops
+    from schedules import vta_workloads as wl
+    from vta_sim.config import Config
+
+    cfg = Config.load("1x8x8")
+    rng = np.random.default_rng(0)
+    layers, channels, size = [(32, 112, 1)], 16, 112
+    for t, c, n, s in SETTINGS[1:]:
+        for i in range(n):
+            layers.append((channels * t, size, s if i == 0 else 1))
+            size //= s if i == 0 else 1
+            channels = c
+    print("| C | H | stride | MACs | GEMM cycles | GEMM MACs/cycle | ALU estimate | verified |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    total = [0, 0]
+    for c, h, stride in layers:
+        r, params = fp.choose(rng.uniform(2e-3, 8e-3, c), -128, -128, 127)
+        kernel = vta_ops.conv2d_kernel(cfg, 1, h, h, c, c, 3, 1, stride, r, groups=c)
+        x = rng.integers(-128, 128, (1, c, h, h), dtype=np.int8)
+        w = rng.integers(-128, 128, (c, 1, 3, 3), dtype=np.int8)
+        b = rng.integers(-2000, 2000, c).astype(np.int32)
+        y, result = kernel(x, w, b, *params.arrays())
+        ok = np.array_equal(y, fp.requantize_ref(wl.conv2d_acc(x, w, b, 1, stride, c), r, params))
+        oh = wl.out_size(h, 3, 1, stride)
+        entries = oh * oh * c // cfg.BLOCK_OUT
+        # ALU mapping per output entry: per tap a copy of the input tap (reset + ADD), a MUL by
+        # the channel weights and an ADD into the sum (1 + 2 + 2 + 2 cycles), plus the same
+        # fixed-point epilogue (23); the ACC_8BIT loads of the input are not counted.
+        alu = entries * (9 * 7 + 23)
+        macs = oh * oh * c * 9
+        total[0] += result.cycles
+        total[1] += alu
+        print(f"| {c} | {h} | {stride} | {macs:,} | {result.cycles:,} | {macs / result.cycles:.2f} | {alu:,} | "
+              f"{'yes' if ok else 'NO'} |", flush=True)
+    print(f"| all | | | | {total[0]:,} | | {total[1]:,} | |")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, default=64)
+    p.add_argument("--quantizers", default="onnxruntime,onnxruntime-per-channel")
+    p.add_argument("--depthwise", action="store_true")
+    args = p.parse_args()
+    if args.depthwise:
+        depthwise()
+    else:
+        zoo(args.size, args.quantizers.split(","))
+
+
+if __name__ == "__main__":
+    main()

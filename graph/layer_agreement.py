@@ -1,0 +1,135 @@
+"""Each offloaded layer against onnxruntime in isolation (`--compare-onnxruntime`).
+
+Compounding one-step differences over fifty layers can hide an op that rounds differently, so
+onnxruntime runs the QDQ model once with every quantised tensor exposed as a graph output; each
+accelerator layer then gets onnxruntime's own int8 input tensor and its output (the op's numpy
+int64 reference, which the layer's kernel matched bit for bit in the run) is compared with
+onnxruntime's int8 tensor for it.
+
+Layers are matched to ONNX nodes by kind and order: the i-th conv2d of the report is the i-th
+Conv node, and so on (TVM's frontend keeps the node order; an average pool lowered to a
+depthwise conv of ones is still the i-th AveragePool/GlobalAveragePool). Where the counts
+differ, or a node's tensors are not quantised, the layer's entry says so instead.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+from . import kernels, ops
+
+#: ONNX op type -> the report's layer kind.
+KINDS = {"Conv": "conv2d", "Gemm": "dense", "MatMul": "dense", "MaxPool": "max_pool", "Add": "add",
+         "AveragePool": "avg_pool", "GlobalAveragePool": "avg_pool"}
+#: Ops a layer's output passes through before its QuantizeLinear (folded into the clip).
+ACTIVATIONS = ("Relu", "Clip")
+UINT8_OFFSET = 128
+
+
+def _quantised_input(name: str, producers: dict, inits: set) -> str | None:
+    """The int8 tensor a DequantizeLinear turns into `name`, if it is an activation's."""
+    node = producers.get(name)
+    if node is None or node.op_type != "DequantizeLinear" or node.input[0] in inits:
+        return None
+    return node.input[0]
+
+
+def _quantised_output(name: str, consumers: dict) -> str | None:
+    """The QuantizeLinear output `name` ends in (through a ReLU/Clip), if any."""
+    for _ in range(len(ACTIVATIONS) + 1):
+        users = consumers.get(name, [])
+        if len(users) != 1:
+            return None
+        if users[0].op_type == "QuantizeLinear":
+            return users[0].output[0]
+        if users[0].op_type not in ACTIVATIONS:
+            return None
+        name = users[0].output[0]
+    return None
+
+
+def layer_tensors(proto: onnx.ModelProto) -> dict:
+    """{kind: [(input tensor names or None, output tensor name or None)]} in node order; adds
+    only where both operands are activations (residual adds, as the report counts them)."""
+    graph = proto.graph
+    inits = {i.name for i in graph.initializer}
+    producers = {o: n for n in graph.node for o in n.output}
+    consumers: dict = {}
+    for n in graph.node:
+        for i in n.input:
+            consumers.setdefault(i, []).append(n)
+    out: dict = {}
+    for node in graph.node:
+        kind = KINDS.get(node.op_type)
+        if kind is None:
+            continue
+        operands = node.input[:2] if kind == "add" else node.input[:1]
+        inputs = [_quantised_input(i, producers, inits) for i in operands]
+        if kind == "add" and not all(producers.get(i) is not None and producers[i].op_type == "DequantizeLinear"
+                                     and producers[i].input[0] not in inits for i in operands):
+            continue
+        output = _quantised_output(node.output[0], consumers)
+        out.setdefault(kind, []).append((None if None in inputs else inputs, output))
+    return out
+
+
+def with_outputs(proto: onnx.ModelProto, names: list) -> onnx.ModelProto:
+    """A copy of `proto` that also outputs the tensors `names` (typed by shape inference)."""
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(model).graph.value_info}
+    present = {o.name for o in model.graph.output}
+    for name in names:
+        if name not in present:
+            model.graph.output.append(inferred.get(name) or onnx.ValueInfoProto(name=name))
+            present.add(name)
+    return model
+
+
+def _as_int8(x: np.ndarray) -> np.ndarray:
+    """onnxruntime's tensor as the accelerator holds it (uint8 is int8 + 128 here)."""
+    return (x.astype(np.int16) - UINT8_OFFSET).astype(np.int8) if x.dtype == np.uint8 else x
+
+
+def _input_shapes(spec) -> list:
+    s = spec.shape
+    if isinstance(spec, ops.DenseSpec):
+        return [(s.m, s.k)]
+    if isinstance(spec, ops.AddSpec):
+        return [s, s]
+    if isinstance(spec, ops.ConvSpec):
+        return [(s.n, s.ic, s.h, s.w)]
+    return [(s.n, s.c, s.h, s.w)]
+
+
+def compare(rows: list, runs: list, tensors: dict, values: dict) -> None:
+    """Add `onnxruntime` (identical_fraction, max_abs_lsb, or a reason) to every accelerator
+    row, in place. `values`: onnxruntime's tensors by name; `runs`: the LayerRuns in order."""
+    vta_rows = [r for r in rows if r["target"] == "vta"]
+    counts = {kind: sum(r["op"] == kind for r in rows) for kind in {r["op"] for r in rows}}
+    for row, run in zip(vta_rows, runs):
+        kind = row["op"]
+        found = tensors.get(kind, [])
+        if len(found) != counts[kind]:
+            row["onnxruntime"] = {"reason": f"{counts[kind]} {kind} layers here, {len(found)} in the ONNX graph: "
+                                            "not matched"}
+            continue
+        inputs, output = found[int(row["name"][len(kind):]) - 1]
+        if inputs is None or output is None:
+            row["onnxruntime"] = {"reason": "its ONNX node's tensors are not all quantised"}
+            continue
+        spec = run.region.spec
+        arrays = [_as_int8(values[n]).reshape(shape) for n, shape in zip(inputs, _input_shapes(spec))]
+        got = kernels.reference(spec, *arrays, *run.region.constants).astype(np.int16)
+        want = _as_int8(values[output]).reshape(got.shape).astype(np.int16)
+        lsb = np.abs(got - want)
+        row["onnxruntime"] = {"identical_fraction": float((lsb == 0).mean()), "max_abs_lsb": int(lsb.max())}
+
+
+def needed(tensors: dict) -> list:
+    """Every tensor name the comparison reads."""
+    names = []
+    for entries in tensors.values():
+        for inputs, output in entries:
+            names += (inputs or []) + ([output] if output else [])
+    return names
