@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import isa
+from . import isa, native
 from .config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_UOP, MEM_WGT, Config
 from .errors import HazardError, MemoryAccessError
 from .result import FUNCTIONAL_STATS
@@ -28,21 +28,20 @@ _COMMUTATIVE = {isa.ALU_MIN: np.minimum, isa.ALU_MAX: np.maximum, isa.ALU_ADD: n
 
 
 class _Chunk(NamedTuple):
-    """Index arrays of a run of GEMM/ALU iterations and how their destinations repeat."""
+    """Index arrays of a run of GEMM/ALU iterations and whether their destinations repeat."""
 
     a: np.ndarray            # dst (ACC/OUT) index per iteration, in execution order
     s: np.ndarray            # src (INP or ACC)
     w: np.ndarray            # wgt (GEMM)
     distinct: bool           # no dst repeats
     dst: np.ndarray          # the distinct dst entries (a itself when distinct)
-    order: np.ndarray | None   # iterations sorted by dst (None when distinct) ...
-    starts: np.ndarray | None  # ... and where each dst's run starts in that order
     reads_own_write: bool    # ALU: an iteration's src is a dst an earlier iteration wrote
 
 
 def _chunk(a, s, w, depth: int, alu: bool) -> _Chunk:
     n = a.size
-    distinct = n < 2 or int(np.bincount(a, minlength=depth).max()) == 1  # linear, no sort
+    counts = np.bincount(a, minlength=depth) if n > 1 else None   # linear, no sort
+    distinct = counts is None or int(counts.max()) == 1
     reads_own_write = False
     if alu:
         position = np.arange(n)
@@ -52,12 +51,7 @@ def _chunk(a, s, w, depth: int, alu: bool) -> _Chunk:
         else:
             np.minimum.at(first_write, a, position)
         reads_own_write = bool(np.any(first_write[s] < position))
-    if distinct:
-        return _Chunk(a, s, w, True, a, None, None, reads_own_write)
-    order = np.argsort(a, kind="stable")
-    sorted_a = a[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_a[1:] != sorted_a[:-1])))
-    return _Chunk(a, s, w, False, sorted_a[starts], order, starts, reads_own_write)
+    return _Chunk(a, s, w, distinct, a if distinct else np.flatnonzero(counts), reads_own_write)
 
 
 class _Shared:
@@ -98,9 +92,6 @@ class Machine:
         self.sram = {name: np.zeros((b.depth, *b.shape), dtype=b.dtype) for name, b in bufs.items()}
         self.uop_fields = tuple(np.zeros(bufs["uop"].depth, dtype=np.int64) for _ in range(3))
         self._nest_cache = {}  # see _loop_indices
-        # int8 x int8 dot products of BLOCK_IN terms stay below 2^14 * BLOCK_IN: exact in float32
-        # (24-bit mantissa) up to BLOCK_IN = 1024, where float matmul is faster than integer.
-        self._mac_dtype = np.float32 if cfg.BLOCK_IN <= 1 << 10 else np.float64
         self.shared = {"inp": _Shared(bufs["inp"].depth, LOAD, COMPUTE),
                        "wgt": _Shared(bufs["wgt"].depth, LOAD, COMPUTE),
                        "out": _Shared(bufs["out"].depth, COMPUTE, STORE)}
@@ -230,21 +221,13 @@ class Machine:
 
     def _gemm_chunk(self, insn, chunk: _Chunk, vc) -> None:
         acc = self.sram["acc"]
-        a, s, w = chunk.a, chunk.s, chunk.w
         if insn.reset:
             acc[chunk.dst] = 0
         else:
-            self.shared["inp"].check_read(s, vc, "GEMM")
-            self.shared["wgt"].check_read(w, vc, "GEMM")
-            inp = self.sram["inp"][s].astype(self._mac_dtype)       # (n, B, BI)
-            wgt = self.sram["wgt"][w].astype(self._mac_dtype)       # (n, BO, BI)
-            prod = np.matmul(inp, wgt.transpose(0, 2, 1)).astype(np.int32)  # (n, B, BO)
-            if chunk.distinct:
-                acc[a] += prod
-            else:  # sum each dst's products (int64), then wrap to int32: order-free and exact
-                sums = np.add.reduceat(prod[chunk.order], chunk.starts, axis=0, dtype=np.int64)
-                acc[chunk.dst] = (acc[chunk.dst] + sums).astype(np.int32)
-            self.stats["gemm_counter"] += a.size
+            self.shared["inp"].check_read(chunk.s, vc, "GEMM")
+            self.shared["wgt"].check_read(chunk.w, vc, "GEMM")
+            native.gemm(acc, self.sram["inp"], self.sram["wgt"], chunk.a, chunk.s, chunk.w)
+            self.stats["gemm_counter"] += chunk.a.size
         self._write_acc(chunk.dst, vc, "GEMM")
 
     def execute_alu(self, insn: isa.AluInsn, vc) -> None:
