@@ -28,22 +28,43 @@ _COMMUTATIVE = {isa.ALU_MIN: np.minimum, isa.ALU_MAX: np.maximum, isa.ALU_ADD: n
 
 
 class _Chunk(NamedTuple):
-    """Index arrays of a run of GEMM/ALU iterations and whether their destinations repeat."""
+    """Index arrays of a run of GEMM/ALU iterations, and the entries they touch as slices where
+    those form one range (numpy slices cost far less than fancy indexing)."""
 
     a: np.ndarray            # dst (ACC/OUT) index per iteration, in execution order
     s: np.ndarray            # src (INP or ACC)
     w: np.ndarray            # wgt (GEMM)
+    a_view: object           # a, or the slice equal to it
+    s_view: object           # s, or the slice equal to it
     distinct: bool           # no dst repeats
-    dst: np.ndarray          # the distinct dst entries (a itself when distinct)
+    dst: object              # the distinct dst entries (slice or array)
+    srcs: object             # the distinct src entries (GEMM: the INP entries read)
+    wgts: object             # the distinct wgt entries
     reads_own_write: bool    # ALU: an iteration's src is a dst an earlier iteration wrote
 
 
-def _chunk(a, s, w, depth: int, alu: bool) -> _Chunk:
+def _as_range(idx: np.ndarray):
+    """The slice equal to `idx` when it counts up by one, else `idx`."""
+    if idx.size and int(idx[-1]) - int(idx[0]) == idx.size - 1 and (idx.size < 2 or bool((np.diff(idx) == 1).all())):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
+def _entries(idx: np.ndarray, depth: int):
+    """The distinct entries of `idx`, ascending, as a slice where they are one range; and whether
+    `idx` repeats none."""
+    counts = np.bincount(idx, minlength=depth)
+    entries = np.flatnonzero(counts)
+    return _as_range(entries), entries.size == idx.size
+
+
+def _chunk(a, s, w, depth: int, alu: bool, reads: bool) -> _Chunk:
     n = a.size
-    counts = np.bincount(a, minlength=depth) if n > 1 else None   # linear, no sort
-    distinct = counts is None or int(counts.max()) == 1
+    dst, distinct = _entries(a, depth)
+    srcs, _ = _entries(s, depth) if reads else (None, None)
+    wgts, _ = _entries(w, depth) if reads and not alu else (None, None)
     reads_own_write = False
-    if alu:
+    if alu and reads:
         position = np.arange(n)
         first_write = np.full(depth, n, dtype=np.int64)
         if distinct:
@@ -51,7 +72,7 @@ def _chunk(a, s, w, depth: int, alu: bool) -> _Chunk:
         else:
             np.minimum.at(first_write, a, position)
         reads_own_write = bool(np.any(first_write[s] < position))
-    return _Chunk(a, s, w, distinct, a if distinct else np.flatnonzero(counts), reads_own_write)
+    return _Chunk(a, s, w, _as_range(a), _as_range(s), distinct, dst, srcs, wgts, reads_own_write)
 
 
 class _Shared:
@@ -205,7 +226,7 @@ class Machine:
             p = np.arange(p0, min(pairs, p0 + step), dtype=np.int64)
             i, j = (p // insn.iter_in)[:, None], (p % insn.iter_in)[:, None]
             yield _chunk(*((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors)), depth,
-                         insn.opcode == isa.OP_ALU and not insn.reset)  # a reset reads nothing
+                         insn.opcode == isa.OP_ALU, not insn.reset)  # a reset reads nothing
 
     def _write_acc(self, dst, vc, what):
         """OUT mirrors the written ACC entries (each distinct entry once)."""
@@ -224,8 +245,8 @@ class Machine:
         if insn.reset:
             acc[chunk.dst] = 0
         else:
-            self.shared["inp"].check_read(chunk.s, vc, "GEMM")
-            self.shared["wgt"].check_read(chunk.w, vc, "GEMM")
+            self.shared["inp"].check_read(chunk.srcs, vc, "GEMM")
+            self.shared["wgt"].check_read(chunk.wgts, vc, "GEMM")
             native.gemm(acc, self.sram["inp"], self.sram["wgt"], chunk.a, chunk.s, chunk.w)
             self.stats["gemm_counter"] += chunk.a.size
         self._write_acc(chunk.dst, vc, "GEMM")
@@ -238,12 +259,12 @@ class Machine:
 
     def _alu_chunk(self, insn, chunk: _Chunk, vc) -> None:
         acc = self.sram["acc"]
-        a, s = chunk.a, chunk.s
+        a, s = chunk.a_view, chunk.s_view
         if insn.reset:
             acc[chunk.dst] = 0
             self._write_acc(chunk.dst, vc, "ALU")
             return
-        n = a.size
+        n = chunk.a.size
         repeats_dst = not chunk.distinct
         reads_own_write = (not insn.use_imm) and chunk.reads_own_write
         op = insn.alu_opcode
@@ -253,8 +274,9 @@ class Machine:
         elif not reads_own_write and op in _COMMUTATIVE:
             # Repeated destinations fold in any order for min/max/add/mul (wrapping int32).
             operand = np.broadcast_to(np.int32(insn.imm), (n, *acc.shape[1:])) if insn.use_imm else acc[s]
-            _COMMUTATIVE[op].at(acc, a, operand)
+            _COMMUTATIVE[op].at(acc, chunk.a, operand)
         else:  # a true sequential dependence inside one instruction: honour the order
+            a, s = chunk.a, chunk.s
             for k in range(n):
                 acc[a[k]] = alu_op(op, acc[a[k]], y if y is not None else acc[s[k]])
         self.stats["alu_counter"] += n
