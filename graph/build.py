@@ -13,7 +13,7 @@ from tvm import relax
 
 from vta_sim.config import Config
 
-from . import codegen, ops
+from . import cache, codegen, ops
 from .errors import GraphError
 from .kernels import KernelCache
 from .partition import partition
@@ -38,7 +38,7 @@ class Layer:
 
 
 def _vm(mod) -> relax.VirtualMachine:
-    return relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    return relax.VirtualMachine(cache.vm_executable(mod, lambda m: tvm.compile(m, target="llvm")), tvm.cpu())
 
 
 def _single_output(vm, x: np.ndarray) -> np.ndarray:

@@ -16,7 +16,9 @@ from schedules import vta_workloads as wl
 from vta_sim.config import Config
 from vta_sim.isa import MAX_PAD
 
-from . import ops
+from intrinsics.lower import config_to_text
+
+from . import cache, ops
 from .ops import INT8_MIN
 
 
@@ -108,7 +110,8 @@ def input_vars(spec, root, value_of) -> list:
 
 
 class KernelCache:
-    """Compiled kernels by (config, spec, vthreads), so a shape is compiled once per process."""
+    """Compiled kernels by (config, spec, vthreads), so a shape is compiled once per process, and
+    across processes through the on-disk cache (graph.cache)."""
 
     def __init__(self):
         self._kernels: dict = {}
@@ -119,5 +122,6 @@ class KernelCache:
         if key in self._kernels:
             self.hits += 1
         else:
-            self._kernels[key] = compile_kernel(cfg, spec, vthreads)
+            self._kernels[key] = cache.op_kernel(config_to_text(cfg), spec, vthreads,
+                                                 lambda: compile_kernel(cfg, spec, vthreads))
         return self._kernels[key]
