@@ -14,13 +14,18 @@ graph/kernels.py, this file), the tuning database and the TVM version, so an edi
 them misses the cache rather than reusing a stale build. Entries are written to a scratch
 name and renamed into place, so concurrent runs never read half an entry. `VTA_KERNEL_CACHE=off`
 turns the cache off.
+
+`fill(jobs)` runs independent cache-filling builds in forked worker processes, one per core, so
+a cold run compiles its kernels and the CPU build two at a time on this 2-core machine.
 """
 from __future__ import annotations
 
 import functools
 import hashlib
+import multiprocessing
 import os
 import tempfile
+import traceback
 from pathlib import Path
 
 import cloudpickle
@@ -107,3 +112,49 @@ def op_kernel(cfg_text: str, spec, vthreads: int, build):
         kernel.kernel.module = module
     _write(pkl, lambda p: Path(p).write_bytes(data))
     return kernel
+
+
+def missing_kernel(cfg_text: str, spec, vthreads: int) -> bool:
+    """Whether `op_kernel` would have to compile this kernel."""
+    root = cache_dir()
+    if root is None:
+        return True
+    key = _key("kernel", cfg_text, repr(spec), vthreads)
+    return not ((root / f"kernel-{key}.so").is_file() and (root / f"kernel-{key}.pkl").is_file())
+
+
+def missing_vm(mod) -> bool:
+    """Whether `vm_executable` would have to compile `mod`."""
+    root = cache_dir()
+    return root is None or not (root / f"vm-{_key('vm', tvm_ffi.structural_hash(mod))}.so").is_file()
+
+
+_JOBS: list = []   # the jobs of the running fill(), inherited by its forked workers
+
+
+def _run_job(index: int) -> str | None:
+    try:
+        _JOBS[index]()
+    except BaseException:  # noqa: BLE001 - the parent re-runs the job to raise it (see fill)
+        return traceback.format_exc()
+    return None
+
+
+def fill(jobs: list) -> None:
+    """Run `jobs` (callables that write cache entries) on every core, in forked processes.
+
+    A job that fails in a worker is run again in this process, which raises its error with its
+    own type and traceback. With the cache off, or one job or one core, nothing is forked (the
+    builds happen where they are needed)."""
+    workers = min(len(jobs), len(os.sched_getaffinity(0)))
+    if cache_dir() is None or workers < 2:
+        return
+    global _JOBS
+    _JOBS = list(jobs)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            failed = [i for i, error in enumerate(pool.map(_run_job, range(len(_JOBS)), chunksize=1)) if error]
+        for i in failed:
+            _JOBS[i]()
+    finally:
+        _JOBS = []

@@ -8,6 +8,7 @@ same shape share one compiled kernel.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -116,6 +117,18 @@ class KernelCache:
     def __init__(self):
         self._kernels: dict = {}
         self.hits = 0
+
+    def cold_jobs(self, cfg: Config, specs, vthreads: int) -> list:
+        """A job per distinct kernel among `specs` that is in neither this cache nor on disk:
+        each compiles it into the disk cache (for graph.cache.fill)."""
+        text, jobs, seen = config_to_text(cfg), [], set()
+        for spec in specs:
+            if (cfg, spec, vthreads) in self._kernels or spec in seen or not cache.missing_kernel(text, spec, vthreads):
+                continue
+            seen.add(spec)
+            jobs.append(functools.partial(cache.op_kernel, text, spec, vthreads,
+                                          functools.partial(compile_kernel, cfg, spec, vthreads)))
+        return jobs
 
     def get(self, cfg: Config, spec, vthreads: int):
         key = (cfg, spec, vthreads)
