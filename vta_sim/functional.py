@@ -21,6 +21,7 @@ MODULE_NAMES = isa.MODULES
 LOAD, COMPUTE, STORE = (MODULE_NAMES.index(m) for m in (isa.LOAD_MODULE, isa.COMPUTE_MODULE,
                                                         isa.STORE_MODULE))  # vector-clock positions
 _SRAM_OF_MEM = {MEM_INP: "inp", MEM_WGT: "wgt", MEM_ACC: "acc", MEM_ACC_8BIT: "acc", MEM_UOP: "uop"}
+_LOAD_STAT = {mem: f"{name}_load_nbytes" for mem, name in _SRAM_OF_MEM.items()}  # ACC_8BIT counts as acc
 _CHUNK = 1 << 18  # iterations materialised at once: bounds memory on huge loop nests
 _NEST_CACHE_SIZE = 64  # memoised loop nests (each at most one chunk of index arrays)
 _COMMUTATIVE = {isa.ALU_MIN: np.minimum, isa.ALU_MAX: np.maximum, isa.ALU_ADD: np.add,
@@ -121,40 +122,33 @@ class Machine:
     # ------------------------------------------------------------------ DMA
     def _dram_rows(self, insn, elem_bytes: int) -> np.ndarray:
         """(y_size, x_size, elem_bytes) view of the DRAM rows an instruction touches."""
-        start = insn.dram_base * elem_bytes
-        return np.lib.stride_tricks.as_strided(
-            self.dram[start:], shape=(insn.y_size, insn.x_size, elem_bytes),
-            strides=(insn.x_stride * elem_bytes, elem_bytes, 1), writeable=True)
+        return np.ndarray((insn.y_size, insn.x_size, elem_bytes), np.uint8, self.dram, insn.dram_base * elem_bytes,
+                          (insn.x_stride * elem_bytes, elem_bytes, 1))
 
     def execute_load(self, insn: isa.MemInsn, vc) -> None:
         if insn.x_size == 0:
             return
         cfg, mem = self.cfg, insn.memory_type
         elem = cfg.dram_elem_bytes(mem)
-        raw = np.ascontiguousarray(self._dram_rows(insn, elem))
         name = _SRAM_OF_MEM[mem]
         buf = cfg.buffers[name]
-        if mem == MEM_ACC_8BIT:
-            data = raw.view(np.int8).astype(buf.dtype)
-        else:
-            data = raw.view(buf.dtype.newbyteorder("<")).astype(buf.dtype)
+        raw = self._dram_rows(insn, elem)          # little-endian elements; int8 lanes for ACC_8BIT
+        data = raw.view(np.int8 if mem == MEM_ACC_8BIT else buf.dtype.newbyteorder("<"))
         data = data.reshape(insn.y_size, insn.x_size, *buf.shape)
         y0, y1, x0, x1 = insn.pads
         rows, width = y0 + insn.y_size + y1, x0 + insn.x_size + x1
         lo, hi = insn.sram_base, insn.sram_base + rows * width
-        if any(insn.pads):
-            block = np.zeros((rows, width, *buf.shape), dtype=buf.dtype)
-            block[y0:y0 + insn.y_size, x0:x0 + insn.x_size] = data
-            data = block
         if name in self.shared:
             self.shared[name].check_write(slice(lo, hi), vc, f"LOAD {name.upper()}")
-        self.sram[name][lo:hi] = data.reshape(-1, *buf.shape)
+        block = self.sram[name][lo:hi].reshape(rows, width, *buf.shape)
+        if y0 or y1 or x0 or x1:
+            block[...] = 0
+        block[y0:y0 + insn.y_size, x0:x0 + insn.x_size] = data   # casts (sign-extends ACC_8BIT)
         if mem == MEM_UOP:
             self._nest_cache.clear()
             for dst, src in zip(self.uop_fields, isa.decode_uops(self.sram["uop"][lo:hi], cfg)):
                 dst[lo:hi] = src
-        key = {MEM_ACC_8BIT: "acc"}.get(mem, name)
-        self.stats[f"{key}_load_nbytes"] += insn.x_size * insn.y_size * elem
+        self.stats[_LOAD_STAT[mem]] += insn.x_size * insn.y_size * elem
 
     def execute_store(self, insn: isa.MemInsn, vc) -> None:
         if insn.x_size == 0:
