@@ -1,7 +1,7 @@
 """The simulator on the programs this project compiles: the workloads of the Apache VTA fsim
 comparison (docs/simulator.md, "Against Apache VTA's fsim").
 
-    python bench/bench_engine.py [--only c5,resnet18,resnet18-8x8x8,digits] [--repeats 3] [--json F]
+    PYTHONPATH=. python bench/bench_engine.py [--only c5,resnet18,resnet18-8x8x8,digits] [--repeats 3] [--json F]
 
 Each workload is compiled (through the kernel cache, graph.cache) and run once with a recording
 backend that keeps every program it is handed; then only `Simulator.run` over those programs is
@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from graph.run import load_case, run_model
-from schedules.cli import run_vta
-from schedules.layers import layer_shape
+from schedules.cli import layer_shape, run_vta
 from vta_sim import Simulator
 from vta_sim.config import Config
 
