@@ -13,6 +13,7 @@ from tvm import relax
 
 from vta_sim.config import Config
 
+from . import cache as disk_cache
 from . import codegen, ops
 from .errors import GraphError
 from .kernels import KernelCache
@@ -45,8 +46,12 @@ class Layer:
     macs: int = 0                # multiply-accumulates (conv2d and dense layers; ops.call_macs)
 
 
+def _executable(mod):
+    return disk_cache.vm_executable(mod, lambda m: tvm.compile(m, target="llvm"))
+
+
 def _vm(mod) -> relax.VirtualMachine:
-    return relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    return relax.VirtualMachine(_executable(mod), tvm.cpu())
 
 
 def _single_output(vm, x: np.ndarray) -> np.ndarray:
@@ -64,6 +69,11 @@ class CpuModel:
         self.vm = _vm(mod)
         self.compile_s = time.perf_counter() - t0
 
+    @staticmethod
+    def cold_jobs(mod) -> list:
+        """The build of `mod` as a disk-cache job, unless it is cached (for graph.cache.fill)."""
+        return [lambda: _executable(mod)] if disk_cache.missing_vm(mod) else []
+
     def run(self, x: np.ndarray) -> np.ndarray:
         return _single_output(self.vm, x)
 
@@ -72,11 +82,12 @@ class VtaModel:
     """The integer graph with its accelerator ops offloaded; `run` also returns the layer runs."""
 
     def __init__(self, mod, cfg: Config, vthreads: int = 2, backend: str = "sim", trace: bool = False,
-                 cache: KernelCache | None = None, progress=None, qdq_decisions=()):
+                 cache: KernelCache | None = None, progress=None, qdq_decisions=(), also=()):
         t0 = time.perf_counter()
         cpu_reasons = _cpu_reasons(mod["main"], qdq_decisions)
         parted = _unique_symbols(partition(mod), f"vta{next(_BUILDS)}_")
         self.build = codegen.VtaBuild(cfg, vthreads, backend, trace, cache or KernelCache(), progress)
+        disk_cache.fill(self.build.cache.cold_jobs(cfg, codegen.offloaded_specs(parted), vthreads) + list(also))
         with codegen.active(self.build):
             self.mod = relax.transform.RunCodegen()(parted)
         self.partitioned = parted

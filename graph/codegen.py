@@ -103,12 +103,24 @@ def _composite(func):
     raise GraphError(f"{func.attrs['global_symbol']}: no composite function inside")
 
 
-def _region(build: VtaBuild, func) -> Region:
-    symbol = str(func.attrs["global_symbol"])
+def offloaded_specs(mod) -> list:
+    """The `OpSpec` of every region of a partitioned module that RunCodegen will hand to
+    `relax.ext.vta`, so their kernels can be compiled ahead (graph.cache.fill)."""
+    return [_spec(func)[0] for _, func in mod.functions_items()
+            if isinstance(func, relax.Function) and func.attrs and func.attrs.get("Codegen") == "vta"]
+
+
+def _spec(func):
+    """(spec, constants, composite, root, value_of) of a `Codegen: "vta"` function."""
     comp = _composite(func)
     value_of = ops.value_lookup(comp)
     root = value_of(comp.body.body)
-    spec, constants = ops.read_spec(root, value_of)
+    return (*ops.read_spec(root, value_of), comp, root, value_of)
+
+
+def _region(build: VtaBuild, func) -> Region:
+    symbol = str(func.attrs["global_symbol"])
+    spec, constants, comp, root, value_of = _spec(func)
     params = list(comp.params)
     order = tuple(params.index(v) for v in kernels.input_vars(spec, root, value_of))
     kernel = build.cache.get(build.cfg, spec, build.vthreads)

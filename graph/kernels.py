@@ -8,6 +8,7 @@ same shape share one compiled kernel.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -16,7 +17,9 @@ from schedules import vta_workloads as wl
 from vta_sim.config import Config
 from vta_sim.isa import MAX_PAD
 
-from . import ops
+from intrinsics.lower import config_to_text
+
+from . import cache, ops
 from .ops import INT8_MIN
 
 
@@ -109,16 +112,30 @@ def input_vars(spec, root, value_of) -> list:
 
 
 class KernelCache:
-    """Compiled kernels by (config, spec, vthreads), so a shape is compiled once per process."""
+    """Compiled kernels by (config, spec, vthreads), so a shape is compiled once per process, and
+    across processes through the on-disk cache (graph.cache)."""
 
     def __init__(self):
         self._kernels: dict = {}
         self.hits = 0
+
+    def cold_jobs(self, cfg: Config, specs, vthreads: int) -> list:
+        """A job per distinct kernel among `specs` that is in neither this cache nor on disk:
+        each compiles it into the disk cache (for graph.cache.fill)."""
+        text, jobs, seen = config_to_text(cfg), [], set()
+        for spec in specs:
+            if (cfg, spec, vthreads) in self._kernels or spec in seen or not cache.missing_kernel(text, spec, vthreads):
+                continue
+            seen.add(spec)
+            jobs.append(functools.partial(cache.op_kernel, text, spec, vthreads,
+                                          functools.partial(compile_kernel, cfg, spec, vthreads)))
+        return jobs
 
     def get(self, cfg: Config, spec, vthreads: int):
         key = (cfg, spec, vthreads)
         if key in self._kernels:
             self.hits += 1
         else:
-            self._kernels[key] = compile_kernel(cfg, spec, vthreads)
+            self._kernels[key] = cache.op_kernel(config_to_text(cfg), spec, vthreads,
+                                                 lambda: compile_kernel(cfg, spec, vthreads))
         return self._kernels[key]

@@ -237,9 +237,10 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
     batch = len(case.x)
     mod, _ = onnx_import.import_onnx(case.onnx, batch=batch)
     integer, decisions = lower_qdq(mod)
-    cpu = CpuModel(integer)
     vta = VtaModel(integer, cfg, vthreads=vthreads, backend=backend, trace=trace, cache=cache,
-                   progress=progress and progress.stage("compile"), qdq_decisions=decisions)
+                   progress=progress and progress.stage("compile"), qdq_decisions=decisions,
+                   also=CpuModel.cold_jobs(integer))   # a cold CPU build compiles beside the kernels
+    cpu = CpuModel(integer)
     logits_cpu = cpu.run(case.x)
     if progress:
         vta.build.progress = progress.stage("run")

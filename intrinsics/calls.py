@@ -41,8 +41,22 @@ class Call:
 
     @classmethod
     def from_args(cls, args):
-        """The call whose `args()` are `args`; int and str fields are converted to int and str."""
-        args, pos, values = list(args), 0, {}
+        """The call whose `args()` are `args`; int and str fields are converted to int and str.
+
+        A compiled kernel makes the same calls over and over, so calls are memoised by their
+        arguments (they are frozen, so sharing one is safe)."""
+        args = tuple(args)
+        key = (cls, args)
+        call = _MEMO.get(key)
+        if call is None:
+            if len(_MEMO) >= _MEMO_SIZE:
+                _MEMO.clear()
+            call = _MEMO[key] = cls._decode(args)
+        return call
+
+    @classmethod
+    def _decode(cls, args: tuple):
+        pos, values = 0, {}
         for f in dataclasses.fields(cls):
             width = f.metadata.get("row_len")
             if width:
@@ -69,6 +83,8 @@ class Call:
 
 
 _CONVERT = {"int": int, "str": str}
+_MEMO: dict = {}        # (class, args) -> call; see Call.from_args
+_MEMO_SIZE = 1 << 16
 
 
 @dataclass(frozen=True)

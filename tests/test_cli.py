@@ -96,6 +96,14 @@ def test_broken_plugin_is_reported_in_help_and_by_its_commands(monkeypatch, caps
     assert "'ghost' is unavailable: its plugin no_such_vta_plugin failed to load" in err and reason in err
 
 
+def test_a_command_imports_only_the_plugin_it_needs(monkeypatch):
+    """Importing every subsystem costs seconds: `model` loads graph.cli alone, `run` none."""
+    monkeypatch.setattr(cli, "entry_points", lambda group: [_ep("model", "graph.cli"), _ep("ghost", "no_such_vta_plugin")])
+    assert [p.module_name for p in cli.plugins_for(["model", "digits"])] == ["graph.cli"]
+    assert cli.plugins_for(["run", "image.bin"]) == []
+    assert {p.module_name for p in cli.plugins_for(["--help"])} == {"graph.cli", "no_such_vta_plugin"}
+
+
 def test_plugin_registering_undeclared_commands_is_refused(capsys):
     plugins = cli.load_plugins([_ep("not_compare", "baselines.cli")])
     assert main(["--help"], plugins) == 2

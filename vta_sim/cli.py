@@ -146,6 +146,22 @@ def load_plugins(eps=None) -> list:
     return list(plugins.values())
 
 
+#: Commands of vta_sim itself that need no plugin.
+CORE_COMMANDS = ("run", "disasm")
+
+
+def plugins_for(argv: list) -> list:
+    """The plugins a command line needs: none for `run` and `disasm`, only its own module for a
+    plugin command (importing every subsystem takes seconds), all of them for anything else
+    (--help, demo, a mistyped command)."""
+    eps = list(entry_points(group=PLUGIN_GROUP))
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in CORE_COMMANDS:
+        return []
+    module = next((ep.value for ep in eps if ep.name == command), None)
+    return load_plugins([ep for ep in eps if module is None or ep.value == module])
+
+
 def unavailable_text(plugins: list) -> str:
     """The --help epilog: one line per plugin that failed to load, with the reason."""
     lines = [f"  {', '.join(p.commands)} ({p.module_name}): {p.error}" for p in plugins if p.error]
@@ -230,8 +246,9 @@ def build_parser(plugins: list | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv=None, plugins: list | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        parser = build_parser(plugins)
+        parser = build_parser(plugins_for(argv) if plugins is None else plugins)
     except VTAError as exc:
         print(f"vta-sim: error: {exc}", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import isa
+from . import isa, native
 from .config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_UOP, MEM_WGT, Config
 from .errors import HazardError, MemoryAccessError
 from .result import FUNCTIONAL_STATS
@@ -21,6 +21,7 @@ MODULE_NAMES = isa.MODULES
 LOAD, COMPUTE, STORE = (MODULE_NAMES.index(m) for m in (isa.LOAD_MODULE, isa.COMPUTE_MODULE,
                                                         isa.STORE_MODULE))  # vector-clock positions
 _SRAM_OF_MEM = {MEM_INP: "inp", MEM_WGT: "wgt", MEM_ACC: "acc", MEM_ACC_8BIT: "acc", MEM_UOP: "uop"}
+_LOAD_STAT = {mem: f"{name}_load_nbytes" for mem, name in _SRAM_OF_MEM.items()}  # ACC_8BIT counts as acc
 _CHUNK = 1 << 18  # iterations materialised at once: bounds memory on huge loop nests
 _NEST_CACHE_SIZE = 64  # memoised loop nests (each at most one chunk of index arrays)
 _COMMUTATIVE = {isa.ALU_MIN: np.minimum, isa.ALU_MAX: np.maximum, isa.ALU_ADD: np.add,
@@ -28,23 +29,43 @@ _COMMUTATIVE = {isa.ALU_MIN: np.minimum, isa.ALU_MAX: np.maximum, isa.ALU_ADD: n
 
 
 class _Chunk(NamedTuple):
-    """Index arrays of a run of GEMM/ALU iterations and how their destinations repeat."""
+    """Index arrays of a run of GEMM/ALU iterations, and the entries they touch as slices where
+    those form one range (numpy slices cost far less than fancy indexing)."""
 
     a: np.ndarray            # dst (ACC/OUT) index per iteration, in execution order
     s: np.ndarray            # src (INP or ACC)
     w: np.ndarray            # wgt (GEMM)
+    a_view: object           # a, or the slice equal to it
+    s_view: object           # s, or the slice equal to it
     distinct: bool           # no dst repeats
-    dst: np.ndarray          # the distinct dst entries (a itself when distinct)
-    order: np.ndarray | None   # iterations sorted by dst (None when distinct) ...
-    starts: np.ndarray | None  # ... and where each dst's run starts in that order
+    dst: object              # the distinct dst entries (slice or array)
+    srcs: object             # the distinct src entries (GEMM: the INP entries read)
+    wgts: object             # the distinct wgt entries
     reads_own_write: bool    # ALU: an iteration's src is a dst an earlier iteration wrote
 
 
-def _chunk(a, s, w, depth: int, alu: bool) -> _Chunk:
+def _as_range(idx: np.ndarray):
+    """The slice equal to `idx` when it counts up by one, else `idx`."""
+    if idx.size and int(idx[-1]) - int(idx[0]) == idx.size - 1 and (idx.size < 2 or bool((np.diff(idx) == 1).all())):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
+def _entries(idx: np.ndarray, depth: int):
+    """The distinct entries of `idx`, ascending, as a slice where they are one range; and whether
+    `idx` repeats none."""
+    counts = np.bincount(idx, minlength=depth)
+    entries = np.flatnonzero(counts)
+    return _as_range(entries), entries.size == idx.size
+
+
+def _chunk(a, s, w, depth: int, alu: bool, reads: bool) -> _Chunk:
     n = a.size
-    distinct = n < 2 or int(np.bincount(a, minlength=depth).max()) == 1  # linear, no sort
+    dst, distinct = _entries(a, depth)
+    srcs, _ = _entries(s, depth) if reads else (None, None)
+    wgts, _ = _entries(w, depth) if reads and not alu else (None, None)
     reads_own_write = False
-    if alu:
+    if alu and reads:
         position = np.arange(n)
         first_write = np.full(depth, n, dtype=np.int64)
         if distinct:
@@ -52,12 +73,7 @@ def _chunk(a, s, w, depth: int, alu: bool) -> _Chunk:
         else:
             np.minimum.at(first_write, a, position)
         reads_own_write = bool(np.any(first_write[s] < position))
-    if distinct:
-        return _Chunk(a, s, w, True, a, None, None, reads_own_write)
-    order = np.argsort(a, kind="stable")
-    sorted_a = a[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_a[1:] != sorted_a[:-1])))
-    return _Chunk(a, s, w, False, sorted_a[starts], order, starts, reads_own_write)
+    return _Chunk(a, s, w, _as_range(a), _as_range(s), distinct, dst, srcs, wgts, reads_own_write)
 
 
 class _Shared:
@@ -98,9 +114,6 @@ class Machine:
         self.sram = {name: np.zeros((b.depth, *b.shape), dtype=b.dtype) for name, b in bufs.items()}
         self.uop_fields = tuple(np.zeros(bufs["uop"].depth, dtype=np.int64) for _ in range(3))
         self._nest_cache = {}  # see _loop_indices
-        # int8 x int8 dot products of BLOCK_IN terms stay below 2^14 * BLOCK_IN: exact in float32
-        # (24-bit mantissa) up to BLOCK_IN = 1024, where float matmul is faster than integer.
-        self._mac_dtype = np.float32 if cfg.BLOCK_IN <= 1 << 10 else np.float64
         self.shared = {"inp": _Shared(bufs["inp"].depth, LOAD, COMPUTE),
                        "wgt": _Shared(bufs["wgt"].depth, LOAD, COMPUTE),
                        "out": _Shared(bufs["out"].depth, COMPUTE, STORE)}
@@ -109,40 +122,33 @@ class Machine:
     # ------------------------------------------------------------------ DMA
     def _dram_rows(self, insn, elem_bytes: int) -> np.ndarray:
         """(y_size, x_size, elem_bytes) view of the DRAM rows an instruction touches."""
-        start = insn.dram_base * elem_bytes
-        return np.lib.stride_tricks.as_strided(
-            self.dram[start:], shape=(insn.y_size, insn.x_size, elem_bytes),
-            strides=(insn.x_stride * elem_bytes, elem_bytes, 1), writeable=True)
+        return np.ndarray((insn.y_size, insn.x_size, elem_bytes), np.uint8, self.dram, insn.dram_base * elem_bytes,
+                          (insn.x_stride * elem_bytes, elem_bytes, 1))
 
     def execute_load(self, insn: isa.MemInsn, vc) -> None:
         if insn.x_size == 0:
             return
         cfg, mem = self.cfg, insn.memory_type
         elem = cfg.dram_elem_bytes(mem)
-        raw = np.ascontiguousarray(self._dram_rows(insn, elem))
         name = _SRAM_OF_MEM[mem]
         buf = cfg.buffers[name]
-        if mem == MEM_ACC_8BIT:
-            data = raw.view(np.int8).astype(buf.dtype)
-        else:
-            data = raw.view(buf.dtype.newbyteorder("<")).astype(buf.dtype)
+        raw = self._dram_rows(insn, elem)          # little-endian elements; int8 lanes for ACC_8BIT
+        data = raw.view(np.int8 if mem == MEM_ACC_8BIT else buf.dtype.newbyteorder("<"))
         data = data.reshape(insn.y_size, insn.x_size, *buf.shape)
         y0, y1, x0, x1 = insn.pads
         rows, width = y0 + insn.y_size + y1, x0 + insn.x_size + x1
         lo, hi = insn.sram_base, insn.sram_base + rows * width
-        if any(insn.pads):
-            block = np.zeros((rows, width, *buf.shape), dtype=buf.dtype)
-            block[y0:y0 + insn.y_size, x0:x0 + insn.x_size] = data
-            data = block
         if name in self.shared:
             self.shared[name].check_write(slice(lo, hi), vc, f"LOAD {name.upper()}")
-        self.sram[name][lo:hi] = data.reshape(-1, *buf.shape)
+        block = self.sram[name][lo:hi].reshape(rows, width, *buf.shape)
+        if y0 or y1 or x0 or x1:
+            block[...] = 0
+        block[y0:y0 + insn.y_size, x0:x0 + insn.x_size] = data   # casts (sign-extends ACC_8BIT)
         if mem == MEM_UOP:
             self._nest_cache.clear()
             for dst, src in zip(self.uop_fields, isa.decode_uops(self.sram["uop"][lo:hi], cfg)):
                 dst[lo:hi] = src
-        key = {MEM_ACC_8BIT: "acc"}.get(mem, name)
-        self.stats[f"{key}_load_nbytes"] += insn.x_size * insn.y_size * elem
+        self.stats[_LOAD_STAT[mem]] += insn.x_size * insn.y_size * elem
 
     def execute_store(self, insn: isa.MemInsn, vc) -> None:
         if insn.x_size == 0:
@@ -214,7 +220,7 @@ class Machine:
             p = np.arange(p0, min(pairs, p0 + step), dtype=np.int64)
             i, j = (p // insn.iter_in)[:, None], (p % insn.iter_in)[:, None]
             yield _chunk(*((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors)), depth,
-                         insn.opcode == isa.OP_ALU and not insn.reset)  # a reset reads nothing
+                         insn.opcode == isa.OP_ALU, not insn.reset)  # a reset reads nothing
 
     def _write_acc(self, dst, vc, what):
         """OUT mirrors the written ACC entries (each distinct entry once)."""
@@ -230,21 +236,13 @@ class Machine:
 
     def _gemm_chunk(self, insn, chunk: _Chunk, vc) -> None:
         acc = self.sram["acc"]
-        a, s, w = chunk.a, chunk.s, chunk.w
         if insn.reset:
             acc[chunk.dst] = 0
         else:
-            self.shared["inp"].check_read(s, vc, "GEMM")
-            self.shared["wgt"].check_read(w, vc, "GEMM")
-            inp = self.sram["inp"][s].astype(self._mac_dtype)       # (n, B, BI)
-            wgt = self.sram["wgt"][w].astype(self._mac_dtype)       # (n, BO, BI)
-            prod = np.matmul(inp, wgt.transpose(0, 2, 1)).astype(np.int32)  # (n, B, BO)
-            if chunk.distinct:
-                acc[a] += prod
-            else:  # sum each dst's products (int64), then wrap to int32: order-free and exact
-                sums = np.add.reduceat(prod[chunk.order], chunk.starts, axis=0, dtype=np.int64)
-                acc[chunk.dst] = (acc[chunk.dst] + sums).astype(np.int32)
-            self.stats["gemm_counter"] += a.size
+            self.shared["inp"].check_read(chunk.srcs, vc, "GEMM")
+            self.shared["wgt"].check_read(chunk.wgts, vc, "GEMM")
+            native.gemm(acc, self.sram["inp"], self.sram["wgt"], chunk.a, chunk.s, chunk.w)
+            self.stats["gemm_counter"] += chunk.a.size
         self._write_acc(chunk.dst, vc, "GEMM")
 
     def execute_alu(self, insn: isa.AluInsn, vc) -> None:
@@ -255,12 +253,12 @@ class Machine:
 
     def _alu_chunk(self, insn, chunk: _Chunk, vc) -> None:
         acc = self.sram["acc"]
-        a, s = chunk.a, chunk.s
+        a, s = chunk.a_view, chunk.s_view
         if insn.reset:
             acc[chunk.dst] = 0
             self._write_acc(chunk.dst, vc, "ALU")
             return
-        n = a.size
+        n = chunk.a.size
         repeats_dst = not chunk.distinct
         reads_own_write = (not insn.use_imm) and chunk.reads_own_write
         op = insn.alu_opcode
@@ -270,8 +268,9 @@ class Machine:
         elif not reads_own_write and op in _COMMUTATIVE:
             # Repeated destinations fold in any order for min/max/add/mul (wrapping int32).
             operand = np.broadcast_to(np.int32(insn.imm), (n, *acc.shape[1:])) if insn.use_imm else acc[s]
-            _COMMUTATIVE[op].at(acc, a, operand)
+            _COMMUTATIVE[op].at(acc, chunk.a, operand)
         else:  # a true sequential dependence inside one instruction: honour the order
+            a, s = chunk.a, chunk.s
             for k in range(n):
                 acc[a[k]] = alu_op(op, acc[a[k]], y if y is not None else acc[s[k]])
         self.stats["alu_counter"] += n

@@ -229,21 +229,28 @@ _CLASS_BY_OPCODE = {OP_LOAD: MemInsn, OP_STORE: MemInsn, OP_GEMM: GemmInsn, OP_F
 
 
 # ------------------------------------------------------------------------------ encode / decode
+_PLANS: dict = {}   # id(field list of a cached layout) -> _plan(fields)
+
+
+def _plan(fields) -> tuple:
+    """(name, lo, smallest, largest, mask, field) per field: what encoding a value takes."""
+    plan = _PLANS.get(id(fields))
+    if plan is None:
+        plan = _PLANS[id(fields)] = (fields, tuple(
+            (f.name, f.lo, -(1 << (f.width - 1)) if f.signed else 0,
+             (1 << (f.width - 1)) - 1 if f.signed else f.mask, f.mask, f) for f in fields))
+    return plan[1]
+
+
 def _encode_fields(fields, obj, what: str) -> int:
     word = 0
-    for f in fields:
-        value = 0 if f.name == "unused" and not hasattr(obj, "unused") else getattr(obj, f.name)
-        value = int(value)
-        if f.signed:
-            lo, hi = -(1 << (f.width - 1)), (1 << (f.width - 1)) - 1
-            if not lo <= value <= hi:
-                raise EncodingError(f"{what}: {f.name}={value} does not fit its {f.width}-bit signed "
-                                    f"field [{lo}, {hi}]")
-            value &= f.mask
-        elif not 0 <= value <= f.mask:
-            raise EncodingError(f"{what}: {f.name}={value} does not fit its {f.width}-bit field "
-                                f"(bits {f.hi}:{f.lo}), accepted 0..{f.mask}")
-        word |= value << f.lo
+    for name, lo, smallest, largest, mask, f in _plan(fields):
+        value = 0 if name == "unused" and not hasattr(obj, "unused") else int(getattr(obj, name))
+        if not smallest <= value <= largest:
+            kind = f"signed field [{smallest}, {largest}]" if f.signed else \
+                f"field (bits {f.hi}:{f.lo}), accepted 0..{f.mask}"
+            raise EncodingError(f"{what}: {name}={value} does not fit its {f.width}-bit {kind}")
+        word |= (value & mask) << lo
     return word
 
 

@@ -31,7 +31,11 @@ def as_image(dram) -> np.ndarray:
 
 
 def check_program(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: int) -> tuple:
-    """Decode and statically check a program; returns (instructions, module number of each)."""
+    """Decode and statically check a program; returns (instructions, module number of each).
+
+    Programs repeat the same instruction words many times over, so each distinct word is decoded
+    and checked once, and its occurrences share one (read-only) instruction object. The error
+    raised is still the one of the first offending instruction in program order."""
     if insn_count < 1:
         raise ProgramError(f"insn_count={insn_count}: a program has at least one instruction (FINISH)")
     if insn_addr < 0 or insn_addr % isa.INSN_BYTES:
@@ -41,23 +45,43 @@ def check_program(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: in
     if end > image.size:
         raise MemoryAccessError(f"instructions [{insn_addr:#x}, {end:#x}) run past the end of the "
                                 f"{image.size}-byte DRAM image")
-    insns = isa.decode_program(image[insn_addr:end].tobytes(), cfg)
+    words = np.frombuffer(image[insn_addr:end].tobytes(), dtype="<u8").reshape(-1, 2)
+    _, first, inverse = np.unique(words, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)                      # distinct words by first occurrence
+    rank = np.empty_like(order)
+    rank[order] = np.arange(order.size)
+    first = first[order]
+    try:
+        distinct = isa.decode_program(words[first].tobytes(), cfg)
+    except VTAError as exc:
+        raise type(exc)(exc.reason, index=int(first[exc.index]), disasm=exc.disasm) from None
+    errors = {}                                    # index -> (error, instruction) at that index
     modules = []
-    for i, insn in enumerate(insns):
+    for k, insn in enumerate(distinct):
         try:
-            modules.append(_MODULE_NUM[_check_insn(cfg, insn, image.size, i == len(insns) - 1)])
+            modules.append(_MODULE_NUM[_check_insn(cfg, insn, image.size)])
         except VTAError as exc:
-            raise type(exc)(exc.reason, index=i, disasm=isa.disasm(insn)) from None
-    return insns, modules
+            errors[int(first[k])] = (exc, insn)
+            modules.append(None)
+    which = rank[inverse.ravel()]
+    n = len(words)
+    finishes = np.flatnonzero((words[:, 0] & 7) == isa.OP_FINISH)
+    if finishes.size and finishes[0] < n - 1:      # position rules come first at their index
+        errors[int(finishes[0])] = (ProgramError("FINISH before the end of the program: it must be the last "
+                                                 "instruction"), distinct[which[finishes[0]]])
+    elif not finishes.size:
+        errors[n - 1] = (ProgramError("the program does not end with FINISH"), distinct[which[n - 1]])
+    if errors:
+        i = min(errors)
+        exc, insn = errors[i]
+        raise type(exc)(exc.reason, index=i, disasm=isa.disasm(insn)) from None
+    which = which.tolist()
+    return [distinct[k] for k in which], [modules[k] for k in which]
 
 
-def _check_insn(cfg: Config, insn: isa.Insn, dram_bytes: int, last: bool) -> str:
-    """The static refusals of spec section 7 for one instruction; returns its module."""
-    is_finish = isinstance(insn, isa.FinishInsn)
-    if is_finish and not last:
-        raise ProgramError("FINISH before the end of the program: it must be the last instruction")
-    if last and not is_finish:
-        raise ProgramError("the program does not end with FINISH")
+def _check_insn(cfg: Config, insn: isa.Insn, dram_bytes: int) -> str:
+    """The static refusals of spec section 7 for one instruction, its position aside (see
+    check_program); returns its module."""
     if isinstance(insn, isa.MemInsn):
         if insn.memory_type not in MEM_NAMES:
             raise EncodingError(f"illegal memory type {insn.memory_type} (legal 0-5: "

@@ -1,0 +1,160 @@
+"""The on-disk compile cache: accelerator kernels and Relax VM builds reused across runs.
+
+A whole model spends most of its wall time compiling (TVM lowering, LLVM code generation, and
+the JIT at the first call) although the same shapes and graphs recur from run to run. Entries
+live under $VTA_KERNEL_CACHE (default build/kernels under the repository), one file per key:
+
+- `kernel-<key>.so` + `.pkl`: an `OpKernel` (cloudpickle, closures included) and its TVM module
+  (export_library), keyed by the op spec, the configuration, the thread count and `CODE_VERSION`;
+- `vm-<key>.so`: a Relax VM executable, keyed by the IRModule's structural hash (which covers
+  its constants) and `CODE_VERSION`.
+
+`CODE_VERSION` hashes the sources that shape a kernel (vta_sim, intrinsics, schedules,
+graph/kernels.py, this file), the tuning database and the TVM version, so an edit to any of
+them misses the cache rather than reusing a stale build. Entries are written to a scratch
+name and renamed into place, so concurrent runs never read half an entry. `VTA_KERNEL_CACHE=off`
+turns the cache off.
+
+`fill(jobs)` runs independent cache-filling builds in forked worker processes, one per core, so
+a cold run compiles its kernels and the CPU build two at a time on this 2-core machine.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import multiprocessing
+import os
+import tempfile
+import traceback
+from pathlib import Path
+
+import cloudpickle
+import tvm
+import tvm_ffi
+
+from schedules import tuning_db
+
+ROOT = Path(__file__).resolve().parents[1]
+_SOURCES = ("vta_sim", "intrinsics", "schedules")
+
+
+def cache_dir() -> Path | None:
+    """$VTA_KERNEL_CACHE, else build/kernels under the repository; None when set to `off`."""
+    value = os.environ.get("VTA_KERNEL_CACHE")
+    if value == "off":
+        return None
+    return Path(value) if value else ROOT / "build" / "kernels"
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """A hash of everything besides the key that decides what a compile produces."""
+    digest = hashlib.sha256(tvm.__version__.encode())
+    files = sorted(p for pkg in _SOURCES for p in (ROOT / pkg).rglob("*.py"))
+    for path in files + [ROOT / "graph" / "kernels.py", Path(__file__).resolve()]:
+        digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
+    db = tuning_db.db_path()
+    digest.update(db.read_bytes() if db.is_file() else b"no tuning database")
+    return digest.hexdigest()
+
+
+def _key(*parts) -> str:
+    return hashlib.sha256(repr((code_version(), *parts)).encode()).hexdigest()[:24]
+
+
+def _write(path: Path, write) -> None:
+    """`write(scratch_path)`, then rename into place (atomic)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, scratch = tempfile.mkstemp(prefix=path.name + ".", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        write(scratch)
+        os.replace(scratch, path)
+    finally:
+        if os.path.exists(scratch):
+            os.unlink(scratch)
+
+
+def exported(executable, path: Path):
+    """Export a `tvm.compile` result to `path` and load it back (no JIT at the first call)."""
+    _write(path, executable.export_library)
+    return tvm.runtime.load_module(str(path))
+
+
+def vm_executable(mod, build):
+    """`build(mod)` (a tvm.compile of a Relax module), cached by the module's structural hash."""
+    root = cache_dir()
+    if root is None:
+        return build(mod)
+    path = root / f"vm-{_key('vm', tvm_ffi.structural_hash(mod))}.so"
+    if path.is_file():
+        return tvm.runtime.load_module(str(path))
+    return exported(build(mod), path)
+
+
+def op_kernel(cfg_text: str, spec, vthreads: int, build):
+    """`build()` (an OpKernel), cached by config, spec and thread count."""
+    root = cache_dir()
+    if root is None:
+        return build()
+    key = _key("kernel", cfg_text, repr(spec), vthreads)
+    lib, pkl = root / f"kernel-{key}.so", root / f"kernel-{key}.pkl"
+    if lib.is_file() and pkl.is_file():
+        kernel = cloudpickle.loads(pkl.read_bytes())
+        kernel.kernel.module = tvm.runtime.load_module(str(lib))
+        return kernel
+    kernel = build()
+    kernel.kernel.module = exported(kernel.kernel.module, lib)
+    module, kernel.kernel.module = kernel.kernel.module, None
+    try:
+        data = cloudpickle.dumps(kernel)
+    finally:
+        kernel.kernel.module = module
+    _write(pkl, lambda p: Path(p).write_bytes(data))
+    return kernel
+
+
+def missing_kernel(cfg_text: str, spec, vthreads: int) -> bool:
+    """Whether `op_kernel` would have to compile this kernel."""
+    root = cache_dir()
+    if root is None:
+        return True
+    key = _key("kernel", cfg_text, repr(spec), vthreads)
+    return not ((root / f"kernel-{key}.so").is_file() and (root / f"kernel-{key}.pkl").is_file())
+
+
+def missing_vm(mod) -> bool:
+    """Whether `vm_executable` would have to compile `mod`."""
+    root = cache_dir()
+    return root is None or not (root / f"vm-{_key('vm', tvm_ffi.structural_hash(mod))}.so").is_file()
+
+
+_JOBS: list = []   # the jobs of the running fill(), inherited by its forked workers
+
+
+def _run_job(index: int) -> str | None:
+    try:
+        _JOBS[index]()
+    except BaseException:  # noqa: BLE001 - the parent re-runs the job to raise it (see fill)
+        return traceback.format_exc()
+    return None
+
+
+def fill(jobs: list) -> None:
+    """Run `jobs` (callables that write cache entries) on every core, in forked processes.
+
+    A job that fails in a worker is run again in this process, which raises its error with its
+    own type and traceback. With the cache off, or one job or one core, nothing is forked (the
+    builds happen where they are needed)."""
+    workers = min(len(jobs), len(os.sched_getaffinity(0)))
+    if cache_dir() is None or workers < 2:
+        return
+    global _JOBS
+    _JOBS = list(jobs)
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            failed = [i for i, error in enumerate(pool.map(_run_job, range(len(_JOBS)), chunksize=1)) if error]
+        for i in failed:
+            _JOBS[i]()
+    finally:
+        _JOBS = []

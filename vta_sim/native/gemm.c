@@ -1,0 +1,74 @@
+/* The GEMM loop nest of one instruction (spec section 5): acc[a[k]] += inp[s[k]] x wgt[w[k]]^T
+ * for k = 0..n-1, in 32-bit two's complement. Sums are taken modulo 2^32, so repeated
+ * destinations accumulate exactly in any order, as the hardware's wrapping adds do.
+ * Built by vta_sim/native/__init__.py. BLOCK_IN = BLOCK_OUT = 8 on x86-64 uses SSE2: int8 widened
+ * to int16, pmaddwd (pairs of int8 products never overflow int32) and a transposed add. */
+#include <stdint.h>
+
+static void gemm_any(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t *a, const int64_t *s,
+                     const int64_t *w, int64_t n, int64_t batch, int64_t bi, int64_t bo)
+{
+    for (int64_t k = 0; k < n; k++) {
+        uint32_t *A = acc + a[k] * batch * bo;
+        const int8_t *I = inp + s[k] * batch * bi, *W = wgt + w[k] * bo * bi;
+        for (int64_t b = 0; b < batch; b++)
+            for (int64_t o = 0; o < bo; o++) {
+                uint32_t sum = 0;
+                for (int64_t i = 0; i < bi; i++)
+                    sum += (uint32_t)((int32_t)I[b * bi + i] * (int32_t)W[o * bi + i]);
+                A[b * bo + o] += sum;
+            }
+    }
+}
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+
+static inline __m128i widen_lo(__m128i v) { return _mm_srai_epi16(_mm_unpacklo_epi8(v, v), 8); }
+static inline __m128i widen_hi(__m128i v) { return _mm_srai_epi16(_mm_unpackhi_epi8(v, v), 8); }
+
+/* [sum of r0, sum of r1, sum of r2, sum of r3], each over its four int32 lanes */
+static inline __m128i hsum4(__m128i r0, __m128i r1, __m128i r2, __m128i r3)
+{
+    __m128i x = _mm_add_epi32(_mm_unpacklo_epi32(r0, r1), _mm_unpackhi_epi32(r0, r1));
+    __m128i y = _mm_add_epi32(_mm_unpacklo_epi32(r2, r3), _mm_unpackhi_epi32(r2, r3));
+    return _mm_add_epi32(_mm_unpacklo_epi64(x, y), _mm_unpackhi_epi64(x, y));
+}
+
+static void gemm_8x8(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t *a, const int64_t *s,
+                     const int64_t *w, int64_t n, int64_t batch)
+{
+    for (int64_t k = 0; k < n; k++) {
+        uint32_t *A = acc + a[k] * 8 * batch;
+        const int8_t *I = inp + s[k] * 8 * batch, *W = wgt + w[k] * 64;
+        __m128i row[8];   /* the 8 weight rows as int16 */
+        for (int q = 0; q < 4; q++) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(W + 16 * q));
+            row[2 * q] = widen_lo(v);
+            row[2 * q + 1] = widen_hi(v);
+        }
+        for (int64_t b = 0; b < batch; b++) {
+            __m128i x = widen_lo(_mm_loadl_epi64((const __m128i *)(I + 8 * b)));
+            __m128i lo = hsum4(_mm_madd_epi16(x, row[0]), _mm_madd_epi16(x, row[1]), _mm_madd_epi16(x, row[2]),
+                               _mm_madd_epi16(x, row[3]));
+            __m128i hi = hsum4(_mm_madd_epi16(x, row[4]), _mm_madd_epi16(x, row[5]), _mm_madd_epi16(x, row[6]),
+                               _mm_madd_epi16(x, row[7]));
+            __m128i *dst = (__m128i *)(A + 8 * b);
+            _mm_storeu_si128(dst, _mm_add_epi32(_mm_loadu_si128(dst), lo));
+            _mm_storeu_si128(dst + 1, _mm_add_epi32(_mm_loadu_si128(dst + 1), hi));
+        }
+    }
+}
+#endif
+
+void vta_gemm(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t *a, const int64_t *s,
+              const int64_t *w, int64_t n, int64_t batch, int64_t bi, int64_t bo)
+{
+#ifdef __SSE2__
+    if (bi == 8 && bo == 8) {
+        gemm_8x8(acc, inp, wgt, a, s, w, n, batch);
+        return;
+    }
+#endif
+    gemm_any(acc, inp, wgt, a, s, w, n, batch, bi, bo);
+}
