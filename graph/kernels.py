@@ -17,7 +17,6 @@ from schedules import vta_workloads as wl
 from vta_sim.config import Config
 from vta_sim.isa import MAX_PAD
 
-from intrinsics.lower import config_to_text
 
 from . import cache, ops
 from .ops import INT8_MIN
@@ -122,7 +121,7 @@ class KernelCache:
     def cold_jobs(self, cfg: Config, specs, vthreads: int) -> list:
         """A job per distinct kernel among `specs` that is in neither this cache nor on disk:
         each compiles it into the disk cache (for graph.cache.fill)."""
-        text, jobs, seen = config_to_text(cfg), [], set()
+        text, jobs, seen = cfg.to_text(), [], set()
         for spec in specs:
             if (cfg, spec, vthreads) in self._kernels or spec in seen or not cache.missing_kernel(text, spec, vthreads):
                 continue
@@ -136,6 +135,6 @@ class KernelCache:
         if key in self._kernels:
             self.hits += 1
         else:
-            self._kernels[key] = cache.op_kernel(config_to_text(cfg), spec, vthreads,
+            self._kernels[key] = cache.op_kernel(cfg.to_text(), spec, vthreads,
                                                  lambda: compile_kernel(cfg, spec, vthreads))
         return self._kernels[key]

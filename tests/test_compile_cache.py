@@ -7,7 +7,6 @@ import tvm
 from tvm.script import relax as R
 
 from graph import build, cache, kernels, ops
-from intrinsics.lower import config_to_text
 from schedules.vta_pool import PoolShape
 from vta_sim.config import Config
 
@@ -70,7 +69,7 @@ def test_fill_builds_in_workers_and_raises_their_errors(disk, monkeypatch):
     assert len(jobs) == 2                       # one per distinct kernel, plus the VM build
     monkeypatch.setattr(cache.os, "sched_getaffinity", lambda pid: {0, 1})   # fork even on one core
     cache.fill(jobs)
-    assert not cache.missing_kernel(config_to_text(cfg), SPEC, 1) and not cache.missing_vm(_module(5))
+    assert not cache.missing_kernel(cfg.to_text(), SPEC, 1) and not cache.missing_vm(_module(5))
     assert kernels.KernelCache().cold_jobs(cfg, [SPEC], 1) == []
 
     class BuildFailure(Exception):
