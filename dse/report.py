@@ -96,7 +96,7 @@ def plot_sensitivity(rows: list, spec: Spec, path: Path) -> None:
     fig, axes = plt.subplots(1, max(len(swept), 1), figsize=(4.2 * max(len(swept), 1), 3.8), squeeze=False)
     for ax, key in zip(axes[0], swept):
         i = spec.keys.index(key)
-        values = spec.configs[key]
+        values = list(dict.fromkeys(spec.configs[key]))   # a list of designs repeats values
         for w in spec.workloads:
             at = defaultdict(list)
             for (design, name), cycles in best.items():

@@ -107,3 +107,16 @@ def test_model_on_configs_it_was_not_fitted_on(target):
         got = areas.predict(areas.config_of(row["overrides"]), target)
         assert abs(got["lut"] - row["lut"]) <= 0.10 * row["lut"], (row["overrides"], got, row)
         assert (got["dsp"], got["bram"]) == (row["dsp"], row["bram"]), (row["overrides"], got, row)
+
+
+def test_a_list_of_designs_is_zipped_not_crossed():
+    """The shapes of the study, not every combination of their keys; missing keys take the base's value."""
+    spec = specs.from_dict({"configs": [{}, {"LOG_BATCH": 1}, {"LOG_BLOCK_IN": 4, "LOG_BLOCK_OUT": 4}],
+                            "workloads": ["resnet18.C8"]})
+    assert spec.keys == ("LOG_BATCH", "LOG_BLOCK_IN", "LOG_BLOCK_OUT")
+    assert [p.overrides for p in spec.points()] == [
+        (("LOG_BATCH", 0), ("LOG_BLOCK_IN", 3), ("LOG_BLOCK_OUT", 3)),
+        (("LOG_BATCH", 1), ("LOG_BLOCK_IN", 3), ("LOG_BLOCK_OUT", 3)),
+        (("LOG_BATCH", 0), ("LOG_BLOCK_IN", 4), ("LOG_BLOCK_OUT", 4))]
+    with pytest.raises(specs.SpecError, match="as a list must hold objects of config keys"):
+        specs.from_dict({"configs": [13], "workloads": ["resnet18.C8"]})
