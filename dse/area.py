@@ -4,10 +4,10 @@ Synthesis (`synthesise`, one Dask task per hardware config) is `hw.synth.synth_c
 its key, so `vta-sim hw synth` and every sweep share runs. The model is for sweeps too large to
 synthesise. Block RAM is counted, not fitted: every SRAM is one memory of depth x entry bits
 (UOP in bus-beat banks), mapped onto the target's block-RAM aspect ratios the way Yosys does.
-LUT, FF and DSP are least-squares fits on the config's structure (GEMM multipliers, accumulator
-lanes, bus width, queue depths); DSP is rounded. Its data are `dse/data/area_TARGET.json`,
-written by `bench/bench_area.py` from synthesis runs (role `fit` is fitted on, `heldout` only
-checked, in docs/dse.md and tests/test_dse_area.py).
+LUT, FF and DSP are least-squares fits on the config's structure (GEMM multipliers and
+accumulator lanes; buffers, bus and queues move them little); DSP is rounded. Its data are
+`dse/data/area_TARGET.json`, written by `bench/bench_area.py` from synthesis runs (role `fit` is
+fitted on, `heldout` only checked, in docs/dse.md and tests/test_dse_area.py).
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ BRAM_SHAPES = {"ecp5": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18),
                "xilinx": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))}
 BRAM_UNIT = {"ecp5": 1, "xilinx": 0.5}
 #: The features each fitted resource is linear in (plus a constant).
-FIT_FEATURES = {"lut": ("macs", "acc_lanes", "bus_bits"), "ff": ("macs", "acc_lanes", "bus_bits"),
+FIT_FEATURES = {"lut": ("macs", "acc_lanes"), "ff": ("macs", "acc_lanes"),
                 "dsp": ("macs", "acc_lanes")}
 #: Configs the model is fitted and checked on: overrides of 1x8x8, the Done-when shapes first.
 FIT_CONFIGS = (
