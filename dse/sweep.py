@@ -87,7 +87,7 @@ def _configs(points: list) -> dict:
     return out
 
 
-def _area_columns(row: dict, cfg, figures: dict | None, reason: str | None, area: areas.Area) -> dict:
+def area_columns(row: dict, cfg, figures: dict | None, reason: str | None, area: areas.Area) -> dict:
     """The `--area` columns of a point's row from its config's area (`figures`) or why it has none."""
     cols = {"area_source": area.source, "area_reason": reason or ""}
     if figures:
@@ -158,7 +158,7 @@ def run_sweep(spec: Spec, out: str | Path, client, retries: int = 2, progress: b
                     row["error"] = f"synthesis: {type(got).__name__}: {got}"
                     summary.failed += 1
                 else:
-                    row.update(_area_columns(row, configs[point], got if isinstance(got, dict) else None,
+                    row.update(area_columns(row, configs[point], got if isinstance(got, dict) else None,
                                              got if isinstance(got, str) else None, area))
             if not row.get("error"):
                 if not row["feasible"]:
