@@ -17,11 +17,11 @@ import matplotlib.pyplot as plt  # noqa: E402 - after choosing the headless back
 
 from vta_sim.config import Config  # noqa: E402
 
-from .area import RESOURCES  # noqa: E402
+from .area import ECP5_85F, RESOURCES  # noqa: E402
 from .spec import Spec  # noqa: E402
 
 FRONT_COLUMNS = ("design", "shape", "inp_kib", "wgt_kib", "acc_kib", *RESOURCES, "fmax_mhz", "clock_mhz",
-                 "clock_source", "cycles", "latency_us", "frames_per_s", "frames_per_s_per_klut",
+                 "clock_source", "area_source", "cycles", "latency_us", "frames_per_s", "frames_per_s_per_klut",
                  "frames_per_s_per_dsp")
 
 
@@ -53,6 +53,7 @@ def design_costs(rows: list, spec: Spec) -> list:
                "shape": f"{cfg.BATCH}x{cfg.BLOCK_IN}x{cfg.BLOCK_OUT}", **{f"{n}_kib": v for n, v in kib.items()},
                **{res: float(rs[0][res]) for res in RESOURCES}, "fmax_mhz": rs[0]["fmax_mhz"],
                "clock_mhz": float(rs[0]["clock_mhz"]), "clock_source": rs[0]["clock_source"],
+               "area_source": rs[0]["area_source"],
                "cycles": sum(r["cycles"] for r in rs), "latency_us": sum(float(r["latency_us"]) for r in rs)}
         fps = float(rs[0]["frames_per_s"]) if one_model and rs[0].get("frames_per_s") else None
         row.update(frames_per_s=fps, frames_per_s_per_klut=fps and fps / row["lut"] * 1000,
@@ -75,7 +76,8 @@ def _label(c: dict) -> str:
 
 
 def plot(costs: list, best: list, spec: Spec, path: Path) -> None:
-    """Speed against LUTs (the front labelled), then against DSPs and block RAMs."""
+    """Speed against LUTs (the front labelled), then against DSPs and block RAMs; for ECP5 the
+    LFE5UM-85F's capacity as a dashed line."""
     fps = all(c["frames_per_s"] for c in costs)
     y = (lambda c: c["frames_per_s"]) if fps else (lambda c: c["latency_us"])  # noqa: E731
     fig, axes = plt.subplots(1, 3, figsize=(15, 5.2), gridspec_kw={"width_ratios": [2, 1, 1]})
@@ -84,6 +86,8 @@ def plot(costs: list, best: list, spec: Spec, path: Path) -> None:
         ax.plot([c[res] for c in best], [y(c) for c in best], "o" + ("-" if res == "lut" else ""),
                 color="C3", label="Pareto front (LUT)")
         ax.set_xlabel({"lut": "LUTs", "dsp": "DSP blocks", "bram": "block RAMs"}[res])
+        if all(c["area_source"].endswith("ecp5") for c in costs):
+            ax.axvline(ECP5_85F[res], color="C0", ls="--", lw=1, label="LFE5UM-85F")
         ax.grid(alpha=0.3)
     for c in best:
         axes[0].annotate(_label(c), (c["lut"], y(c)), fontsize=7, xytext=(5, 4), textcoords="offset points",
