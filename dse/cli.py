@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from . import report, spec as specs
+from . import area as areas, report, spec as specs
 from .cluster import connect
 from .sweep import run_sweep
 from .tune import TuneResult
@@ -11,14 +11,17 @@ from .tune import tune as tune_on
 
 
 def cmd_sweep(args) -> int:
-    spec = specs.load(args.spec)       # refuse a bad spec before a cluster starts
+    spec = specs.load(args.spec)       # refuse a bad spec or --area before a cluster starts
+    area = areas.parse_area(args.area, args.place_and_route) if args.area else None
+    if args.place_and_route and not area:
+        raise areas.AreaError("--place-and-route needs --area ecp5")
     with connect(args.scheduler, args.workers) as client:
-        s = run_sweep(spec, args.out, client, retries=args.retries, progress=not args.quiet)
+        s = run_sweep(spec, args.out, client, retries=args.retries, progress=not args.quiet, area=area)
     print(f"sweep {args.spec}: {s.points} points ({s.skipped} already in {args.out}): "
           f"{s.feasible} feasible, {s.infeasible} infeasible, {s.failed} failed, {s.unverified} not bit-exact")
     if args.report:
         figures = report.write(args.out, spec, args.report)
-        print(f"figures: {figures['pareto']}, {figures['sensitivity']}")
+        print(f"figures: {', '.join(str(v) for k, v in figures.items() if k != 'front')}")
         for label, sram, cycles in figures["front"]:
             print(f"  Pareto: {sram / 1024:8.1f} KiB SRAM {cycles:>12,} cycles  {label}")
     if not s.ok:
@@ -43,6 +46,12 @@ def register(subparsers) -> None:
     p.add_argument("--scheduler", help="Dask scheduler address, e.g. tcp://host:8786 (default: a local cluster)")
     p.add_argument("--workers", type=int, help="local cluster worker processes (default: one per core)")
     p.add_argument("--retries", type=int, default=2, help="reruns of a point whose worker died or raised (default 2)")
-    p.add_argument("--report", metavar="DIR", help="write the Pareto and sensitivity figures here")
+    p.add_argument("--area", choices=areas.AREA_CHOICES,
+                   help="add LUT/FF/DSP/BRAM per point: Yosys synthesis for ecp5 or xc7 (once per hardware "
+                        "config, cached), or the area model fitted on it (model = model:ecp5)")
+    p.add_argument("--place-and-route", action="store_true",
+                   help="with --area ecp5: nextpnr's Fmax per config, the clock of latency_us")
+    p.add_argument("--report", metavar="DIR", help="write the Pareto and sensitivity figures here "
+                   "(with --area also pareto_area.png and pareto.csv)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=cmd_sweep)

@@ -18,7 +18,7 @@ from vta_sim.errors import ConfigError
 from .spec import Point
 
 #: Result columns after the config columns (docs/dse.md).
-RESULT_COLUMNS = ("workload", "vthreads", "feasible", "reason", "cycles", "utilization", "sram_bytes",
+RESULT_COLUMNS = ("workload", "vthreads", "feasible", "reason", "cycles", "utilization", "frames", "sram_bytes",
                   "dram_bytes", "verified", "tiles", "seconds", "error")
 
 
@@ -44,7 +44,7 @@ def _run_model(name: str, cfg: Config, vthreads: int, seed: int) -> dict:
     ideal = sum(r["utilization"] * r["cycles"] for r in vta if r["utilization"] is not None)
     return {"cycles": result.total_cycles, "utilization": ideal / max(result.total_cycles, 1),
             "dram_bytes": sum(r["dram_bytes"] for r in vta), "verified": result.verified,
-            "tiles": f"{len(vta)} accelerator layers"}
+            "tiles": f"{len(vta)} accelerator layers", "frames": result.batch}
 
 
 def evaluate(point: Point) -> dict:

@@ -20,6 +20,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from vta_sim.errors import VTAError  # noqa: E402
 
+from . import report_area  # noqa: E402
 from .spec import Spec  # noqa: E402
 
 
@@ -95,7 +96,7 @@ def plot_sensitivity(rows: list, spec: Spec, path: Path) -> None:
     fig, axes = plt.subplots(1, max(len(swept), 1), figsize=(4.2 * max(len(swept), 1), 3.8), squeeze=False)
     for ax, key in zip(axes[0], swept):
         i = spec.keys.index(key)
-        values = spec.configs[key]
+        values = list(dict.fromkeys(spec.configs[key]))   # a list of designs repeats values
         for w in spec.workloads:
             at = defaultdict(list)
             for (design, name), cycles in best.items():
@@ -118,7 +119,8 @@ def plot_sensitivity(rows: list, spec: Spec, path: Path) -> None:
 
 
 def write(results: str | Path, spec: Spec, out_dir: str | Path) -> dict:
-    """Both figures under `out_dir`: {"pareto": path, "sensitivity": path, "front": designs}."""
+    """Both figures under `out_dir`: {"pareto": path, "sensitivity": path, "front": designs}; with
+    area columns also pareto_area.png and pareto.csv (dse.report_area)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = read_rows(results)
@@ -127,4 +129,5 @@ def write(results: str | Path, spec: Spec, out_dir: str | Path) -> dict:
     paths = {"pareto": out / "sweep_pareto.png", "sensitivity": out / "sweep_sensitivity.png"}
     front = plot_pareto(rows, spec, paths["pareto"])
     plot_sensitivity(rows, spec, paths["sensitivity"])
+    paths.update(report_area.write(rows, spec, out))
     return {**paths, "front": [(_label(spec, d), sram, cycles) for d, sram, cycles in front]}

@@ -3,7 +3,8 @@
 A spec is JSON:
 
     {"base": "1x8x8",                                   # named config or JSON file (default 1x8x8)
-     "configs": {"LOG_INP_BUFF_SIZE": [13, 14, 15], "DMA_READ_LATENCY": [8, 32]},
+     "configs": {"LOG_INP_BUFF_SIZE": [13, 14, 15], "DMA_READ_LATENCY": [8, 32]},   # a grid, or
+     # "configs": [{"LOG_BATCH": 1}, {"LOG_BLOCK_IN": 4, "LOG_BLOCK_OUT": 4}],     # a list of designs
      "workloads": ["resnet18.C5", "gemm:16x256x64", "conv2d:14x14x64x64x3x1x1", "model:digits"],
      "vthreads": [1, 2],                                # default [2]
      "seed": 0}                                         # random data of every point (default 0)
@@ -96,7 +97,8 @@ class Spec:
         return tuple(self.configs)
 
     def points(self) -> list:
-        grid = itertools.product(*self.configs.values())
+        grid = (zip(*self.configs.values()) if isinstance(self.configs, _Designs)
+                else itertools.product(*self.configs.values()))
         return [Point(self.base, tuple(zip(self.keys, values)), w, v, self.seed)
                 for values in grid for w in self.workloads for v in self.vthreads]
 
@@ -114,6 +116,19 @@ def _ints(field: str, values: list) -> None:
         raise SpecError(f"spec field {field!r}: values must be integers, got {bad}")
 
 
+def _designs(items: list, base: dict) -> dict:
+    """A list of designs ({key: value}, the base's value where a key is missing) as the grid's
+    {key: values}, marked so that `points` zips instead of crossing them."""
+    if not items or not all(isinstance(d, dict) for d in items):
+        raise SpecError(f"spec field 'configs' as a list must hold objects of config keys, got {items!r}")
+    keys = list(dict.fromkeys(k for d in items for k in d))
+    return _Designs({k: [d.get(k, base.get(k)) for d in items] for k in keys})
+
+
+class _Designs(dict):
+    """Config values listed design by design (the i-th value of every key is design i)."""
+
+
 def from_dict(spec: dict) -> Spec:
     if not isinstance(spec, dict):
         raise SpecError(f"a sweep spec is a JSON object, got {type(spec).__name__}")
@@ -123,8 +138,11 @@ def from_dict(spec: dict) -> Spec:
     base = spec.get("base", "1x8x8")
     Config.load(base)      # a base that does not load is a mistake in the spec, not a design point
     configs = spec.get("configs", {})
+    if isinstance(configs, list):
+        configs = _designs(configs, Config.load(base).to_dict())
     if not isinstance(configs, dict):
-        raise SpecError(f"spec field 'configs' must map config keys to lists of values, got {configs!r}")
+        raise SpecError(f"spec field 'configs' must map config keys to lists of values (a grid) or be a list "
+                        f"of objects of config keys (one design each), got {configs!r}")
     bad = sorted(set(configs) - set(CONFIG_KEYS))
     if bad:
         raise SpecError(f"unknown config key(s) {', '.join(bad)} in 'configs'; accepted: {', '.join(CONFIG_KEYS)}")
@@ -137,7 +155,8 @@ def from_dict(spec: dict) -> Spec:
     seed = spec.get("seed", 0)
     _ints("seed", [seed])
     workloads = tuple(parse_workload(w) for w in _list(spec, "workloads"))
-    return Spec(str(base), dict(configs), workloads, tuple(vthreads), seed)
+    return Spec(str(base), configs if isinstance(configs, _Designs) else dict(configs), workloads,
+                tuple(vthreads), seed)
 
 
 def load(path: str | Path) -> Spec:

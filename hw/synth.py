@@ -166,11 +166,14 @@ def synthesize(sources: list, top: str, target: str, workdir: Path, pnr: bool = 
 
 
 def run_dir(cfg: Config, target: str, pnr: bool) -> Path:
-    digest = hashlib.sha256(header_text(cfg).encode())
+    """The run's folder, keyed by what the hardware is, not by what the config is called: the
+    header less its naming comment, the RTL, the target and the commands (so `vta-sim hw synth`
+    and a sweep's points share a run)."""
+    digest = hashlib.sha256(header_text(cfg).split("\n", 1)[1].encode())
     for path in rtl_sources():
         digest.update(path.name.encode() + path.read_bytes())
     digest.update(repr((target, SYNTH_COMMANDS[target], pnr and target == "ecp5" and NEXTPNR_ARGS)).encode())
-    return SYNTH_ROOT / f"{cfg.name}-{target}-{digest.hexdigest()[:12]}"
+    return SYNTH_ROOT / f"{cfg.BATCH}x{cfg.BLOCK_IN}x{cfg.BLOCK_OUT}-{target}-{digest.hexdigest()[:12]}"
 
 
 def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None) -> dict:

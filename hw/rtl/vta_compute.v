@@ -53,7 +53,9 @@ module vta_compute (
     output wire [15:0]                  uop_waddr,
     output wire [K*32-1:0]              uop_wdata,
     output wire [`VTA_LU-1:0]           uop_raddr,
+    /* verilator lint_off UNUSEDSIGNAL */  // a micro-op's bits above its three indices (spec section 4)
     input  wire [31:0]                  uop_rdata,
+    /* verilator lint_on UNUSEDSIGNAL */
     output wire                         acc_we,
     output wire [`VTA_LA-1:0]           acc_waddr,
     output wire [`VTA_ACC_BYTES*8-1:0]  acc_wdata,

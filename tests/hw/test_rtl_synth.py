@@ -119,6 +119,11 @@ def test_unknown_target_and_cache_key(monkeypatch, tmp_path):
     assert len(keys) == len(synth.TARGETS) + 1
     assert synth.run_dir(cfg, "ecp5", True) != synth.run_dir(cfg, "ecp5", False)
     assert synth.run_dir(cfg, "xilinx", True) == synth.run_dir(cfg, "xilinx", False)   # no pnr there
+    # the key is the hardware, not the name: a sweep's renamed copy shares the run, a changed key does not
+    renamed = Config.from_dict(cfg.to_dict(), name="1x8x8+LOG_BATCH=0")
+    assert synth.run_dir(renamed, "xilinx", False) == synth.run_dir(cfg, "xilinx", False)
+    wider = Config.from_dict(cfg.to_dict() | {"CMD_QUEUE_DEPTH": 16}, name=cfg.name)
+    assert synth.run_dir(wider, "xilinx", False) != synth.run_dir(cfg, "xilinx", False)
     # a cached result is returned without running a tool
     monkeypatch.setattr(synth, "SYNTH_ROOT", tmp_path)
     rdir = synth.run_dir(cfg, "xilinx", True)

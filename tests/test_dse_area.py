@@ -1,0 +1,124 @@
+"""`vta-sim sweep --area`: one synthesis per hardware config, shared through hw.synth's cache; the
+area model against the committed synthesis data it was not fitted on; the cost figures."""
+from __future__ import annotations
+
+import csv
+import re
+
+import pytest
+from distributed import Client, LocalCluster
+
+from dse import area as areas
+from dse import spec as specs
+from dse.report import write as write_report
+from dse.sweep import run_sweep
+from hw import synth
+from vta_sim.cli import main
+
+
+@pytest.fixture(scope="module")
+def client():
+    """One in-process worker, so that the fake synthesis tool below is what it runs (one thread:
+    TVM's compiler is not safe to run from two threads at once)."""
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster) as c:
+        yield c
+
+
+def read(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture
+def fake_yosys(monkeypatch, tmp_path):
+    """hw.synth.synthesize replaced by counts read off the header, its calls recorded; the cache
+    (hw.synth.SYNTH_ROOT) in tmp_path. Everything between the sweep and the tool is real."""
+    calls = []
+
+    def synthesize(sources, top, target, workdir, pnr=True, progress=None):
+        header = next(p for p in sources if str(p).endswith(".vh")).read_text()
+        block_out = int(re.search(r"`define VTA_BLOCK_OUT (\d+)", header).group(1))
+        calls.append((block_out, target))
+        return {"lut": 1000 * block_out, "ff": 300 * block_out, "dsp": block_out * 8, "bram": 40,
+                "target": target, "fmax_mhz": None}
+
+    monkeypatch.setattr(synth, "SYNTH_ROOT", tmp_path / "synth")
+    monkeypatch.setattr(synth, "synthesize", synthesize)
+    return calls
+
+
+SPEC = {"configs": {"LOG_BLOCK_OUT": [3, 4], "LOG_BUS_WIDTH": [6, 7]},
+        "workloads": ["gemm:8x64x64", "conv2d:6x6x16x16x3x1x1"], "vthreads": [2]}
+
+
+def test_sweep_synthesises_each_config_once_and_a_rerun_nothing(client, tmp_path, fake_yosys):
+    spec = specs.from_dict(SPEC)
+    out = tmp_path / "r.csv"
+    area = areas.parse_area("xc7")
+    summary = run_sweep(spec, out, client, progress=False, area=area)
+    assert summary.ok and summary.feasible == 8
+    assert sorted(fake_yosys) == [(8, "xilinx"), (16, "xilinx")]      # 2 configs the RTL serves, once each
+    rows = read(out)
+    for r in rows:
+        if r["LOG_BUS_WIDTH"] == "7":      # 8-byte INP entries on a 16-byte bus: refused with the rule
+            assert r["lut"] == "" and r["area_reason"].startswith("ConfigError:")
+            assert "INP elements of at least one bus beat" in r["area_reason"]
+            continue
+        block_out = 1 << int(r["LOG_BLOCK_OUT"])
+        assert (int(r["lut"]), int(r["dsp"]), r["area_source"]) == (1000 * block_out, 8 * block_out, "yosys xilinx")
+        assert (r["clock_mhz"], r["clock_source"]) == ("100", "CLOCK_MHZ")
+        assert float(r["latency_us"]) == pytest.approx(int(r["cycles"]) / 100, abs=1e-3)
+    # a second sweep over the same hardware synthesises nothing: hw.synth's cache answers
+    fake_yosys.clear()
+    again = run_sweep(spec, tmp_path / "again.csv", client, progress=False, area=area)
+    assert again.feasible == 8, [(r["workload"], r["reason"]) for r in read(tmp_path / "again.csv")]
+    assert fake_yosys == []
+    figures = write_report(out, spec, tmp_path / "report")
+    assert figures["pareto_area"].stat().st_size > 0
+    front = read(figures["pareto_csv"])
+    assert [r["shape"] for r in front] == ["1x8x8", "1x8x16"]     # twice the lanes: faster, more LUTs
+    assert float(front[1]["latency_us"]) < float(front[0]["latency_us"])
+
+
+def test_area_mistakes_are_refused(tmp_path, capsys):
+    with pytest.raises(areas.AreaError, match="accepted: ecp5, xc7, model"):
+        areas.parse_area("ice40")
+    with pytest.raises(areas.AreaError, match="--place-and-route needs --area ecp5"):
+        areas.parse_area("xc7", pnr=True)
+    spec = tmp_path / "s.json"
+    spec.write_text('{"workloads": ["gemm:8x8x8"]}')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "r.csv"), "--place-and-route"]) == 2
+    assert "--place-and-route needs --area ecp5" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target", ["xilinx", "ecp5"])
+def test_block_rams_are_counted_as_yosys_maps_them(target):
+    """Every synthesised config of the committed data: the count from the memories' shapes."""
+    for row in areas.load_data(target):
+        cfg = areas.config_of(row["overrides"])
+        assert areas.bram_blocks(cfg, target) == row["bram"], row["overrides"]
+
+
+@pytest.mark.parametrize("target", ["xilinx", "ecp5"])
+def test_model_on_configs_it_was_not_fitted_on(target):
+    """Held-out synthesis runs: LUT within 10 %, DSP and block RAM exact."""
+    held = [r for r in areas.load_data(target) if r["role"] == "heldout"]
+    assert held, f"no held-out rows for {target}"
+    for row in held:
+        got = areas.predict(areas.config_of(row["overrides"]), target)
+        assert abs(got["lut"] - row["lut"]) <= 0.10 * row["lut"], (row["overrides"], got, row)
+        assert (got["dsp"], got["bram"]) == (row["dsp"], row["bram"]), (row["overrides"], got, row)
+
+
+def test_a_list_of_designs_is_zipped_not_crossed():
+    """The shapes of the study, not every combination of their keys; missing keys take the base's value."""
+    spec = specs.from_dict({"configs": [{}, {"LOG_BATCH": 1}, {"LOG_BLOCK_IN": 4, "LOG_BLOCK_OUT": 4}],
+                            "workloads": ["resnet18.C8"]})
+    assert spec.keys == ("LOG_BATCH", "LOG_BLOCK_IN", "LOG_BLOCK_OUT")
+    assert [p.overrides for p in spec.points()] == [
+        (("LOG_BATCH", 0), ("LOG_BLOCK_IN", 3), ("LOG_BLOCK_OUT", 3)),
+        (("LOG_BATCH", 1), ("LOG_BLOCK_IN", 3), ("LOG_BLOCK_OUT", 3)),
+        (("LOG_BATCH", 0), ("LOG_BLOCK_IN", 4), ("LOG_BLOCK_OUT", 4))]
+    with pytest.raises(specs.SpecError, match="as a list must hold objects of config keys"):
+        specs.from_dict({"configs": [13], "workloads": ["resnet18.C8"]})
