@@ -1,4 +1,4 @@
-"""The simulator's compiled inner loops: the GEMM and ALU micro-op loop nests in C (gemm.c),
+"""The simulator's compiled inner loops: the GEMM and ALU micro-op loop nests in C (loops.c),
 through ctypes.
 
 numpy's batched 1x8 by 8x8 products run at well under 1 G multiply-accumulates/s; the C loop
@@ -24,7 +24,7 @@ import numpy as np
 from .. import isa
 from ..errors import VTAError
 
-SOURCE = Path(__file__).resolve().parent / "gemm.c"
+SOURCE = Path(__file__).resolve().parent / "loops.c"
 BUILD_ROOT = Path(os.environ.get("VTA_SIM_BUILD", Path(__file__).resolve().parents[2] / "build" / "sim"))
 CFLAGS = ["-O2", "-fPIC", "-shared", "-std=c99"]
 
@@ -37,7 +37,7 @@ def library_path() -> Path:
     """Where the library of this source, compiler and options lives (built or not)."""
     cc = os.environ.get("CC", "gcc")
     digest = hashlib.sha256(SOURCE.read_bytes() + repr((cc, CFLAGS)).encode()).hexdigest()[:12]
-    return BUILD_ROOT / f"libvta_gemm-{digest}.so"
+    return BUILD_ROOT / f"libvta_loops-{digest}.so"
 
 
 def build() -> Path:
@@ -47,7 +47,7 @@ def build() -> Path:
         return path
     cc = os.environ.get("CC", "gcc")
     if shutil.which(cc) is None:
-        raise NativeBuildError(f"the simulator's GEMM loop (vta_sim/native/gemm.c) needs a C compiler: {cc!r} "
+        raise NativeBuildError(f"the simulator's compiled loops (vta_sim/native/loops.c) need a C compiler: {cc!r} "
                                "is not on PATH (set $CC)")
     BUILD_ROOT.mkdir(parents=True, exist_ok=True)
     with open(BUILD_ROOT / f"{path.name}.lock", "w") as lock:
@@ -61,14 +61,14 @@ def build() -> Path:
                 raise NativeBuildError(f"building {SOURCE} with {cc} failed (exit {proc.returncode}):\n"
                                        f"{(proc.stdout + proc.stderr)[-3000:]}")
             os.replace(scratch, path)   # atomic: a reader never sees half a library
-            for old in BUILD_ROOT.glob("libvta_gemm-*.so*"):   # other sources' builds and their locks
+            for old in BUILD_ROOT.glob("libvta_loops-*.so*"):   # other sources' builds and their locks
                 if not old.name.startswith(path.name):
                     old.unlink(missing_ok=True)
     return path
 
 
 _LIB = None
-#: gemm.c's VTA_ALU_* numbers of the ISA's ALU opcodes.
+#: loops.c's VTA_ALU_* numbers of the ISA's ALU opcodes.
 _ALU_OPS = {isa.ALU_MIN: 0, isa.ALU_MAX: 1, isa.ALU_ADD: 2, isa.ALU_SHR: 3, isa.ALU_MUL: 4}
 
 

@@ -1,8 +1,10 @@
-/* The GEMM loop nest of one instruction (spec section 5): acc[a[k]] += inp[s[k]] x wgt[w[k]]^T
- * for k = 0..n-1, in 32-bit two's complement. Sums are taken modulo 2^32, so repeated
- * destinations accumulate exactly in any order, as the hardware's wrapping adds do.
- * Built by vta_sim/native/__init__.py. BLOCK_IN = BLOCK_OUT = 8 on x86-64 uses SSE2: int8 widened
- * to int16, pmaddwd (pairs of int8 products never overflow int32) and a transposed add. */
+/* The micro-op loop nests of GEMM and ALU instructions (spec section 5), called by
+ * vta_sim/native/__init__.py through ctypes.
+ *
+ * GEMM: acc[a[k]] += inp[s[k]] x wgt[w[k]]^T for k = 0..n-1, in 32-bit two's complement. Sums are
+ * taken modulo 2^32, so repeated destinations accumulate exactly in any order, as the
+ * hardware's wrapping adds do. On x86-64, BLOCK_IN = BLOCK_OUT = 8 uses SSE2: int8 widened to
+ * int16, pmaddwd (pairs of int8 products never overflow int32) and a transposed add. */
 #include <stdint.h>
 
 static void gemm_any(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t *a, const int64_t *s,
