@@ -12,12 +12,11 @@ import functools
 
 import numpy as np
 
+from intrinsics.lower import config_to_text
 from schedules import fixed_point, vta_eltwise, vta_ops, vta_pool
 from schedules import vta_workloads as wl
 from vta_sim.config import Config
 from vta_sim.isa import MAX_PAD
-
-from intrinsics.lower import config_to_text
 
 from . import cache, ops
 from .ops import INT8_MIN
