@@ -5,13 +5,14 @@ the JIT at the first call) although the same shapes and graphs recur from run to
 live under $VTA_KERNEL_CACHE (default build/kernels under the repository), one file per key:
 
 - `kernel-<key>.so` + `.pkl`: an `OpKernel` (cloudpickle, closures included) and its TVM module
-  (export_library), keyed by the op spec, the configuration, the thread count and `CODE_VERSION`;
+  (export_library), keyed by the op spec, the configuration, the thread count and
+  `code_version()`;
 - `vm-<key>.so`: a Relax VM executable, keyed by the IRModule's structural hash (which covers
-  its constants) and `CODE_VERSION`.
+  its constants) and `code_version()`.
 
-`CODE_VERSION` hashes the sources that shape a kernel (vta_sim, intrinsics, schedules,
-graph/kernels.py, this file), the tuning database and the TVM version, so an edit to any of
-them misses the cache rather than reusing a stale build. Entries are written to a scratch
+`code_version()` hashes the sources that shape a kernel (vta_sim, intrinsics, schedules,
+graph/kernels.py, this file), the tuning database and the Python, numpy, cloudpickle and TVM
+versions, so an edit to any of them misses the cache rather than reusing a stale build. Entries are written to a scratch
 name and renamed into place, so concurrent runs never read half an entry. `VTA_KERNEL_CACHE=off`
 turns the cache off.
 
@@ -24,11 +25,13 @@ import functools
 import hashlib
 import multiprocessing
 import os
+import sys
 import tempfile
 import traceback
 from pathlib import Path
 
 import cloudpickle
+import numpy as np
 import tvm
 import tvm_ffi
 
@@ -49,7 +52,7 @@ def cache_dir() -> Path | None:
 @functools.lru_cache(maxsize=1)
 def code_version() -> str:
     """A hash of everything besides the key that decides what a compile produces."""
-    digest = hashlib.sha256(tvm.__version__.encode())
+    digest = hashlib.sha256(repr((tvm.__version__, sys.version, np.__version__, cloudpickle.__version__)).encode())
     files = sorted(p for pkg in _SOURCES for p in (ROOT / pkg).rglob("*.py"))
     for path in files + [ROOT / "graph" / "kernels.py", Path(__file__).resolve()]:
         digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
@@ -144,10 +147,11 @@ def fill(jobs: list) -> None:
     """Run `jobs` (callables that write cache entries) on every core, in forked processes.
 
     A job that fails in a worker is run again in this process, which raises its error with its
-    own type and traceback. With the cache off, or one job or one core, nothing is forked (the
-    builds happen where they are needed)."""
+    own type and traceback. With the cache off, one job, one core, or in a daemonic process
+    (a Dask worker may not have children) nothing is forked: the builds happen where they are
+    needed."""
     workers = min(len(jobs), len(os.sched_getaffinity(0)))
-    if cache_dir() is None or workers < 2:
+    if cache_dir() is None or workers < 2 or multiprocessing.current_process().daemon:
         return
     global _JOBS
     _JOBS = list(jobs)

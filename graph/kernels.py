@@ -17,7 +17,6 @@ from schedules import vta_workloads as wl
 from vta_sim.config import Config
 from vta_sim.isa import MAX_PAD
 
-
 from . import cache, ops
 from .ops import INT8_MIN
 

@@ -79,3 +79,17 @@ def test_fill_builds_in_workers_and_raises_their_errors(disk, monkeypatch):
         raise BuildFailure("no such op")
     with pytest.raises(BuildFailure, match="no such op"):
         cache.fill([broken, lambda: None])
+
+
+def test_fill_forks_nothing_in_a_daemonic_process(disk, monkeypatch):
+    """A Dask worker is daemonic and may not have children: its builds happen where needed."""
+    jobs = [(disk / "a").touch, (disk / "b").touch]
+    monkeypatch.setattr(cache.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setattr(cache.multiprocessing, "current_process", lambda: type("P", (), {"daemon": True})())
+    cache.fill(jobs)
+    assert not list(disk.iterdir())
+    monkeypatch.undo()
+    monkeypatch.setattr(cache.os, "sched_getaffinity", lambda pid: {0, 1})
+    monkeypatch.setenv("VTA_KERNEL_CACHE", str(disk))
+    cache.fill(jobs)                            # not daemonic: the workers run them
+    assert sorted(p.name for p in disk.iterdir()) == ["a", "b"]

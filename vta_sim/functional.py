@@ -24,56 +24,32 @@ _SRAM_OF_MEM = {MEM_INP: "inp", MEM_WGT: "wgt", MEM_ACC: "acc", MEM_ACC_8BIT: "a
 _LOAD_STAT = {mem: f"{name}_load_nbytes" for mem, name in _SRAM_OF_MEM.items()}  # ACC_8BIT counts as acc
 _CHUNK = 1 << 18  # iterations materialised at once: bounds memory on huge loop nests
 _NEST_CACHE_SIZE = 64  # memoised loop nests (each at most one chunk of index arrays)
-_COMMUTATIVE = {isa.ALU_MIN: np.minimum, isa.ALU_MAX: np.maximum, isa.ALU_ADD: np.add,
-                isa.ALU_MUL: np.multiply}
 
 
 class _Chunk(NamedTuple):
-    """Index arrays of a run of GEMM/ALU iterations, and the entries they touch as slices where
-    those form one range (numpy slices cost far less than fancy indexing)."""
+    """Index arrays of a run of GEMM/ALU iterations, and the distinct entries they touch as a
+    slice where those form one range (numpy slices cost far less than fancy indexing)."""
 
     a: np.ndarray            # dst (ACC/OUT) index per iteration, in execution order
     s: np.ndarray            # src (INP or ACC)
     w: np.ndarray            # wgt (GEMM)
-    a_view: object           # a, or the slice equal to it
-    s_view: object           # s, or the slice equal to it
-    distinct: bool           # no dst repeats
     dst: object              # the distinct dst entries (slice or array)
-    srcs: object             # the distinct src entries (GEMM: the INP entries read)
-    wgts: object             # the distinct wgt entries
-    reads_own_write: bool    # ALU: an iteration's src is a dst an earlier iteration wrote
-
-
-def _as_range(idx: np.ndarray):
-    """The slice equal to `idx` when it counts up by one, else `idx`."""
-    if idx.size and int(idx[-1]) - int(idx[0]) == idx.size - 1 and (idx.size < 2 or bool((np.diff(idx) == 1).all())):
-        return slice(int(idx[0]), int(idx[-1]) + 1)
-    return idx
+    srcs: object             # GEMM: the distinct INP entries read (None otherwise)
+    wgts: object             # GEMM: the distinct WGT entries read (None otherwise)
 
 
 def _entries(idx: np.ndarray, depth: int):
-    """The distinct entries of `idx`, ascending, as a slice where they are one range; and whether
-    `idx` repeats none."""
-    counts = np.bincount(idx, minlength=depth)
-    entries = np.flatnonzero(counts)
-    return _as_range(entries), entries.size == idx.size
+    """The distinct entries of `idx`, ascending: a slice where they are one range."""
+    entries = np.flatnonzero(np.bincount(idx, minlength=depth))
+    if entries.size and int(entries[-1]) - int(entries[0]) == entries.size - 1:
+        return slice(int(entries[0]), int(entries[-1]) + 1)
+    return entries
 
 
-def _chunk(a, s, w, depth: int, alu: bool, reads: bool) -> _Chunk:
-    n = a.size
-    dst, distinct = _entries(a, depth)
-    srcs, _ = _entries(s, depth) if reads else (None, None)
-    wgts, _ = _entries(w, depth) if reads and not alu else (None, None)
-    reads_own_write = False
-    if alu and reads:
-        position = np.arange(n)
-        first_write = np.full(depth, n, dtype=np.int64)
-        if distinct:
-            first_write[a] = position
-        else:
-            np.minimum.at(first_write, a, position)
-        reads_own_write = bool(np.any(first_write[s] < position))
-    return _Chunk(a, s, w, _as_range(a), _as_range(s), distinct, dst, srcs, wgts, reads_own_write)
+def _chunk(a, s, w, depth: int, gemm_reads: bool) -> _Chunk:
+    if not gemm_reads:
+        return _Chunk(a, s, w, _entries(a, depth), None, None)
+    return _Chunk(a, s, w, _entries(a, depth), _entries(s, depth), _entries(w, depth))
 
 
 class _Shared:
@@ -220,7 +196,7 @@ class Machine:
             p = np.arange(p0, min(pairs, p0 + step), dtype=np.int64)
             i, j = (p // insn.iter_in)[:, None], (p % insn.iter_in)[:, None]
             yield _chunk(*((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors)), depth,
-                         insn.opcode == isa.OP_ALU, not insn.reset)  # a reset reads nothing
+                         insn.opcode == isa.OP_GEMM and not insn.reset)  # a reset reads nothing
 
     def _write_acc(self, dst, vc, what):
         """OUT mirrors the written ACC entries (each distinct entry once)."""
@@ -253,45 +229,9 @@ class Machine:
 
     def _alu_chunk(self, insn, chunk: _Chunk, vc) -> None:
         acc = self.sram["acc"]
-        a, s = chunk.a_view, chunk.s_view
         if insn.reset:
             acc[chunk.dst] = 0
-            self._write_acc(chunk.dst, vc, "ALU")
-            return
-        n = chunk.a.size
-        repeats_dst = not chunk.distinct
-        reads_own_write = (not insn.use_imm) and chunk.reads_own_write
-        op = insn.alu_opcode
-        y = np.int64(insn.imm) if insn.use_imm else None
-        if not reads_own_write and not repeats_dst:
-            acc[a] = alu_op(op, acc[a], y if y is not None else acc[s])
-        elif not reads_own_write and op in _COMMUTATIVE:
-            # Repeated destinations fold in any order for min/max/add/mul (wrapping int32).
-            operand = np.broadcast_to(np.int32(insn.imm), (n, *acc.shape[1:])) if insn.use_imm else acc[s]
-            _COMMUTATIVE[op].at(acc, chunk.a, operand)
-        else:  # a true sequential dependence inside one instruction: honour the order
-            a, s = chunk.a, chunk.s
-            for k in range(n):
-                acc[a[k]] = alu_op(op, acc[a[k]], y if y is not None else acc[s[k]])
-        self.stats["alu_counter"] += n
+        else:
+            native.alu(acc, chunk.a, chunk.s, insn.alu_opcode, insn.imm if insn.use_imm else None)
+            self.stats["alu_counter"] += chunk.a.size
         self._write_acc(chunk.dst, vc, "ALU")
-
-
-def alu_op(op: int, x: np.ndarray, y) -> np.ndarray:
-    """One ALU operation lane by lane on int32 `x` and `y` (array or scalar), wrapping to int32."""
-    x64 = np.asarray(x, dtype=np.int64)
-    y64 = np.asarray(y, dtype=np.int64)
-    if op == isa.ALU_MIN:
-        r = np.minimum(x64, y64)
-    elif op == isa.ALU_MAX:
-        r = np.maximum(x64, y64)
-    elif op == isa.ALU_ADD:
-        r = x64 + y64
-    elif op == isa.ALU_MUL:
-        r = x64 * y64
-    elif op == isa.ALU_SHR:
-        amount = np.minimum(np.abs(y64), 31)
-        r = np.where(y64 >= 0, x64 >> amount, x64 << amount)
-    else:
-        raise ValueError(f"ALU opcode {op}")
-    return r.astype(np.int32)

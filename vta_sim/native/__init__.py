@@ -1,8 +1,10 @@
-"""The simulator's compiled inner loop: the GEMM micro-op loop nest in C (gemm.c), through ctypes.
+"""The simulator's compiled inner loops: the GEMM and ALU micro-op loop nests in C (loops.c),
+through ctypes.
 
 numpy's batched 1x8 by 8x8 products run at well under 1 G multiply-accumulates/s; the C loop
 runs them several times faster, and its wrapping 32-bit sums make repeated destinations need no
-sorting. The library is built with $CC (default gcc) on first use into $VTA_SIM_BUILD (default
+sorting. The ALU loop runs iterations in program order, which is the spec's semantics whatever
+the iterations share. The library is built with $CC (default gcc) on first use into $VTA_SIM_BUILD (default
 build/sim under the repository), keyed by a hash of the source and the options, and reused; a
 second process waits for the first build. A build failure raises `NativeBuildError`.
 """
@@ -19,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import isa
 from ..errors import VTAError
 
-SOURCE = Path(__file__).resolve().parent / "gemm.c"
+SOURCE = Path(__file__).resolve().parent / "loops.c"
 BUILD_ROOT = Path(os.environ.get("VTA_SIM_BUILD", Path(__file__).resolve().parents[2] / "build" / "sim"))
 CFLAGS = ["-O2", "-fPIC", "-shared", "-std=c99"]
 
@@ -34,7 +37,7 @@ def library_path() -> Path:
     """Where the library of this source, compiler and options lives (built or not)."""
     cc = os.environ.get("CC", "gcc")
     digest = hashlib.sha256(SOURCE.read_bytes() + repr((cc, CFLAGS)).encode()).hexdigest()[:12]
-    return BUILD_ROOT / f"libvta_gemm-{digest}.so"
+    return BUILD_ROOT / f"libvta_loops-{digest}.so"
 
 
 def build() -> Path:
@@ -44,7 +47,7 @@ def build() -> Path:
         return path
     cc = os.environ.get("CC", "gcc")
     if shutil.which(cc) is None:
-        raise NativeBuildError(f"the simulator's GEMM loop (vta_sim/native/gemm.c) needs a C compiler: {cc!r} "
+        raise NativeBuildError(f"the simulator's compiled loops (vta_sim/native/loops.c) need a C compiler: {cc!r} "
                                "is not on PATH (set $CC)")
     BUILD_ROOT.mkdir(parents=True, exist_ok=True)
     with open(BUILD_ROOT / f"{path.name}.lock", "w") as lock:
@@ -58,24 +61,33 @@ def build() -> Path:
                 raise NativeBuildError(f"building {SOURCE} with {cc} failed (exit {proc.returncode}):\n"
                                        f"{(proc.stdout + proc.stderr)[-3000:]}")
             os.replace(scratch, path)   # atomic: a reader never sees half a library
-            for old in BUILD_ROOT.glob("libvta_gemm-*.so*"):   # other sources' builds and their locks
+            for old in BUILD_ROOT.glob("libvta_loops-*.so*"):   # other sources' builds and their locks
                 if not old.name.startswith(path.name):
                     old.unlink(missing_ok=True)
     return path
 
 
-_GEMM = None
+_LIB = None
+#: loops.c's VTA_ALU_* numbers of the ISA's ALU opcodes.
+_ALU_OPS = {isa.ALU_MIN: 0, isa.ALU_MAX: 1, isa.ALU_ADD: 2, isa.ALU_SHR: 3, isa.ALU_MUL: 4}
 
 
-def _gemm():
-    global _GEMM
-    if _GEMM is None:
-        fn = ctypes.CDLL(str(build())).vta_gemm
-        ptr, i64 = ctypes.c_void_p, ctypes.c_int64
-        fn.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64]
-        fn.restype = None
-        _GEMM = fn
-    return _GEMM
+def _lib():
+    global _LIB
+    if _LIB is None:
+        lib = ctypes.CDLL(str(build()))
+        ptr, i64, i32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
+        lib.vta_gemm.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64]
+        lib.vta_alu.argtypes = [ptr, ptr, ptr, i64, i64, i32, i32, i32]
+        lib.vta_gemm.restype = lib.vta_alu.restype = None
+        _LIB = lib
+    return _LIB
+
+
+def _check(*pairs) -> None:
+    for array, dtype in pairs:
+        if array.dtype != dtype or not array.flags.c_contiguous:
+            raise TypeError(f"the native loops take C-contiguous {np.dtype(dtype)}, got {array.dtype}")
 
 
 def gemm(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, a: np.ndarray, s: np.ndarray, w: np.ndarray) -> None:
@@ -83,11 +95,18 @@ def gemm(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, a: np.ndarray, s: np
 
     acc (depth, BATCH, BLOCK_OUT) int32, inp (depth, BATCH, BLOCK_IN) int8, wgt (depth,
     BLOCK_OUT, BLOCK_IN) int8, all C-contiguous; a, s, w int64 indices, already range-checked."""
-    for array, dtype in ((acc, np.int32), (inp, np.int8), (wgt, np.int8), (a, np.int64), (s, np.int64),
-                         (w, np.int64)):
-        if array.dtype != dtype or not array.flags.c_contiguous:
-            raise TypeError(f"native gemm takes C-contiguous {np.dtype(dtype)}, got {array.dtype}")
+    _check((acc, np.int32), (inp, np.int8), (wgt, np.int8), (a, np.int64), (s, np.int64), (w, np.int64))
     batch, bo = acc.shape[1:]
     bi = inp.shape[2]
-    _gemm()(acc.ctypes.data, inp.ctypes.data, wgt.ctypes.data, a.ctypes.data, s.ctypes.data, w.ctypes.data,
-            a.size, batch, bi, bo)
+    _lib().vta_gemm(acc.ctypes.data, inp.ctypes.data, wgt.ctypes.data, a.ctypes.data, s.ctypes.data,
+                    w.ctypes.data, a.size, batch, bi, bo)
+
+
+def alu(acc: np.ndarray, a: np.ndarray, s: np.ndarray, opcode: int, imm: int | None) -> None:
+    """acc[a[k]] = op(acc[a[k]], imm if given else acc[s[k]]) for k in order, lane by lane, in
+    place (`opcode` an isa.ALU_* opcode; SHR shifts left for a negative amount, at most 31).
+
+    acc (depth, ...) int32 C-contiguous; a, s int64 indices, already range-checked."""
+    _check((acc, np.int32), (a, np.int64), (s, np.int64))
+    _lib().vta_alu(acc.ctypes.data, a.ctypes.data, s.ctypes.data, a.size, acc[0].size, _ALU_OPS[opcode],
+                   int(imm is not None), imm or 0)

@@ -1,8 +1,10 @@
-/* The GEMM loop nest of one instruction (spec section 5): acc[a[k]] += inp[s[k]] x wgt[w[k]]^T
- * for k = 0..n-1, in 32-bit two's complement. Sums are taken modulo 2^32, so repeated
- * destinations accumulate exactly in any order, as the hardware's wrapping adds do.
- * Built by vta_sim/native/__init__.py. BLOCK_IN = BLOCK_OUT = 8 on x86-64 uses SSE2: int8 widened
- * to int16, pmaddwd (pairs of int8 products never overflow int32) and a transposed add. */
+/* The micro-op loop nests of GEMM and ALU instructions (spec section 5), called by
+ * vta_sim/native/__init__.py through ctypes.
+ *
+ * GEMM: acc[a[k]] += inp[s[k]] x wgt[w[k]]^T for k = 0..n-1, in 32-bit two's complement. Sums are
+ * taken modulo 2^32, so repeated destinations accumulate exactly in any order, as the
+ * hardware's wrapping adds do. On x86-64, BLOCK_IN = BLOCK_OUT = 8 uses SSE2: int8 widened to
+ * int16, pmaddwd (pairs of int8 products never overflow int32) and a transposed add. */
 #include <stdint.h>
 
 static void gemm_any(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t *a, const int64_t *s,
@@ -71,4 +73,36 @@ void vta_gemm(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t
     }
 #endif
     gemm_any(acc, inp, wgt, a, s, w, n, batch, bi, bo);
+}
+
+/* The ALU loop nest of one instruction (spec section 5), iteration by iteration in program
+ * order, so an iteration that reads what an earlier one wrote, or repeats its destination, sees
+ * exactly the sequential semantics: acc[a[k]] = op(acc[a[k]], imm or acc[s[k]]) lane by lane.
+ * `op` is VTA_ALU_* below (vta_sim/native/__init__.py maps the ISA's opcodes onto them). */
+enum { VTA_ALU_MIN, VTA_ALU_MAX, VTA_ALU_ADD, VTA_ALU_SHR, VTA_ALU_MUL };
+
+static inline int32_t alu_lane(int op, int32_t x, int32_t y)
+{
+    switch (op) {
+    case VTA_ALU_MIN: return x < y ? x : y;
+    case VTA_ALU_MAX: return x > y ? x : y;
+    case VTA_ALU_ADD: return (int32_t)((uint32_t)x + (uint32_t)y);
+    case VTA_ALU_MUL: return (int32_t)((uint32_t)x * (uint32_t)y);
+    default: {      /* SHR: right by y >= 0, left by -y, at most 31 places; arithmetic right shift */
+        int64_t amount = y < 0 ? -(int64_t)y : y;
+        if (amount > 31) amount = 31;
+        return y >= 0 ? (int32_t)(x >> amount) : (int32_t)((uint32_t)x << amount);
+    }
+    }
+}
+
+void vta_alu(int32_t *acc, const int64_t *a, const int64_t *s, int64_t n, int64_t lanes, int op, int use_imm,
+             int32_t imm)
+{
+    for (int64_t k = 0; k < n; k++) {
+        int32_t *dst = acc + a[k] * lanes;
+        const int32_t *src = acc + s[k] * lanes;
+        for (int64_t l = 0; l < lanes; l++)
+            dst[l] = alu_lane(op, dst[l], use_imm ? imm : src[l]);
+    }
 }
