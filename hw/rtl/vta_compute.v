@@ -26,19 +26,13 @@ module vta_compute (
     input  wire [127:0] head,
     output wire         head_ready,
     input  wire         l2c_avail,
-    input  wire         l2c_queued,
     output wire         l2c_pop,
     input  wire         s2c_avail,
-    input  wire         s2c_queued,
     output wire         s2c_pop,
     output wire         c2l_push,
     input  wire         c2l_push_ok,
-    input  wire         c2l_free_ok,      // c2l not full, or load starts popping it (early)
-    input  wire         c2l_not_full,
     output wire         c2s_push,
     input  wire         c2s_push_ok,
-    input  wire         c2s_free_ok,
-    input  wire         c2s_not_full,
     output wire         port_req,
     input  wire         port_gnt,
     output wire         port_done,
@@ -76,7 +70,7 @@ module vta_compute (
     output reg  [31:0]  stall_port,
     output reg  [31:0]  stall_push,
     output reg  [31:0]  insn_count,
-    output wire         running       // an instruction's body is under way
+    output wire         running       // an instruction begins or its body is under way
 );
     localparam K = `VTA_BUS_BYTES / `VTA_UOP_BYTES;
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
@@ -84,26 +78,23 @@ module vta_compute (
 
     // ------------------------------------------------------------ instruction life cycle
     wire start, body_done, in_body, retire, st_tok, st_push;
+    wire [127:0] insn;      // the issued instruction, latched below when it begins
     vta_dep_ctrl ctrl (
         .clk(clk), .rst(rst), .enable(enable),
-        .head_valid(head_valid),
+        .head_valid(head_valid), .head(head),
         .head_pop_prev(`VTA_L2C_POP(head)), .head_pop_next(`VTA_S2C_POP(head)),
-        .head_push_prev(`VTA_C2L_PUSH(head)), .head_push_next(`VTA_C2S_PUSH(head)),
-        .prev_avail(l2c_avail), .next_avail(s2c_avail), .prev_queued(l2c_queued), .next_queued(s2c_queued),
+        .insn(insn), .insn_push_prev(`VTA_C2L_PUSH(insn)), .insn_push_next(`VTA_C2S_PUSH(insn)),
+        .prev_avail(l2c_avail), .next_avail(s2c_avail),
         .prev_push_ok(c2l_push_ok), .next_push_ok(c2s_push_ok),
-        .prev_free_ok(c2l_free_ok), .next_free_ok(c2s_free_ok),
-        .prev_not_full(c2l_not_full), .next_not_full(c2s_not_full),
-        .body_done(body_done), .start(start),
-        /* verilator lint_off PINCONNECTEMPTY */ .start_early(), /* verilator lint_on PINCONNECTEMPTY */
+        .body_done(body_done), .issue(head_ready), .start(start),
         .pop_prev(l2c_pop), .pop_next(s2c_pop), .push_prev(c2l_push), .push_next(c2s_push),
         .retire(retire), .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
-    assign head_ready = start;
-    assign running = in_body;
+    assign running = in_body || start;
 
-    wire [2:0] h_op = head[2:0];
+    wire [2:0] h_op = insn[2:0];
     wire h_load = (h_op == `VTA_OP_LOAD);
     wire h_exec = (h_op == `VTA_OP_GEMM) || (h_op == `VTA_OP_ALU);
-    wire h_dma = h_load && (`VTA_MEM_X_SIZE(head) != 16'd0);
+    wire h_dma = h_load && (`VTA_MEM_X_SIZE(insn) != 16'd0);
 
     reg [1:0]   kind;
     reg         is_finish, waiting;
@@ -111,7 +102,7 @@ module vta_compute (
     reg [47:0]  dur, elapsed;
 
     // ------------------------------------------------------------ LOAD UOP / ACC / ACC_8BIT
-    wire [2:0] h_mt = `VTA_MEM_MEMORY_TYPE(head);
+    wire [2:0] h_mt = `VTA_MEM_MEMORY_TYPE(insn);
     wire [3:0] h_elog = (h_mt == `VTA_MEM_UOP) ? 4'($clog2(`VTA_UOP_BYTES)) :
                         (h_mt == `VTA_MEM_ACC) ? 4'($clog2(`VTA_ACC_BYTES)) : 4'($clog2(`VTA_ACC8_BYTES));
     wire dma_we, dma_done;
@@ -119,7 +110,7 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] dma_data;
     wire [K-1:0] dma_lanes;
     vta_dma_read #(.MAXE(`VTA_ACC_BYTES), .K(K)) dma (
-        .clk(clk), .rst(rst), .go(start && h_dma), .insn(head), .elog(h_elog),
+        .clk(clk), .rst(rst), .go(start && h_dma), .insn(insn), .elog(h_elog),
         .port_req(port_req), .port_gnt(port_gnt), .port_done(port_done),
         .ar_valid(ar_valid), .ar_addr(ar_addr), .ar_len(ar_len), .ar_ready(ar_ready),
         .r_valid(r_valid), .r_data(r_data), .r_ready(r_ready),
@@ -144,11 +135,11 @@ module vta_compute (
     reg [31:0]                 d_i, s_i, w_i, d_ij, s_ij, w_ij;
     reg                        g_active;
 
-    wire [`VTA_GEMM_UOP_END_W-1:0] h_bgn = `VTA_GEMM_UOP_END_W'(`VTA_GEMM_UOP_BGN(head));
-    wire [`VTA_GEMM_UOP_END_W-1:0] h_end = `VTA_GEMM_UOP_END(head);
-    wire [13:0] h_out = `VTA_GEMM_ITER_OUT(head), h_in = `VTA_GEMM_ITER_IN(head);
+    wire [`VTA_GEMM_UOP_END_W-1:0] h_bgn = `VTA_GEMM_UOP_END_W'(`VTA_GEMM_UOP_BGN(insn));
+    wire [`VTA_GEMM_UOP_END_W-1:0] h_end = `VTA_GEMM_UOP_END(insn);
+    wire [13:0] h_out = `VTA_GEMM_ITER_OUT(insn), h_in = `VTA_GEMM_ITER_IN(insn);
     wire h_alu = (h_op == `VTA_OP_ALU);
-    wire h_tensor = h_alu && !`VTA_ALU_USE_IMM(head);
+    wire h_tensor = h_alu && !`VTA_ALU_USE_IMM(insn);
     wire [47:0] h_n = (h_end > h_bgn) ? 48'(h_out) * 48'(h_in) * 48'(h_end - h_bgn) : 48'd0;
     wire [47:0] h_pipe = h_alu ? `VTA_ALU_PIPELINE : `VTA_GEMM_PIPELINE;
 
@@ -287,19 +278,19 @@ module vta_compute (
                 is_finish <= (h_op == `VTA_OP_FINISH);
                 kind <= h_dma ? KIND_LOAD : h_exec ? KIND_EXEC : KIND_NOP;
                 elapsed <= 0;
-                if (h_dma && `VTA_MEM_MEMORY_TYPE(head) == `VTA_MEM_UOP)
-                    uop_bytes <= uop_bytes + 32'(`VTA_MEM_X_SIZE(head)) * 32'(`VTA_MEM_Y_SIZE(head)) * `VTA_UOP_BYTES;
-                else if (h_dma && `VTA_MEM_MEMORY_TYPE(head) == `VTA_MEM_ACC)
-                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(head)) * 32'(`VTA_MEM_Y_SIZE(head)) * `VTA_ACC_BYTES;
+                if (h_dma && `VTA_MEM_MEMORY_TYPE(insn) == `VTA_MEM_UOP)
+                    uop_bytes <= uop_bytes + 32'(`VTA_MEM_X_SIZE(insn)) * 32'(`VTA_MEM_Y_SIZE(insn)) * `VTA_UOP_BYTES;
+                else if (h_dma && `VTA_MEM_MEMORY_TYPE(insn) == `VTA_MEM_ACC)
+                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(insn)) * 32'(`VTA_MEM_Y_SIZE(insn)) * `VTA_ACC_BYTES;
                 else if (h_dma)
-                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(head)) * 32'(`VTA_MEM_Y_SIZE(head)) * `VTA_ACC8_BYTES;
+                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(insn)) * 32'(`VTA_MEM_Y_SIZE(insn)) * `VTA_ACC8_BYTES;
                 // GEMM / ALU operands (ALU's word 1 differs from GEMM's)
                 is_alu <= h_alu;
-                reset <= `VTA_GEMM_RESET(head);
+                reset <= `VTA_GEMM_RESET(insn);
                 tensor <= h_tensor;
                 slot <= 1'b0;
-                alu_op <= `VTA_ALU_ALU_OPCODE(head);
-                imm <= 32'($signed(`VTA_ALU_IMM(head)));
+                alu_op <= `VTA_ALU_ALU_OPCODE(insn);
+                imm <= 32'($signed(`VTA_ALU_IMM(insn)));
                 u <= h_bgn;
                 u_bgn <= h_bgn;
                 u_end <= h_end;
@@ -308,12 +299,12 @@ module vta_compute (
                 i <= 0;
                 j <= 0;
                 {d_i, s_i, w_i, d_ij, s_ij, w_ij} <= 0;
-                dfo <= 32'(`VTA_GEMM_DST_FACTOR_OUT(head));
-                dfi <= 32'(`VTA_GEMM_DST_FACTOR_IN(head));
-                sfo <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_OUT(head)) : 32'(`VTA_GEMM_SRC_FACTOR_OUT(head));
-                sfi <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_IN(head)) : 32'(`VTA_GEMM_SRC_FACTOR_IN(head));
-                wfo <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_OUT(head));
-                wfi <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_IN(head));
+                dfo <= 32'(`VTA_GEMM_DST_FACTOR_OUT(insn));
+                dfi <= 32'(`VTA_GEMM_DST_FACTOR_IN(insn));
+                sfo <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_OUT(insn)) : 32'(`VTA_GEMM_SRC_FACTOR_OUT(insn));
+                sfi <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_IN(insn)) : 32'(`VTA_GEMM_SRC_FACTOR_IN(insn));
+                wfo <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_OUT(insn));
+                wfi <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_IN(insn));
                 g_active <= h_exec && (h_n != 0);
                 dur <= h_pipe + (h_tensor ? h_n << 1 : h_n);
             end

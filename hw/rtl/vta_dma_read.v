@@ -118,8 +118,10 @@ module vta_dma_read #(
     wire pad_next = is_pad(r_next, c_next, y0, y_size, x0, x_size);
 
     // ------------------------------------------------------------ segment sequencing
+    // every beat must be in before the burst's last cycle (registered count: no chain from the
+    // read FIFO to the port arbiter); DRAM answering within DMA_READ_LATENCY - 1 is exact
     wire burst_end = (state == S_BURST) && (b_tick + 1 >= 32'(`VTA_DMA_READ_LATENCY) + b_beats) &&
-                     (b_got + 32'(beat) == b_beats);
+                     (b_got == b_beats);
     wire seg_end = (in_pad && (end_next || !pad_next)) || burst_end;
     wire go_burst = go && (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_X_PAD_0(insn) == 4'd0) &&
                     (`VTA_MEM_Y_SIZE(insn) != 16'd0);
