@@ -6,7 +6,7 @@ import pytest
 from programs import image_with, load, store
 from vta_sim import Simulator, isa
 from vta_sim.config import MEM_INP, MEM_UOP, MEM_WGT
-from vta_sim.timing import FETCH_DECODE, ISSUE_DELAY, QUEUE_DELAY, TOKEN_DELAY
+from vta_sim.timing import FETCH_DECODE, ISSUE_DELAY, QUEUE_DELAY, REQUEST_DELAY, TOKEN_DELAY
 
 
 def fetch(cfg):
@@ -52,15 +52,16 @@ def test_alu_is_one_per_cycle_with_immediate_two_with_tensor(cfg, use_imm, per_i
 @pytest.mark.parametrize("y, x, pads", [(1, 4, (0, 0, 0, 0)), (3, 5, (0, 0, 0, 0)), (2, 3, (1, 2, 1, 3))])
 def test_load_is_latency_plus_beats_per_row_plus_pad_entries(cfg, y, x, pads):
     """Leading pads are written while fetch holds the read port for the FINISH (from its request at
-    enq(0)); the first burst is granted once that fetch is done; then bursts and pads run back to
-    back, and the FINISH pops the pushed token."""
+    enq(0)); the first burst is granted once that fetch is done; then pads and bursts run back to
+    back, each burst requesting the port REQUEST_DELAY after the segment before it; the FINISH pops
+    the pushed token."""
     elem = cfg.buffers["inp"].entry_bytes
     width = pads[2] + x + pads[3]
     rows = y * (cfg.DMA_READ_LATENCY + math.ceil(x * elem / cfg.bus_bytes))
     pad_entries = (pads[0] + pads[1]) * width + y * (pads[2] + pads[3])
     lead = pads[0] * width + pads[2]
-    grant = max(begin(cfg, 0) + lead, enq(cfg, 0) + fetch(cfg))
-    done = grant + rows + pad_entries - lead
+    grant = max(begin(cfg, 0) + lead + REQUEST_DELAY, enq(cfg, 0) + fetch(cfg))
+    done = grant + rows + pad_entries - lead + (y - 1) * REQUEST_DELAY
     insns = [load(MEM_INP, 0, 0, y, x, x + 1, pads, push_next=1), isa.FinishInsn(pop_prev=1)]
     assert cycles(cfg, insns) == begin(cfg, 1, pushed=done) + 1
 
@@ -71,8 +72,8 @@ def test_long_rows_split_into_bursts_at_the_boundary(cfg):
     boundary = min(4096, 256 * cfg.bus_bytes)
     bursts = 4096 // boundary
     insns = [load(MEM_WGT, 0, 0, 1, x, push_next=1), isa.FinishInsn(pop_prev=1)]
-    grant = max(begin(cfg, 0), enq(cfg, 0) + fetch(cfg))
-    done = grant + bursts * (cfg.DMA_READ_LATENCY + boundary // cfg.bus_bytes)
+    grant = max(begin(cfg, 0) + REQUEST_DELAY, enq(cfg, 0) + fetch(cfg))
+    done = grant + bursts * (cfg.DMA_READ_LATENCY + boundary // cfg.bus_bytes) + (bursts - 1) * REQUEST_DELAY
     assert cycles(cfg, insns, size=8192) == begin(cfg, 1, pushed=done) + 1
 
 
@@ -82,7 +83,7 @@ def test_misaligned_uop_load_pays_an_extra_beat(cfg):
     # the GEMM's fetch holds the read port until enq(0) + f; the UOP burst (2 beats, not 1) is
     # granted then, before the FINISH's fetch asks (at enq(1)), which then waits for it.
     f = fetch(cfg)
-    uop_grant = max(begin(cfg, 0), enq(cfg, 0) + f)
+    uop_grant = max(begin(cfg, 0) + REQUEST_DELAY, enq(cfg, 0) + f)
     assert uop_grant < enq(cfg, 1)
     uop_done = uop_grant + cfg.DMA_READ_LATENCY + 2
     gemm_done = max(begin(cfg, 1), uop_done) + cfg.GEMM_PIPELINE + 2

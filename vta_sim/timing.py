@@ -84,6 +84,7 @@ FETCH_DECODE = 2   # a word whose last beat is due at D is checked at D + 1 and 
 QUEUE_DELAY = 1    # an instruction enqueued at t can issue from t + 1; a slot freed at t is seen at t + 1
 TOKEN_DELAY = 1    # a token pushed at t can be popped from t + 1; a slot freed at t is seen at t + 1
 ISSUE_DELAY = 1    # an instruction issued (taken from its queue, tokens popped) at t begins from t + 1
+REQUEST_DELAY = 1  # a read burst requests the port 1 cycle after the segment before it (or the begin)
 
 
 @dataclass
@@ -213,6 +214,8 @@ class Engine:
             i += 1
         cur.seg = i
         if i < len(segs):
+            cur.t += REQUEST_DELAY     # the request register: busy, not waiting for the port
+            cur.body += REQUEST_DELAY
             m.phase = _PORT
         else:
             cur.done = cur.t
