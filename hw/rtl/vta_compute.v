@@ -3,18 +3,20 @@
 //
 // Pipeline, one micro-op iteration per cycle (one per two for an ALU with a tensor operand):
 //   S0  loop counters -> UOP SRAM read
+//   S0b micro-op registered (the SRAM's output never feeds the index adders directly)
 //   S1  indices = micro-op + loop offsets -> INP/WGT reads; ALU: ACC read (tensor: ACC[dst], then
 //       S1b ACC[src])
-//   S2  ALU: operands registered; GEMM: INP x WGT products registered
-//   S3  ALU -> ACC and OUT write; GEMM: adder tree (registered), ACC[dst] read
-//   S4  GEMM: ACC[dst] + dot -> ACC and OUT write
+//   S2  ALU: operands registered; GEMM: INP and WGT registered (the multipliers' input registers)
+//   S3  ALU -> ACC and OUT write; GEMM: INP x WGT products registered
+//   S4  GEMM: adder tree (registered), ACC[dst] read
+//   S5  GEMM: ACC[dst] + dot -> ACC and OUT write
 // The SRAMs are write-first, so an iteration reading the entry that the previous one writes in
 // the same cycle sees the new value: GEMM reads its accumulator one cycle before it adds, so its
 // read-add-write stays one cycle however deep the multiplier side is. The ALU reads ACC[dst] in
 // S1 and writes in S3, so the one write it can miss, the previous iteration's, is forwarded from
 // S3 (into S2's operand, or S1b's for a tensor ALU). The instruction is done GEMM_PIPELINE
 // (ALU_PIPELINE) cycles after its last issue slot, as docs/timing.md models it; the last write is
-// 4 (3) cycles after it, so GEMM_PIPELINE >= 4 and ALU_PIPELINE >= 3 are exact (hw/header.py
+// 6 (4) cycles after it, so GEMM_PIPELINE >= 6 and ALU_PIPELINE >= 4 are exact (hw/header.py
 // refuses less).
 `default_nettype none
 `include "vta_cfg.vh"
@@ -148,21 +150,22 @@ module vta_compute (
     wire last_u = (u + 1 == u_end), last_j = (j + 1 == n_in), last_i = (i + 1 == n_out);
 
     // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
-    reg        s1_valid, s1b_valid, s2_valid, s3_valid, s4_valid;
-    reg [31:0] s1_d, s1_s, s1_w, s1b_a;
+    reg        s0b_valid, s1_valid, s1b_valid, s2_valid, s3_valid, s4_valid, s5_valid;
+    reg [31:0] s0b_d, s0b_s, s0b_w, s1_d, s1_s, s1_w, s1b_a;
+    reg [31:0] uop_q;
     /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM
-    reg [31:0] s1b_src, s2_a, s3_a, s4_a;
+    reg [31:0] s1b_src, s2_a, s3_a, s4_a, s5_a;
     /* verilator lint_on UNUSEDSIGNAL */
     reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2;
-    wire [31:0] a = 32'(`VTA_UOP_DST_IDX(uop_rdata)) + s1_d;
-    wire [31:0] src = 32'(`VTA_UOP_SRC_IDX(uop_rdata)) + s1_s;
-    wire [31:0] wg = 32'(`VTA_UOP_WGT_IDX(uop_rdata)) + s1_w;
+    wire [31:0] a = 32'(`VTA_UOP_DST_IDX(uop_q)) + s1_d;
+    wire [31:0] src = 32'(`VTA_UOP_SRC_IDX(uop_q)) + s1_s;
+    wire [31:0] wg = 32'(`VTA_UOP_WGT_IDX(uop_q)) + s1_w;
     wire bad_index = s1_valid && ((a >= `VTA_ACC_DEPTH) ||
         (!reset && !is_alu && (src >= `VTA_INP_DEPTH || wg >= `VTA_WGT_DEPTH)) ||
         (!reset && tensor && src >= `VTA_ACC_DEPTH));
     assign inp_raddr = `VTA_LI'(src);
     assign wgt_raddr = `VTA_LW'(wg);
-    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s3_a);
+    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s4_a);
 
     wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z;
     vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_rdata),
@@ -174,9 +177,9 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] dst_s1b = (alu_we && s3_a == s1b_a) ? alu_z : acc_rdata;
     wire [`VTA_ACC_BYTES*8-1:0] dst_s2 = (alu_we && s3_a == s2_a) ? alu_z : acc_rdata;
 
-    wire exec_we = alu_we || s4_valid;    // one instruction kind runs at a time
+    wire exec_we = alu_we || s5_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
-    assign acc_waddr = s4_valid ? `VTA_LA'(s4_a) : exec_we ? `VTA_LA'(s3_a) : `VTA_LA'(dma_idx);
+    assign acc_waddr = s5_valid ? `VTA_LA'(s5_a) : exec_we ? `VTA_LA'(s3_a) : `VTA_LA'(dma_idx);
     assign acc_wdata = exec_we ? z : (mt == `VTA_MEM_ACC) ? dma_data : acc8;
     assign out_we = exec_we;
     genvar g;
@@ -187,7 +190,7 @@ module vta_compute (
     endgenerate
 
     // ------------------------------------------------------------ completion
-    wire exec_done = !g_active && !s1_valid && !s1b_valid && (elapsed + 1 >= dur);
+    wire exec_done = !g_active && !s0b_valid && !s1_valid && !s1b_valid && (elapsed + 1 >= dur);
     assign body_done = in_body && ((kind == KIND_NOP) || (kind == KIND_LOAD && dma_done) ||
                                    (kind == KIND_EXEC && exec_done));
     assign finish = retire && is_finish;
@@ -198,11 +201,13 @@ module vta_compute (
             is_finish <= 1'b0;
             waiting <= 1'b0;
             g_active <= 1'b0;
+            s0b_valid <= 1'b0;
             s1_valid <= 1'b0;
             s1b_valid <= 1'b0;
             s2_valid <= 1'b0;
             s3_valid <= 1'b0;
             s4_valid <= 1'b0;
+            s5_valid <= 1'b0;
             err <= 1'b0;
             {acc_bytes, uop_bytes, gemm_count, alu_count, busy_cycles} <= 0;
             {stall_token, stall_port, stall_push, insn_count} <= 0;
@@ -216,21 +221,30 @@ module vta_compute (
             if (bad_index) err <= 1'b1;
 
             // pipeline registers
-            s1_valid <= issue;
+            s0b_valid <= issue;
+            s1_valid <= s0b_valid;
             s2_valid <= (s1_valid && !tensor) || s1b_valid;
             s1b_valid <= s1_valid && tensor;
             s3_valid <= s2_valid;
             s4_valid <= s3_valid && !is_alu;
+            s5_valid <= s4_valid;
             if (s2_valid) begin
                 s3_a <= s2_a;
                 x2 <= tensor ? x_r : dst_s2;
                 y2 <= tensor ? acc_rdata : {LANES{imm}};
             end
             if (s3_valid) s4_a <= s3_a;
+            if (s4_valid) s5_a <= s4_a;
             if (issue) begin
-                s1_d <= d_ij;
-                s1_s <= s_ij;
-                s1_w <= w_ij;
+                s0b_d <= d_ij;
+                s0b_s <= s_ij;
+                s0b_w <= w_ij;
+            end
+            if (s0b_valid) begin
+                uop_q <= uop_rdata;
+                s1_d <= s0b_d;
+                s1_s <= s0b_s;
+                s1_w <= s0b_w;
             end
             if (s1_valid) begin
                 s1b_a <= a;

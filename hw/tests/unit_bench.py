@@ -118,7 +118,7 @@ async def gemm_core_matches_numpy(dut):
         reset_flag = trial % 7 == 3
         dut.g_inp.value = pack(inp.ravel(), 8)
         dut.g_wgt.value = pack(wgt.ravel(), 8)
-        await ClockCycles(dut.clk, 2)   # products, then their sums, registered; acc_in added after
+        await ClockCycles(dut.clk, 3)   # operands, products, then their sums, registered; acc_in added after
         dut.g_acc_in.value = pack(acc.ravel(), 32)
         dut.g_reset.value = int(reset_flag)
         await Timer(1, "ns")
