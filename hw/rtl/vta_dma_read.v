@@ -67,7 +67,7 @@ module vta_dma_read #(
     endfunction
 
     // ------------------------------------------------------------ the current burst
-    reg [31:0] b_beats, b_got, b_tick, b_addr, q_beats, q_addr;
+    reg [31:0] b_beats, b_got, b_tick, b_addr, b_lim, q_beats, q_addr;
     reg        ar_pend, empty;
     wire [31:0] row_end = row_base + row_bytes;
 
@@ -121,9 +121,15 @@ module vta_dma_read #(
     // ------------------------------------------------------------ segment sequencing
     // every beat must be in before the burst's last cycle (registered count: no chain from the
     // read FIFO to the port arbiter); DRAM answering within DMA_READ_LATENCY - 1 is exact
-    wire burst_end = (state == S_BURST) && (b_tick + 1 >= 32'(`VTA_DMA_READ_LATENCY) + b_beats) &&
-                     (b_got == b_beats);
-    wire seg_end = (in_pad && (end_next || !pad_next)) || burst_end;
+    // A burst writes nothing in its last cycle (its beats are all in), so what follows it is known
+    // from the position alone, registered a cycle ahead (end_r, pad_r): the burst's end, the
+    // LOAD's end and the next request come from registers (b_lim: its last tick).
+    reg end_r, pad_r;
+    wire burst_end = (state == S_BURST) && (b_tick >= b_lim) && (b_got == b_beats);
+    wire pad_end = in_pad && (end_next || !pad_next);
+    wire seg_end = pad_end || burst_end;
+    wire seg_last = in_pad ? end_next : end_r;         // at seg_end: the LOAD ends
+    wire seg_pad = in_pad ? pad_next : pad_r;          // at seg_end: pads follow
     wire go_burst = go && (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_X_PAD_0(insn) == 4'd0) &&
                     (`VTA_MEM_Y_SIZE(insn) != 16'd0);
     // a LOAD of no rows at all is done in its first cycle (docs/hardware.md, decisions)
@@ -131,10 +137,10 @@ module vta_dma_read #(
                       (`VTA_MEM_Y_PAD_1(insn) == 4'd0);
     // a burst requests the port from a register, the cycle after the segment before it ends (or
     // after go): docs/timing.md revision 3, REQUEST_DELAY; its set-up is registered with it
-    wire to_req = (go && go_burst) || (!go && seg_end && !end_next && !pad_next);
+    wire to_req = (go && go_burst) || (!go && seg_end && !seg_last && !seg_pad);
     assign port_req = (state == S_REQ);
     assign port_done = burst_end;
-    assign done_now = (seg_end && end_next) || empty;
+    assign done_now = (seg_end && seg_last) || empty;
 
     always @(posedge clk) begin
         if (rst) begin
@@ -182,7 +188,7 @@ module vta_dma_read #(
                 row_base <= row_base_next;
             end
             if (seg_end) begin
-                state <= end_next ? S_IDLE : pad_next ? S_PAD : S_REQ;
+                state <= seg_last ? S_IDLE : seg_pad ? S_PAD : S_REQ;
             end else if (state == S_REQ && port_gnt) begin
                 state <= S_BURST;
             end
@@ -192,8 +198,11 @@ module vta_dma_read #(
             q_beats <= nb_beats;
             q_addr <= nb_cur & ~(BB - 1);
         end
+        end_r <= end_next;
+        pad_r <= pad_next;
         if (!rst && port_gnt) begin
             b_beats <= q_beats;
+            b_lim <= q_beats + 32'(`VTA_DMA_READ_LATENCY) - 1;
             b_addr <= q_addr;
             b_got <= 0;
             b_tick <= 0;
