@@ -8,6 +8,7 @@ from programs import Layout, chain, image_with, load, store, uop_words
 from reference import run_reference
 from vta_sim import Simulator, isa
 from vta_sim.config import MEM_ACC, MEM_INP, MEM_UOP, MEM_WGT
+from vta_sim.timing import REQUEST_DELAY
 
 RNG = np.random.default_rng(99)
 
@@ -90,6 +91,7 @@ def test_equal_loads_at_different_addresses_cost_their_own_bursts(cfg):
             end = pos + x * elem
             while pos < end:
                 stop = min(end, (pos // boundary + 1) * boundary)
-                expected += cfg.DMA_READ_LATENCY + math.ceil((pos % cfg.bus_bytes + stop - pos) / cfg.bus_bytes)
+                expected += (REQUEST_DELAY + cfg.DMA_READ_LATENCY
+                             + math.ceil((pos % cfg.bus_bytes + stop - pos) / cfg.bus_bytes))
                 pos = stop
     assert result.stats["load_busy_cycles"] == expected  # busy: start to done less port waits
