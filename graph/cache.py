@@ -2,7 +2,7 @@
 
 A whole model spends most of its wall time compiling (TVM lowering, LLVM code generation, and
 the JIT at the first call) although the same shapes and graphs recur from run to run. Entries
-live under $VTA_KERNEL_CACHE (default build/kernels under the repository), one file per key:
+live under $VTA_KERNEL_CACHE (default kernels/ in the cache root, vta_sim.paths), one file per key:
 
 - `kernel-<key>.so` + `.pkl`: an `OpKernel` (cloudpickle, closures included) and its TVM module
   (export_library), keyed by the op spec, the configuration, the thread count and
@@ -36,17 +36,17 @@ import tvm
 import tvm_ffi
 
 from schedules import tuning_db
+from vta_sim import paths
 
 ROOT = Path(__file__).resolve().parents[1]
 _SOURCES = ("vta_sim", "intrinsics", "schedules")
 
 
 def cache_dir() -> Path | None:
-    """$VTA_KERNEL_CACHE, else build/kernels under the repository; None when set to `off`."""
-    value = os.environ.get("VTA_KERNEL_CACHE")
-    if value == "off":
+    """$VTA_KERNEL_CACHE, else kernels/ in the cache root (vta_sim.paths); None when set to `off`."""
+    if os.environ.get("VTA_KERNEL_CACHE") == "off":
         return None
-    return Path(value) if value else ROOT / "build" / "kernels"
+    return paths.cache_dir("kernels", "VTA_KERNEL_CACHE")
 
 
 @functools.lru_cache(maxsize=1)

@@ -5,7 +5,7 @@ numpy's batched 1x8 by 8x8 products run at well under 1 G multiply-accumulates/s
 runs them several times faster, and its wrapping 32-bit sums make repeated destinations need no
 sorting. The ALU loop runs iterations in program order, which is the spec's semantics whatever
 the iterations share. The library is built with $CC (default gcc) on first use into $VTA_SIM_BUILD (default
-build/sim under the repository), keyed by a hash of the source and the options, and reused; a
+sim/ in the cache root, vta_sim.paths), keyed by a hash of the source and the options, and reused; a
 second process waits for the first build. A build failure raises `NativeBuildError`.
 """
 from __future__ import annotations
@@ -23,9 +23,10 @@ import numpy as np
 
 from .. import isa
 from ..errors import VTAError
+from ..paths import cache_dir
 
 SOURCE = Path(__file__).resolve().parent / "loops.c"
-BUILD_ROOT = Path(os.environ.get("VTA_SIM_BUILD", Path(__file__).resolve().parents[2] / "build" / "sim"))
+BUILD_ROOT = cache_dir("sim", "VTA_SIM_BUILD")
 CFLAGS = ["-O2", "-fPIC", "-shared", "-std=c99"]
 
 
