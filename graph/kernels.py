@@ -28,24 +28,31 @@ def host_padding(spec) -> tuple[int, int | None]:
     (a conv input's zero point; a max-pool's -128, the int8 minimum, so that padding never wins
     a max) or is wider, the host pads the input in DRAM and the kernel runs unpadded."""
     pad = spec.shape.pad
-    if isinstance(spec, ops.PoolSpec) and pad:
+    if isinstance(spec, ops.PoolSpec) and (pad or spec.ceil_extra):
         return 0, INT8_MIN
     if isinstance(spec, ops.ConvSpec) and (spec.pad_value or pad > MAX_PAD):
         return 0, spec.pad_value
     return pad, None
 
 
-def _pad_input(x: np.ndarray, pad: int, value: int) -> np.ndarray:
-    return np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=value)
+def _extra(spec) -> int:
+    """Rows and columns a ceil_mode max-pool adds at the bottom and right (ops.PoolSpec)."""
+    return spec.ceil_extra if isinstance(spec, ops.PoolSpec) else 0
+
+
+def _pad_input(x: np.ndarray, spec, value: int) -> np.ndarray:
+    pad, extra = spec.shape.pad, _extra(spec)
+    return np.pad(x, ((0, 0), (0, 0), (pad, pad + extra), (pad, pad + extra)), constant_values=value)
 
 
 def _kernel_shape(spec):
     """The shape the kernel computes: the spec's, or its host-padded input with no padding."""
-    pad, _ = host_padding(spec)
+    _, value = host_padding(spec)
     s = spec.shape
-    if pad == s.pad:
+    if value is None:
         return s
-    return dataclasses.replace(s, h=s.h + 2 * s.pad, w=s.w + 2 * s.pad, pad=0)
+    grow = 2 * s.pad + _extra(spec)
+    return dataclasses.replace(s, h=s.h + grow, w=s.w + grow, pad=0)
 
 
 def compile_kernel(cfg: Config, spec, vthreads: int):
@@ -59,8 +66,8 @@ def compile_kernel(cfg: Config, spec, vthreads: int):
             kernel = vta_pool.max_pool_kernel(cfg, s.n, s.c, s.h, s.w, s.k, s.stride, s.pad)
         _, value = host_padding(spec)
         if value is not None:
-            pack, pad = kernel.pack, spec.shape.pad
-            kernel = dataclasses.replace(kernel, pack=lambda x, *rest: pack(_pad_input(x, pad, value), *rest))
+            pack = kernel.pack
+            kernel = dataclasses.replace(kernel, pack=lambda x, *rest: pack(_pad_input(x, spec, value), *rest))
         return kernel
     if isinstance(spec, ops.DenseSpec):
         s = spec.shape
@@ -74,7 +81,7 @@ def reference(spec, *arrays):
     """The numpy int64 result of `spec` on plain arrays (activations, then constants)."""
     if isinstance(spec, (ops.ConvSpec, ops.PoolSpec)):
         s, (_, value) = _kernel_shape(spec), host_padding(spec)
-        x = arrays[0] if value is None else _pad_input(arrays[0], spec.shape.pad, value)
+        x = arrays[0] if value is None else _pad_input(arrays[0], spec, value)
         if isinstance(spec, ops.PoolSpec):
             return vta_pool.max_pool_ref(x, s.k, s.stride, s.pad)
         w, b, *channel = arrays[1:]

@@ -63,12 +63,13 @@ class DenseSpec:
 @dataclass(frozen=True)
 class PoolSpec:
     shape: PoolShape
+    ceil_extra: int = 0       # ceil_mode: rows/columns of -128 the host adds at the bottom/right
     op: str = field(default="max_pool", init=False)
     macs = 0
 
     def describe(self) -> str:
         s = self.shape
-        return f"{s.k}x{s.k}/{s.stride} pad {s.pad} {s.c}x{s.h}x{s.w}"
+        return f"{s.k}x{s.k}/{s.stride} pad {s.pad}{' ceil' if self.ceil_extra else ''} {s.c}x{s.h}x{s.w}"
 
 
 @dataclass(frozen=True)
@@ -181,8 +182,13 @@ def read_spec(root, value_of=lambda e: e):
         n, c, h, w = _shape(x)
         pool, strides, pad = _ints(a.pool_size), _ints(a.strides), _ints(a.padding)
         _check_pool_attrs(pool, strides, pad, a)
-        spec = PoolSpec(PoolShape(n, c, h, w, pool[0], strides[0], pad[0]))
-        return spec, ()
+        oh, ow = _shape(root)[2:]
+        shape = PoolShape(n, c, h, w, pool[0], strides[0], pad[0])
+        # ceil_mode's last window may run past the padding: pad that far with -128 (never a max)
+        extra = max(0, (oh - 1) * shape.stride + shape.k - (h + 2 * shape.pad)) if a.ceil_mode else 0
+        if extra != max(0, (ow - 1) * shape.stride + shape.k - (w + 2 * shape.pad)):
+            raise _Unsupported(f"ceil_mode pads {h}x{w} differently per axis")
+        return PoolSpec(shape, extra), ()
     acc, vectors, requant = _requant_chain(root, value_of)
     kind = op_name(acc)
     if kind == "relax.nn.conv2d":
@@ -283,8 +289,8 @@ def _check_conv_attrs(kh, kw, a, pads, ic, oc) -> None:
 def _check_pool_attrs(pool, strides, pad, a) -> None:
     if len(set(pool)) != 1 or len(set(strides)) != 1 or len(set(pad)) != 1:
         raise _Unsupported(f"window {pool}, strides {strides}, padding {pad} differ between the axes")
-    if set(_ints(a.dilation)) != {1} or bool(a.ceil_mode) or a.layout != "NCHW":
-        raise _Unsupported("dilation, ceil_mode or a layout other than NCHW")
+    if set(_ints(a.dilation)) != {1} or a.layout != "NCHW":
+        raise _Unsupported("dilation or a layout other than NCHW")
 
 
 def layer_call(root, value_of):

@@ -466,3 +466,22 @@ def test_ops_with_no_integer_form_stay_on_the_cpu_with_the_reason():
     assert rows["concat1"]["target"] == "cpu" and "concatenates" in rows["concat1"]["reason"]
     assert all(r["target"] == "vta" for r in result.layers if r["op"] in ("conv2d", "avg_pool", "dense"))
     assert result.verified and result.mac_fraction_vta == 1.0
+
+
+@pytest.mark.parametrize("size, pad, out", [(8, 0, 4), (10, 1, 6)])     # floor mode: 3 and 5
+def test_ceil_mode_max_pool_pads_its_partial_window_with_int8_min(size, pad, out):
+    """GoogLeNet's MaxPool(3, 2, ceil_mode=True): the last window runs past the input; the
+    host pads it with -128, so the accelerator gives onnxruntime's result."""
+    from graph.quantize import quantizer_named
+
+    rng = np.random.default_rng(6)
+    b = OnnxBuilder("ceil", (1, 4, size, size))
+    x = b.conv("input", rng.normal(0, .3, (8, 4, 3, 3)), rng.normal(0, .1, 8), pad=1)    # signed: no ReLU
+    y = b.max_pool(x, 3, 2, pad=pad, ceil_mode=1)
+    model = b.build(b.dense(b.flatten(y), rng.normal(0, .3, (3, 8 * out * out)), rng.normal(0, .1, 3)))
+    qdq = quantizer_named("onnxruntime")(model, rng.random((8, 4, size, size), dtype=np.float32) - 0.5)
+    result = run_model(ModelCase("ceil", qdq, rng.random((2, 4, size, size), dtype=np.float32) - 0.5), "1x8x8",
+                       compare_onnxruntime=True)
+    pool = next(r for r in result.layers if r["op"] == "max_pool")
+    assert pool["target"] == "vta" and "ceil" in pool["shape"] and result.verified
+    assert pool["onnxruntime"]["identical_fraction"] == 1.0

@@ -40,8 +40,9 @@ class OnnxBuilder:
     def relu(self, x: str) -> str:
         return self.node("Relu", [x])
 
-    def max_pool(self, x: str, k: int, stride: int, pad: int = 0) -> str:
-        return self.node("MaxPool", [x], kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4)
+    def max_pool(self, x: str, k: int, stride: int, pad: int = 0, ceil_mode: int = 0) -> str:
+        return self.node("MaxPool", [x], kernel_shape=[k, k], strides=[stride, stride], pads=[pad] * 4,
+                         ceil_mode=ceil_mode)
 
     def add(self, a: str, b: str) -> str:
         return self.node("Add", [a, b])
