@@ -14,11 +14,10 @@ import numpy as np
 
 from schedules import fixed_point, vta_eltwise, vta_ops, vta_pool
 from schedules import vta_workloads as wl
-from vta_sim.config import Config
+from vta_sim.config import Config, INT8_MIN
 from vta_sim.isa import MAX_PAD
 
 from . import cache, ops
-from .ops import INT8_MIN
 
 
 def host_padding(spec) -> tuple[int, int | None]:

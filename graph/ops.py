@@ -25,7 +25,6 @@ from schedules.vta_pool import PoolShape
 
 from .errors import GraphError
 
-INT8_MIN, INT8_MAX = -128, 127
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,10 @@ from tvm.relax.expr_functor import PyExprMutator, mutator
 from intrinsics.errors import CompileError
 from schedules import fixed_point, vta_eltwise
 from schedules.vta_ops import Requant
+from vta_sim.config import INT8_MAX, INT8_MIN
 
 from .errors import GraphError
 
-INT8_MIN, INT8_MAX = -128, 127
 #: uint8 x with zero point z is int8 x - 128 with zero point z - 128.
 UINT8_OFFSET = 128
 #: Relax op -> the layer kind reports use.

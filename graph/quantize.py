@@ -19,6 +19,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from vta_sim.config import INT8_MAX
+
 from .errors import GraphError
 from .onnx_import import onnxruntime_session
 
@@ -27,7 +29,6 @@ QUANTISED_OPS = ("Conv", "Gemm", "MatMul", "Add", "MaxPool")
 #: Input index of the weight and bias initializers per op.
 WEIGHT_INPUT = {"Conv": 1, "Gemm": 1, "MatMul": 1}
 BIAS_INPUT = {"Conv": 2, "Gemm": 2}
-INT8_MAX = 127
 #: Calibration samples run through onnxruntime at once.
 CALIBRATION_CHUNK = 256
 

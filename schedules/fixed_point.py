@@ -34,14 +34,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from intrinsics.errors import CompileError
+from vta_sim.config import INT8_MAX, INT8_MIN, INT32_MAX
 
-INT8_MIN, INT8_MAX = -128, 127
 #: The ALU immediate is a signed 16-bit field: the rounding constant 2^(s-t-1) <= 2^14.
 MAX_ROUND_SHIFT = 15
 #: Products stay below 2^30 so that their sum with the other part stays below 2^31.
 PRODUCT_BITS = 30
 #: The largest accumulator magnitude: the ALU's registers are int32.
-ACC_LIMIT = (1 << 31) - 1
+ACC_LIMIT = INT32_MAX
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from tvm import s_tir, te
 from intrinsics.build import compile_vta
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES
-from vta_sim.config import Config
+from vta_sim.config import Config, INT8_MAX, INT8_MIN
 from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
@@ -225,7 +225,7 @@ def check_tiles(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> None:
         raise CompileError(f"tiles {t} for conv2d {s} on {cfg.name}: {why}")
 
 
-def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = wl.INT8_MIN, hi: int = wl.INT8_MAX):
+def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
     """The scheduled, tensorized TensorIR module of a packed conv2d computing
     `computed_shape(cfg, s, t)`."""
     requant = wl.requantisation(shift, lo, hi)
@@ -255,7 +255,7 @@ def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = wl.INT8_M
     return sch.mod
 
 
-def build(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = wl.INT8_MIN, hi: int = wl.INT8_MAX):
+def build(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
     """The compiled kernel on the packed layouts of `computed_shape(cfg, s, t)`; `shift`: an int
     (with `lo`/`hi`), a vta_ops.Requant or a fixed_point.ScaledRequant (vta_workloads.epilogue)."""
     return compile_vta(schedule(cfg, s, t, shift, lo, hi), cfg)

@@ -17,7 +17,7 @@ from tvm import s_tir, te
 from intrinsics.build import compile_vta
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES
-from vta_sim.config import Config
+from vta_sim.config import Config, INT8_MAX, INT8_MIN
 from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
@@ -128,7 +128,7 @@ def check_tiles(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> None
         raise CompileError(f"tiles {t} for dense {s} on {cfg.name}: {why}")
 
 
-def schedule(cfg: Config, s: DenseShape, t: DenseTiles, shift, lo: int = wl.INT8_MIN, hi: int = wl.INT8_MAX):
+def schedule(cfg: Config, s: DenseShape, t: DenseTiles, shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
     """The scheduled, tensorized TensorIR module of a packed dense layer computing
     `computed_shape(cfg, s, t)`."""
     requant = wl.requantisation(shift, lo, hi)
@@ -154,7 +154,7 @@ def schedule(cfg: Config, s: DenseShape, t: DenseTiles, shift, lo: int = wl.INT8
     return sch.mod
 
 
-def build(cfg: Config, s: DenseShape, t: DenseTiles, shift, lo: int = wl.INT8_MIN, hi: int = wl.INT8_MAX):
+def build(cfg: Config, s: DenseShape, t: DenseTiles, shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
     """The compiled kernel on the packed layouts of `computed_shape(cfg, s, t)`; `shift`: an int
     (with `lo`/`hi`), a vta_ops.Requant or a fixed_point.ScaledRequant (vta_workloads.epilogue)."""
     return compile_vta(schedule(cfg, s, t, shift, lo, hi), cfg)

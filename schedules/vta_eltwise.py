@@ -22,16 +22,14 @@ from tvm import s_tir, te
 from intrinsics.build import compile_vta
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import ALU_EXPRS, SCOPES, alu_intrin, tensorize_loop
-from vta_sim.config import Config
+from vta_sim.config import Config, INT32_MAX, INT32_MIN, INT8_MAX, INT8_MIN
 
 from . import fixed_point
 from .fixed_point import ScaledRequant
 from .op_kernel import OpKernel
 from .vta_workloads import Stage
 from .vta_pool import blocked, crop_unpack_nchw, pad_pack_nchw
-from .vta_workloads import INT8_MAX, INT8_MIN
 
-INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 #: The rounding constant 1 << (shift - 1) is an ALU immediate: signed 16 bits.
 MAX_SHIFT = 15
 #: |x - zero point| of an int8 x with an int8 zero point.

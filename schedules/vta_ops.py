@@ -14,7 +14,7 @@ import numpy as np
 
 from intrinsics.errors import CompileError
 from vta_sim import packing as pk
-from vta_sim.config import Config
+from vta_sim.config import Config, INT8_MAX, INT8_MIN
 
 from . import vta_conv2d as vc
 from . import vta_dense as vd
@@ -29,8 +29,8 @@ class Requant:
     """The requantisation epilogue: (acc + bias) >> shift, clipped to [lo, hi], stored int8."""
 
     shift: int        # 0..31
-    lo: int = wl.INT8_MIN   # clip bounds after the shift; lo=0 folds a ReLU
-    hi: int = wl.INT8_MAX
+    lo: int = INT8_MIN   # clip bounds after the shift; lo=0 folds a ReLU
+    hi: int = INT8_MAX
 
     def __post_init__(self):
         wl.check_requant(self.shift, self.lo, self.hi)

@@ -16,13 +16,12 @@ from tvm import te, tirx
 
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import ALU_EXPRS
-from vta_sim.config import Config
+from vta_sim.config import Config, INT8_MAX, INT8_MIN
 from vta_sim.packing import check_blocks
 
 from .fixed_point import ScaledRequant
 
 
-INT8_MIN, INT8_MAX = -128, 127
 
 
 class PackedGraph(NamedTuple):

@@ -16,6 +16,11 @@ import numpy as np
 
 from .errors import ConfigError
 
+#: The value ranges of what the accelerator holds: int8 inputs, weights and outputs, int32
+#: accumulators (spec section 2). Every clamp, bound and zero-point check derives from these.
+INT8_MIN, INT8_MAX = int(np.iinfo(np.int8).min), int(np.iinfo(np.int8).max)
+INT32_MIN, INT32_MAX = int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max)
+
 #: Keys every configuration file must carry (spec section 1).
 SPEC_KEYS = (
     "LOG_INP_WIDTH", "LOG_WGT_WIDTH", "LOG_ACC_WIDTH",
