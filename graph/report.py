@@ -28,6 +28,9 @@ def layer_rows(layers: list, runs: list, cfg: Config) -> list:
         else:
             run = by_layer[id(layer)]
             stats, cycles, spec = run.result.stats, int(run.result.cycles), run.region.spec
+            source = run.region.kernel.tile_source
+            if source is not None:
+                row["tiles_from"] = source.describe()
             row.update(shape=spec.describe(), cycles=cycles, verified=run.verified,
                        utilization=spec.macs / cfg.macs_per_cycle / cycles if spec.macs else None,
                        dram_bytes=int(sum(stats.get(k, 0) for k in BYTES_KEYS)),
@@ -85,6 +88,9 @@ def summary(result) -> str:
         o = j["onnxruntime"]
         lines.append(f"  against onnxruntime (ORT_DISABLE_ALL): {100 * o['identical_fraction']:.2f} % of outputs "
                      f"identical, max {o['max_abs_lsb']} LSB, argmax {'equal' if o['argmax_equal'] else 'DIFFERS'}")
+    sources = sorted({r["tiles_from"] for r in vta_rows if "tiles_from" in r})
+    if sources:
+        lines.append("  tiles from   " + "; ".join(sources))
     lines += [
         f"  total cycles {j['total_cycles']:,}   ({j['total_cycles'] / j['batch']:,.0f} per frame, "
         f"{j['frames_per_second']:,.1f} frames/s at {result.config.timing['CLOCK_MHZ']} MHz)",

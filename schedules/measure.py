@@ -100,6 +100,7 @@ def run_vta(workload: str, shape: dict, config="1x8x8", vthreads: int = 2, backe
     stats = {k: int(v) for k, v in result.stats.items()}
     figures = {
         "workload": workload, "shape": dict(vars(case["shape"])), "tiles": dict(vars(op.tiles)),
+        "tiles_from": op.tile_source.describe(),
         "verified": verified, "cycles": int(result.cycles), "ideal_cycles": ideal,
         "roofline_cycles": roofline, "utilization": ideal / result.cycles,
         "compile_s": compile_s, "sim_s": sim_s, "vthreads": op.tiles.vthreads,
@@ -123,7 +124,7 @@ def report(figures: dict) -> str:
     tiles = " ".join(f"{k}={v}" for k, v in f["tiles"].items())
     lines = [
         f"{f['workload']} {shape} on {f['config']} ({f['backend']}), {f['vthreads']} virtual "
-        f"thread(s); tiles {tiles}",
+        f"thread(s); tiles {tiles} ({f['tiles_from']})",
         f"  verified bit-exact     {'yes' if f['verified'] else 'NO'}",
         f"  compile / simulate     {f['compile_s']:.2f} s / {f['sim_s']:.2f} s",
         f"  cycles                 {f['cycles']:,}",

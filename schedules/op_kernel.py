@@ -16,6 +16,21 @@ from intrinsics.build import CompiledKernel
 from vta_sim.result import RunResult
 
 
+@dataclass(frozen=True)
+class TileSource:
+    """Where an op's tiles came from, for reports: "given" (the caller), "tuning database" (a
+    record of `database`), or "cycle model" (`database`, when one was consulted, had none)."""
+    how: str
+    database: str | None = None
+
+    def describe(self) -> str:
+        if self.how == "tuning database":
+            return f"tuned record of {self.database}"
+        if self.database:
+            return f"{self.how} (no record in {self.database})"
+        return self.how
+
+
 @dataclass
 class OpKernel:
     op: str                                   # "conv2d", "dense", "max_pool", "add", ...
@@ -24,6 +39,7 @@ class OpKernel:
     unpack: Callable[[np.ndarray], np.ndarray]  # packed output -> plain numpy output
     macs: int = 0                             # multiply-accumulates of the plain op (0: none)
     tiles: object = None                      # the tiling chosen, for reports
+    tile_source: TileSource | None = None     # where the tiles came from, for reports
 
     @property
     def compile_s(self) -> float:

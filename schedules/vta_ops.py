@@ -21,7 +21,7 @@ from . import vta_dense as vd
 from . import tuning_db
 from . import vta_workloads as wl
 from .fixed_point import ScaledRequant
-from .op_kernel import OpKernel
+from .op_kernel import OpKernel, TileSource
 
 
 @dataclass(frozen=True)
@@ -58,22 +58,25 @@ def _inputs(op: str, inputs: tuple, expected: dict) -> list:
     return arrays
 
 
-def _tiles(cfg: Config, op: str, module, s, vthreads: int, tiles, requant):
-    """`tiles` if given, else the tuning database's record for the shape, else the cycle model's
-    choice (`module.choose_tiles`). A record that no longer suits the shape is refused loudly.
-    Records are measured with the power-of-two epilogue, so a ScaledRequant (more ACC, a longer
-    epilogue) always takes the cycle model's choice."""
+def _tiles(cfg: Config, op: str, module, s, vthreads: int, tiles, requant) -> tuple:
+    """(tiles, where they came from): `tiles` if given, else the tuning database's record for the
+    shape, else the cycle model's choice (`module.choose_tiles`). A record that no longer suits
+    the shape is refused loudly. Records are measured with the power-of-two epilogue, so a
+    ScaledRequant (more ACC, a longer epilogue) always takes the cycle model's choice."""
     if tiles is not None:
-        return tiles
-    record = None if isinstance(requant, ScaledRequant) else tuning_db.lookup(cfg, op, s, vthreads)
+        return tiles, TileSource("given")
+    if isinstance(requant, ScaledRequant):
+        return module.choose_tiles(cfg, s, vthreads, requant), TileSource("cycle model")
+    database = str(tuning_db.db_path())
+    record = tuning_db.lookup(cfg, op, s, vthreads)
     if record is None:
-        return module.choose_tiles(cfg, s, vthreads, requant)
+        return module.choose_tiles(cfg, s, vthreads, requant), TileSource("cycle model", database)
     tuned = (vc.ConvTiles if op == "conv2d" else vd.DenseTiles)(**record["tiles"])
     why = module.usable(cfg, s, tuned)
     if why:
-        raise CompileError(f"tuning database {tuning_db.db_path()}: tiles {tuned} for {op} {s} are "
+        raise CompileError(f"tuning database {database}: tiles {tuned} for {op} {s} are "
                            f"unusable ({why}); re-tune or delete the record")
-    return tuned
+    return tuned, TileSource("tuning database", database)
 
 
 def _channel_inputs(op: str, requant, channels: int) -> dict:
@@ -117,7 +120,7 @@ def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant
     channels = _channel_inputs("conv2d", requant, oc)
     s = vc.ConvShape(n, h, w, ic, oc, k, pad, stride, groups)
     gb = vc.group_blocks(cfg, s)
-    t = _tiles(cfg, "conv2d", vc, s, vthreads, tiles, requant)
+    t, source = _tiles(cfg, "conv2d", vc, s, vthreads, tiles, requant)
     kernel = vc.build(cfg, s, t, requant)
     c = vc.computed_shape(cfg, s, t)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
@@ -134,7 +137,7 @@ def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant
     def unpack(out):
         return np.ascontiguousarray(pk.unpack_nchw(out)[:n, :oc, :s.oh, :s.ow])
 
-    return OpKernel("conv2d", kernel, pack, unpack, macs=s.macs(), tiles=t)
+    return OpKernel("conv2d", kernel, pack, unpack, macs=s.macs(), tiles=t, tile_source=source)
 
 
 def dense_kernel(cfg: Config, m, k, n, requant: Requant | ScaledRequant, vthreads=2,
@@ -145,7 +148,7 @@ def dense_kernel(cfg: Config, m, k, n, requant: Requant | ScaledRequant, vthread
     _positive("dense", m=m, k=k, n=n)
     channels = _channel_inputs("dense", requant, n)
     s = vd.DenseShape(m, k, n)
-    t = _tiles(cfg, "dense", vd, s, vthreads, tiles, requant)
+    t, source = _tiles(cfg, "dense", vd, s, vthreads, tiles, requant)
     kernel = vd.build(cfg, s, t, requant)
     c = vd.computed_shape(cfg, s, t)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
@@ -160,4 +163,4 @@ def dense_kernel(cfg: Config, m, k, n, requant: Requant | ScaledRequant, vthread
     def unpack(out):
         return np.ascontiguousarray(pk.unpack_rows(out)[:m, :n])
 
-    return OpKernel("dense", kernel, pack, unpack, macs=s.macs(), tiles=t)
+    return OpKernel("dense", kernel, pack, unpack, macs=s.macs(), tiles=t, tile_source=source)

@@ -40,9 +40,11 @@ def test_compiler_takes_tuned_tiles_and_refuses_stale_ones(tmp_path, monkeypatch
     cfg, db = Config.load("1x8x8"), tmp_path / "tiles.json"
     monkeypatch.setenv("VTA_TUNING_DB", str(db))
     other = _other_tiles(cfg)
+    untuned = vo.conv2d_kernel(cfg, *DIMS, vo.Requant(8), vthreads=2)
+    assert untuned.tile_source.describe() == f"cycle model (no record in {db})"
     tuning_db.store(cfg, "conv2d", SHAPE, 2, {"tiles": asdict(other), "cycles": 1})
     kernel = vo.conv2d_kernel(cfg, *DIMS, vo.Requant(8), vthreads=2)
-    assert kernel.tiles == other
+    assert kernel.tiles == other and kernel.tile_source.describe() == f"tuned record of {db}"
     stale = {**asdict(other), "ic_blocks": 64}
     tuning_db.store(cfg, "conv2d", SHAPE, 2, {"tiles": stale, "cycles": 0})
     with pytest.raises(CompileError, match="tuning database .*tiles.json: tiles .* unusable"):
