@@ -5,7 +5,7 @@
 Each config is 1x8x8 with a few keys overridden (GEMM shape, buffers, queues); Yosys only (no
 place-and-route), cached in build/synth/ by the same key as `vta-sim hw synth`, so a rerun answers
 at once and a sweep with `--area` reuses these runs. The JSON it writes is what `--area model`
-fits (role `fit`) and what docs/dse.md's error table is measured on (role `heldout`). Run it
+fits (dse.area.FIT_CONFIGS) and what docs/dse.md's error table is measured on (HELDOUT_CONFIGS). Run it
 again after an RTL change: the numbers are of the RTL at the commit that wrote them.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ def main(argv=None) -> int:
         print(f"{role:<8} {cfg.name:<40} LUT {res['lut']:>7,} FF {res['ff']:>7,} DSP {res['dsp']:>5g} "
               f"BRAM {res['bram']:>6g}  ({time.perf_counter() - t0:.0f} s)", flush=True)
         rows[json.dumps(overrides, sort_keys=True)] = {
-            "overrides": overrides, "role": role, "features": features(cfg), "rtl_commit": rtl,
+            "overrides": overrides, "features": features(cfg), "rtl_commit": rtl,
             **{k: res[k] for k in ("lut", "ff", "dsp", "bram")}}
         data["rows"] = list(rows.values())
         out.parent.mkdir(parents=True, exist_ok=True)
