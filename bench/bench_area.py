@@ -30,7 +30,8 @@ def main(argv=None) -> int:
     out = Path(args.out or DATA_DIR / f"area_{args.target}.json")
     data = json.loads(out.read_text()) if out.exists() else {"target": args.target, "rows": []}
     rows = {json.dumps(r["overrides"], sort_keys=True): r for r in data["rows"]}
-    rtl = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    rtl = subprocess.run(["git", "log", "-1", "--format=%h", "--", "hw/rtl"], capture_output=True,
+                         text=True).stdout.strip()   # the commit that last changed the RTL
     todo = [(role, o) for role, configs in (("fit", FIT_CONFIGS), ("heldout", HELDOUT_CONFIGS))
             if role in args.roles for o in configs]
     for role, overrides in todo:
