@@ -4,9 +4,8 @@ Synthesis (`synthesise`, one Dask task per hardware config) is `hw.synth.synth_c
 its key, so `vta-sim hw synth` and every sweep share runs. The model is for sweeps too large to
 synthesise. Block RAM is counted, not fitted: every SRAM is one memory of depth x entry bits
 (UOP in bus-beat banks), mapped onto the target's block-RAM aspect ratios the way Yosys does.
-DSP blocks are counted too (one per GEMM multiplier, four per ALU lane's 32-bit multiply), plus a
-fitted constant. LUT and FF are least-squares fits on the GEMM multipliers and accumulator
-lanes (buffers, bus and queues move them little). Its data are
+LUT, FF and DSP are least-squares fits on the config's structure (GEMM multipliers and
+accumulator lanes; buffers, bus and queues move them little); DSP is rounded. Its data are
 `dse/data/area_TARGET.json`, written by `bench/bench_area.py` from synthesis runs
 (`FIT_CONFIGS` are fitted on, `HELDOUT_CONFIGS` only checked: docs/dse.md, tests/test_dse_area.py).
 """
@@ -38,10 +37,8 @@ BRAM_SHAPES = {"ecp5": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18),
                "xilinx": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))}
 BRAM_UNIT = {"ecp5": 1, "xilinx": 0.5}
 #: The features each fitted resource is linear in (plus a constant).
-FIT_FEATURES = {"lut": ("macs", "acc_lanes"), "ff": ("macs", "acc_lanes")}
-#: DSP blocks per GEMM multiplier (8 x 8 bits: one) and per ALU lane (a 32 x 32 multiply: four,
-#: on both targets); the decoders' size products are the constant, the one thing fitted.
-DSP_PER = {"macs": 1, "acc_lanes": 4}
+FIT_FEATURES = {"lut": ("macs", "acc_lanes"), "ff": ("macs", "acc_lanes"),
+                "dsp": ("macs", "acc_lanes")}
 #: Configs the model is fitted on and checked on: overrides of 1x8x8. The fitted shapes span both
 #: features (1x8x8 and 2x8x8 alone are collinear); 1x16x16 is checked outside the fitted range.
 FIT_CONFIGS = (
@@ -151,7 +148,7 @@ def load_data(target: str) -> list:
 
 @lru_cache(maxsize=None)
 def fit(target: str) -> dict:
-    """{resource: (feature names, coefficients, constant last)} fitted on the FIT_CONFIGS rows."""
+    """{resource: (feature names, coefficients, constant last)} fitted on the `fit` rows."""
     rows = [r for r in load_data(target) if role(r["overrides"]) == "fit"]
     model = {}
     for res, names in FIT_FEATURES.items():
@@ -161,8 +158,6 @@ def fit(target: str) -> dict:
             raise AreaError(f"area model {target}: {len(rows)} fit rows for {x.shape[1]} coefficients of {res}")
         coef, *_ = np.linalg.lstsq(x, y, rcond=None)
         model[res] = (names, tuple(float(c) for c in coef))
-    rest = [r["dsp"] - sum(n * r["features"][k] for k, n in DSP_PER.items()) for r in rows]
-    model["dsp"] = (tuple(DSP_PER), (*DSP_PER.values(), float(np.median(rest))))
     return model
 
 
