@@ -5,7 +5,7 @@
 Each config is 1x8x8 with a few keys overridden (GEMM shape, buffers, queues); Yosys only (no
 place-and-route), cached in build/synth/ by the same key as `vta-sim hw synth`, so a rerun answers
 at once and a sweep with `--area` reuses these runs. The JSON it writes is what `--area model`
-fits (role `fit`) and what docs/dse.md's error table is measured on (role `heldout`). Run it
+fits (dse.area.FIT_CONFIGS) and what docs/dse.md's error table is measured on (HELDOUT_CONFIGS). Run it
 again after an RTL change: the numbers are of the RTL at the commit that wrote them.
 """
 from __future__ import annotations
@@ -30,7 +30,8 @@ def main(argv=None) -> int:
     out = Path(args.out or DATA_DIR / f"area_{args.target}.json")
     data = json.loads(out.read_text()) if out.exists() else {"target": args.target, "rows": []}
     rows = {json.dumps(r["overrides"], sort_keys=True): r for r in data["rows"]}
-    rtl = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    rtl = subprocess.run(["git", "log", "-1", "--format=%h", "--", "hw/rtl"], capture_output=True,
+                         text=True).stdout.strip()   # the commit that last changed the RTL
     todo = [(role, o) for role, configs in (("fit", FIT_CONFIGS), ("heldout", HELDOUT_CONFIGS))
             if role in args.roles for o in configs]
     for role, overrides in todo:
@@ -40,7 +41,7 @@ def main(argv=None) -> int:
         print(f"{role:<8} {cfg.name:<40} LUT {res['lut']:>7,} FF {res['ff']:>7,} DSP {res['dsp']:>5g} "
               f"BRAM {res['bram']:>6g}  ({time.perf_counter() - t0:.0f} s)", flush=True)
         rows[json.dumps(overrides, sort_keys=True)] = {
-            "overrides": overrides, "role": role, "features": features(cfg), "rtl_commit": rtl,
+            "overrides": overrides, "features": features(cfg), "rtl_commit": rtl,
             **{k: res[k] for k in ("lut", "ff", "dsp", "bram")}}
         data["rows"] = list(rows.values())
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -104,7 +104,7 @@ def area_columns(row: dict, cfg, figures: dict | None, reason: str | None, area:
     return cols
 
 
-def _area_tasks(todo: list, configs: dict, area: areas.Area, client) -> tuple:
+def _area_tasks(todo: list, configs: dict, area: areas.Area, client, retries: int) -> tuple:
     """({point: hardware key}, {key: future of dse.area.synthesise, or a dict of model figures,
     or the text of why the RTL cannot serve it})."""
     key_of, work = {}, {}
@@ -120,7 +120,8 @@ def _area_tasks(todo: list, configs: dict, area: areas.Area, client) -> tuple:
         key_of[p] = k
         if k not in work:
             work[k] = (areas.predict(cfg, area.target) if area.model
-                       else client.submit(areas.synthesise, cfg, area, key=f"synth-{k}", pure=False))
+                       else client.submit(areas.synthesise, cfg, area, key=f"synth-{k}", pure=False,
+                                       retries=retries))
     return key_of, work
 
 
@@ -135,7 +136,7 @@ def run_sweep(spec: Spec, out: str | Path, client, retries: int = 2, progress: b
     todo = [p for p in points if p.ident() not in done]
     summary = Summary(points=len(points), skipped=len(points) - len(todo))
     configs = _configs(todo)
-    key_of, work = _area_tasks(todo, configs, area, client) if area else ({}, {})
+    key_of, work = _area_tasks(todo, configs, area, client, retries) if area else ({}, {})
     synth_futures = {f.key: k for k, f in work.items() if hasattr(f, "key")}
     futures = client.map(evaluate, todo, retries=retries)
     point_of = {f.key: p for f, p in zip(futures, todo)}

@@ -39,9 +39,9 @@ def fake_yosys(monkeypatch, tmp_path):
     def synthesize(sources, top, target, workdir, pnr=True, progress=None):
         header = next(p for p in sources if str(p).endswith(".vh")).read_text()
         block_out = int(re.search(r"`define VTA_BLOCK_OUT (\d+)", header).group(1))
-        calls.append((block_out, target))
+        calls.append((block_out, target) if not pnr else (block_out, target, "pnr"))
         return {"lut": 1000 * block_out, "ff": 300 * block_out, "dsp": block_out * 8, "bram": 40,
-                "target": target, "fmax_mhz": None}
+                "target": target, "fmax_mhz": 40.0 if pnr else None}
 
     monkeypatch.setattr(synth, "SYNTH_ROOT", tmp_path / "synth")
     monkeypatch.setattr(synth, "synthesize", synthesize)
@@ -81,6 +81,20 @@ def test_sweep_synthesises_each_config_once_and_a_rerun_nothing(client, tmp_path
     assert float(front[1]["latency_us"]) < float(front[0]["latency_us"])
 
 
+def test_place_and_route_where_the_design_fits_and_its_clock_is_used(client, tmp_path, fake_yosys):
+    """1x8x8 (64 DSPs here) is placed: its rows run at its Fmax; 1x8x32 (256 > 156) is not placed,
+    with the resource it exceeds, and keeps CLOCK_MHZ."""
+    spec = specs.from_dict({"configs": {"LOG_BLOCK_OUT": [3, 5]}, "workloads": ["gemm:8x64x64"]})
+    out = tmp_path / "r.csv"
+    assert run_sweep(spec, out, client, progress=False, area=areas.parse_area("ecp5", pnr=True)).ok
+    assert sorted(fake_yosys) == [(8, "ecp5"), (8, "ecp5", "pnr"), (32, "ecp5")]
+    small, big = sorted(read(out), key=lambda r: r["LOG_BLOCK_OUT"])
+    assert (small["fmax_mhz"], small["clock_mhz"], small["clock_source"]) == ("40.0", "40.0", "fmax (nextpnr)")
+    assert float(small["latency_us"]) == pytest.approx(int(small["cycles"]) / 40, abs=1e-3)
+    assert big["fmax_mhz"] == "" and big["fmax_reason"] == "does not fit the LFE5UM-85F: DSP 256 > 156"
+    assert (big["clock_mhz"], big["clock_source"]) == ("100", "CLOCK_MHZ")
+
+
 def test_area_mistakes_are_refused(tmp_path, capsys):
     with pytest.raises(areas.AreaError, match="accepted: ecp5, xc7, model"):
         areas.parse_area("ice40")
@@ -103,7 +117,7 @@ def test_block_rams_are_counted_as_yosys_maps_them(target):
 @pytest.mark.parametrize("target", ["xilinx", "ecp5"])
 def test_model_on_configs_it_was_not_fitted_on(target):
     """Held-out synthesis runs: LUT within 10 %, DSP and block RAM exact."""
-    held = [r for r in areas.load_data(target) if r["role"] == "heldout"]
+    held = [r for r in areas.load_data(target) if areas.role(r["overrides"]) == "heldout"]
     assert held, f"no held-out rows for {target}"
     for row in held:
         got = areas.predict(areas.config_of(row["overrides"]), target)
