@@ -81,14 +81,22 @@ class VtaBuild:
     regions: dict = field(default_factory=dict)
     log: list = field(default_factory=list)
     expected_runs: int = 0                 # accelerator layers per run of the model
+    failure: Exception | None = None       # what relax.ext.vta raised, before TVM's FFI wrapped it
 
 
 @contextlib.contextmanager
 def active(build: VtaBuild):
-    """Make `build` the target of `relax.ext.vta` while RunCodegen runs."""
+    """Make `build` the target of `relax.ext.vta` while RunCodegen runs. TVM's FFI turns what
+    the codegen raises into a RuntimeError; the original (a CompileError naming what does not
+    fit) is raised instead, so callers can tell an infeasible layer from a bug."""
     token = _ACTIVE.set(build)
+    build.failure = None
     try:
         yield build
+    except Exception:
+        if build.failure is not None:
+            raise build.failure from None
+        raise
     finally:
         _ACTIVE.reset(token)
 
@@ -134,7 +142,11 @@ def _codegen(functions, _options, _constant_names):
         raise GraphError("relax.ext.vta runs inside graph.build (it needs a config and options)")
     total = len(functions)
     for done, func in enumerate(functions):
-        region = _region(build, func)
+        try:
+            region = _region(build, func)
+        except Exception as exc:
+            build.failure = exc
+            raise
         if build.progress:
             build.progress(done + 1, total, f"{region.spec.op} {region.spec.describe()}")
         build.regions[region.symbol] = region

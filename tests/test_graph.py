@@ -485,3 +485,17 @@ def test_ceil_mode_max_pool_pads_its_partial_window_with_int8_min(size, pad, out
     pool = next(r for r in result.layers if r["op"] == "max_pool")
     assert pool["target"] == "vta" and "ceil" in pool["shape"] and result.verified
     assert pool["onnxruntime"]["identical_fraction"] == 1.0
+
+
+def test_a_codegen_refusal_reaches_the_caller_as_itself(small, monkeypatch):
+    """What relax.ext.vta raises inside RunCodegen is re-raised unwrapped (TVM's FFI would make it
+    a RuntimeError), so a sweep can tell a layer that does not fit from a bug."""
+    from graph import codegen
+    from intrinsics.errors import CompileError
+
+    def refuse(build, func):
+        raise CompileError("the layer does not fit (test)")
+    monkeypatch.setattr(codegen, "_region", refuse)
+    _, qdq, x = small
+    with pytest.raises(CompileError, match="does not fit"):
+        run_model(ModelCase("small", qdq, x), "1x8x8", vthreads=2)
