@@ -52,6 +52,9 @@ HARNESSES = (
     Harness("dep_ctrl", "queue", ("vta_dep_ctrl.v",), "prove", 2, 8),
     Harness("dep_push", "module", ("vta_dep_ctrl.v",), "bmc", 16, 8, ("f_dep_ctrl.sv",)),
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
+    Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 1, 3),
+    Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "bmc", 5, 5),
+    Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc", 24, 24),
 )
 GROUPS = tuple(dict.fromkeys(h.group for h in HARNESSES))
 #: Files every harness may include: the reset prologue and the ghosts included by RTL modules.
@@ -86,7 +89,7 @@ def sby_text(h: Harness, task: str, depth: int) -> str:
     return "\n".join([
         "[options]", f"mode {mode}", f"depth {depth}", "",
         "[engines]", engine, "",
-        "[script]", f"read -formal {reads}", f"prep -top f_{h.name}", "",
+        "[script]", f"read -formal {reads}", f"prep -flatten -top f_{h.name}", "",
         "[files]", *files, ""])
 
 
@@ -143,7 +146,8 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
         res["trace_kind"] = kind or "basecase"
     if status == "ERROR" or _ASSUME.search(log):
         res["status"] = "ERROR"
-        res["error"] = "\n".join(log.strip().splitlines()[-15:])
+        errs = [ln for ln in log.splitlines() if "ERROR" in ln or "failed assumption" in ln]
+        res["error"] = "\n".join(errs[:10] or log.strip().splitlines()[-15:])
     return res
 
 
