@@ -120,8 +120,15 @@ def cmd_prove(args) -> int:
     """SymbiYosys on hw/formal/'s harnesses: a line per task, a table, JSON; non-zero on any failure."""
     from . import prove
 
+    kw = {}
+    if args.mutate:   # a deliberate bug in a copy of the RTL: its harness must fail
+        dest = prove.PROVE_ROOT / "mutated" / args.mutate
+        m, h = prove.mutate(args.mutate, dest / "rtl")
+        print(f"mutation {m.name}: {m.bug} ({m.file}); expect {m.catches} of {h.name} to fail")
+        kw = {"rtl_dir": dest / "rtl", "out_dir": dest / "run", "harnesses": [h.name], "covers": False}
+        args.depth = args.depth or m.depth
     report = prove.prove(args.config, groups=args.group, depth=args.depth,
-                         progress=lambda text: print(text, flush=True))
+                         progress=lambda text: print(text, flush=True), **kw)
     print(prove.table(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=1))
@@ -171,4 +178,5 @@ def register(subparsers) -> None:
     q.add_argument("--depth", type=int, help="induction length / BMC bound for every harness (default: each its own)")
     q.add_argument("--group", action="append", help="only this property group (repeatable)")
     q.add_argument("--json", help="write every property's group, mode, depth and status here")
+    q.add_argument("--mutate", help="prove a copy of the RTL with this deliberate bug (hw/prove.py MUTATIONS)")
     q.set_defaults(func=cmd_prove)

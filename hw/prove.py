@@ -54,13 +54,67 @@ HARNESSES = (
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
     Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 1, 3),
     Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "bmc", 5, 5),
-    Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc", 24, 24),
+    Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc", 14, 16),
+    Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "bmc", 14, 16),
 )
 GROUPS = tuple(dict.fromkeys(h.group for h in HARNESSES))
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A bug put into a copy of the RTL, and the property of `harness` that must catch it."""
+    name: str
+    harness: str
+    file: str
+    old: str
+    new: str
+    catches: str         # the property that fails
+    bug: str
+    depth: int           # steps the counterexample needs
+
+
+#: One deliberate bug per property group (docs/hardware.md, "Formal"); the tests prove each caught.
+MUTATIONS = (
+    Mutation("token_overflow", "token_queue", "vta_token_queue.v",
+             "assign push_ok = (cnt != DEPTH[CW-1:0]) || pop;", "assign push_ok = 1'b1;",
+             "tq_full_refuses", "a full token queue takes a push (its counter wraps)", 12),
+    Mutation("fifo_bypass_pops", "fifo", "vta_fifo.v",
+             "if (deq && !bypass) rd_ptr <= next_ptr(rd_ptr);", "if (deq) rd_ptr <= next_ptr(rd_ptr);",
+             "fifo_ptrs", "an entry that bypasses an empty queue also advances its read pointer", 4),
+    Mutation("lite_b_dropped", "regs", "vta_regs.v",
+             "end else if (s_axil_bready) begin", "end else begin",
+             "lite_b_held", "the write response is withdrawn without BREADY", 4),
+    Mutation("push_order", "dep_push", "vta_dep_ctrl.v",
+             "assign push_next = push_phase && pend_next && (!pend_prev || prev_push_ok);",
+             "assign push_next = push_phase && pend_next;",
+             "dp_push_prev_first", "push_next lands while push_prev still waits for a full queue", 6),
+    Mutation("alu_shift_cap", "alu_lanes", "vta_alu_core.v",
+             "amt = (bb > 31 || bb < -31) ? 5'd31", "amt = (bb > 31 || bb < -32) ? 5'd31",
+             "alu_lanes_are_spec", "a left shift by 32 is not capped at 31 (shifts by 0)", 1),
+    Mutation("aw_valid_dropped", "axi_write", "vta_store.v",
+             "assign aw_valid = aw_active && (wl_count != 3'd4);",
+             "assign aw_valid = aw_active && (wl_count != 3'd4) && !b_valid;",
+             "wr_aw_held", "AWVALID falls before AWREADY when a write response arrives", 12),
+)
+
+
+def mutate(name: str, dest: Path) -> tuple:
+    """Copy hw/rtl to `dest` with mutation `name` applied; returns (the Mutation, its harness)."""
+    by_name = {m.name: m for m in MUTATIONS}
+    if name not in by_name:
+        raise VTAError(f"unknown mutation {name!r}; mutations are {', '.join(by_name)}")
+    m = by_name[name]
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(RTL_DIR, dest)
+    text = (dest / m.file).read_text()
+    if text.count(m.old) != 1:
+        raise VTAError(f"mutation {name}: {m.file} no longer contains {m.old!r} exactly once")
+    (dest / m.file).write_text(text.replace(m.old, m.new))
+    return m, next(h for h in HARNESSES if h.name == m.harness)
 #: Files every harness may include: the reset prologue and the ghosts included by RTL modules.
 FORMAL_INCLUDES = ("f_reset.svh", "vta_fifo_ghost.svh")
-_LABEL = re.compile(r"^\s*(\w+)\s*:\s*(assert|cover)\s*\(", re.M)
-_UNLABELLED = re.compile(r"^(?!\s*\w+\s*:)\s*(?:if\s*\(.*\)\s*)?(assert|cover)\s*\(", re.M)
+_CHECK = re.compile(r"\b(assert|cover)\s*\(")
+_LABEL = re.compile(r"(\w+)\s*:\s*$")
 
 
 def properties(h: Harness) -> list:
@@ -69,10 +123,13 @@ def properties(h: Harness) -> list:
                                       if f != "f_reset.svh" and any(_includes(r, f) for r in h.rtl)]
     props = []
     for text in texts:
-        if _UNLABELLED.search(text):
-            raise VTAError(f"{h.source.name}: every assert and cover needs a label (`name: assert(...)`), "
-                           f"so that a failure names it: {_UNLABELLED.search(text).group(0).strip()}")
-        props += [(m.group(1), m.group(2)) for m in _LABEL.finditer(text)]
+        for m in _CHECK.finditer(text):
+            label = _LABEL.search(text, 0, m.start())
+            if label is None:
+                line = text[:m.start()].count("\n") + 1
+                raise VTAError(f"{h.source.name}: the {m.group(1)} on line {line} needs a label "
+                               f"(`name: {m.group(1)}(...)`), so that a failure names it")
+            props.append((label.group(1), m.group(1)))
     return props
 
 
@@ -138,7 +195,8 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
            "mode": "cover" if task == "cover" else h.mode, "depth": depth, "status": status,
            "wall_s": round(wall, 2), "failed": [], "reached": _REACHED.findall(log), "trace": None,
            "log": str(workdir / "sby.log")}
-    res["failed"] = [{"property": p, "where": w} for p, w in _FAILED.findall(log) + _UNREACHED.findall(log)]
+    found = dict.fromkeys(_FAILED.findall(log) + _UNREACHED.findall(log))   # basecase first, once
+    res["failed"] = [{"property": p, "where": w} for p, w in found]
     traces = _TRACE.findall(log)
     if traces:
         kind, rel = traces[0]
@@ -151,8 +209,10 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
     return res
 
 
-def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, progress=print) -> dict:
-    """Run every harness of `groups` (all by default): its check, then its covers.
+def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, progress=print,
+          harnesses=None, covers=True) -> dict:
+    """Run every harness of `groups` (all by default; or those named in `harnesses`): its check,
+    then (with `covers`) its covers.
 
     `depth` overrides every harness's depth (short runs in the tests); `rtl_dir` replaces hw/rtl
     (the mutation tests point it at a broken copy).
@@ -166,10 +226,10 @@ def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, p
     out_dir = Path(out_dir or PROVE_ROOT / cfg.name)
     tasks, props = [], []
     for h in HARNESSES:
-        if groups and h.group not in groups:
+        if (groups and h.group not in groups) or (harnesses and h.name not in harnesses):
             continue
         labels = properties(h)
-        for task in ("check", "cover"):
+        for task in ("check", "cover") if covers else ("check",):
             d = depth if depth is not None else (h.cover_depth if task == "cover" else h.depth)
             if task == "cover" and depth is not None:
                 d = max(depth, h.cover_depth)   # covers need their steps whatever the check depth
@@ -210,7 +270,8 @@ def table(report: dict) -> str:
         rows.append(f"{t['group']:<10} {t['harness']:<12} {t['mode']:<6} {t['depth']:>5}  "
                     f"{t['status']:<7} {t['wall_s']:7.1f}")
     n = len(report["properties"])
-    bad = [p for p in report["properties"] if p["status"] not in ("pass", "reached")]
-    rows.append(f"{n} properties and covers, {n - len(bad)} proven or reached"
-                + (f"; failing: {', '.join(p['property'] for p in bad)}" if bad else ""))
+    good = sum(p["status"] in ("pass", "reached") for p in report["properties"])
+    bad = dict.fromkeys(p["property"] for p in report["properties"] if p["status"] in ("fail", "unreached"))
+    rows.append(f"{n} properties and covers, {good} proven or reached"
+                + (f"; failing: {', '.join(bad)}" if bad else ""))
     return "\n".join(rows)

@@ -104,7 +104,7 @@ module f_axi_read (
     reg [8:0] f_len;        // beats of the current burst
     reg [2:0] f_owner;
     wire [2:0] taking = c_r_valid & c_r_ready;
-    always @(*) if (!rst) assume(!rvalid || f_owed != 0 || ar_hs);
+    always @(*) if (!rst) assume(!rvalid || f_owed != 0);
     always @(posedge clk)
         if (rst) {f_owed, f_open, f_taken, f_owner} <= 0;
         else begin
@@ -114,7 +114,7 @@ module f_axi_read (
                 f_len <= 9'(arlen) + 9'd1;
                 f_taken <= 0;
             end else if (taking != 0) f_taken <= f_taken + 1;
-            f_open <= f_open + 2'(ar_hs) - 2'((taking != 0) && f_taken + 1 == f_len && !ar_hs);
+            f_open <= f_open + 2'(ar_hs) - 2'((taking != 0) && f_taken + 1 == f_len);
         end
     reg f_ar_wait;
     reg [31:0] f_araddr;

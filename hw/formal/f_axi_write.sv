@@ -118,9 +118,9 @@ module f_axi_write (
         wr_no_4k_crossing: assert(!awvalid || f_end <= 14'd4096);
         wr_full_beats: assert(!awvalid || (awaddr % BB == 0 && awsize == `VTA_LOG_BUS_BYTES &&
                                           awburst == 2'b01 && wstrb == {BB{1'b1}}));
-        wr_w_after_aw: assert(!wvalid || f_wb != f_aw);
-        if (wvalid && f_wb == f_k && f_k != f_aw)
-            wr_wlast_on_last_beat: assert(wlast == (f_beat == 9'(f_len)));
+        wr_w_after_aw: assert(!wvalid || f_wb != f_aw || aw_hs);
+        if (wvalid && f_wb == f_k && (f_k != f_aw || aw_hs))
+            wr_wlast_on_last_beat: assert(wlast == (f_beat == 9'((f_k == f_aw) ? awlen : f_len)));
         wr_outstanding: assert(16'(f_aw - f_wb) <= 16'd4);
         wr_done_when_acked: assert(!(f_running && !running) || f_b == f_aw);
         wr_error_response: assert(bus_err == (bvalid && (bresp == 2'b10 || bresp == 2'b11)));
