@@ -23,7 +23,10 @@ module f_axi_write (
     input wire awready,
     input wire wready,
     input wire bvalid,
-    input wire [1:0] bresp
+    input wire [1:0] bresp,
+    output wire started,        // for f_store_live: a STORE starts, its body runs,
+    output wire running,
+    output wire w_last_beat     // a burst's last beat is taken
 );
 `include "f_reset.svh"
     localparam BB = `VTA_BUS_BYTES;
@@ -41,7 +44,8 @@ module f_axi_write (
         `VTA_MEM_Y_SIZE(head) = 16'(y_size);
         `VTA_MEM_X_SIZE(head) = 16'(x_size);
     end
-    wire head_ready, c2s_pop, c2s_pop_early, s2c_push, running;
+    wire head_ready, c2s_pop, c2s_pop_early, s2c_push;
+    assign started = head_ready;
     wire [15:0] out_raddr;
     wire aw_valid, aw_ready, w_valid, w_last, w_ready, b_valid;
     wire [31:0] aw_addr;
@@ -84,6 +88,7 @@ module f_axi_write (
     end
     // the slave: a B only for a burst whose address and last data beat it has taken
     wire aw_hs = awvalid && awready, w_hs = wvalid && wready, b_hs = bvalid && bready;
+    assign w_last_beat = w_hs && wlast;
     reg [15:0] f_aw, f_wb, f_b;   // bursts: addresses taken, data completed, responses given
     always @(*) if (!rst) assume(!bvalid || (f_b != f_wb && f_b != f_aw));
 
