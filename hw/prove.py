@@ -148,8 +148,9 @@ def sby_text(h: Harness, task: str, depth: int) -> str:
     return "\n".join([
         "[options]", f"mode {mode}", f"depth {depth}", "",
         "[engines]", engine, "",
-        # covers of harnesses instantiated inside this one (flattened names hold a dot) are theirs
-        "[script]", f"read -formal {reads}", f"prep -flatten -top f_{h.name}", "chformal -cover -remove c:*.*", "",
+        # the covers of harnesses instantiated inside this one are theirs
+        "[script]", f"read -formal {reads}", f"prep -flatten -top f_{h.name}",
+        *[f"chformal -cover -remove a:src={u}:*" for u in h.uses], "",
         "[files]", *files, ""])
 
 
@@ -245,6 +246,9 @@ def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, p
                     continue
                 if task == "cover":
                     st = "reached" if label in res["reached"] else "unreached"
+                    if st == "unreached" and res["status"] == "PASS":   # a cover sby never saw
+                        res["status"] = "FAIL"
+                        res["failed"].append({"property": label, "where": h.source.name})
                 else:
                     st = "fail" if label in failed else "pass" if res["status"] == "PASS" else "unknown"
                 props.append({"property": label, "harness": h.name, "group": h.group, "kind": kind,
