@@ -144,10 +144,9 @@ def sby_text(h: Harness, task: str, depth: int) -> str:
     mode = "cover" if task == "cover" else h.mode
     files = [*h.rtl, *h.uses, h.source.name, *FORMAL_INCLUDES, "vta_cfg.vh"]
     reads = " ".join([*h.rtl, *h.uses, h.source.name])
-    engine = "smtbmc --keep-going yices" if mode == "bmc" else "smtbmc yices"
     return "\n".join([
         "[options]", f"mode {mode}", f"depth {depth}", "",
-        "[engines]", engine, "",
+        "[engines]", "smtbmc yices", "",
         # the covers of harnesses instantiated inside this one are theirs
         "[script]", f"read -formal {reads}", f"prep -flatten -top f_{h.name}",
         *[f"chformal -cover -remove a:src={u}:*" for u in h.uses], "",
