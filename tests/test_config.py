@@ -3,6 +3,7 @@ import json
 import pytest
 
 from vta_sim import Config, ConfigError
+from vta_sim.config import TIMING_DEFAULTS
 
 
 def test_default_is_1x8x8_with_the_spec_depths():
@@ -26,7 +27,8 @@ def test_load_from_path_with_timing_override(tmp_path):
     path = tmp_path / "slow.json"
     path.write_text(json.dumps(data))
     cfg = Config.load(str(path))
-    assert cfg.name == "slow" and cfg.DMA_READ_LATENCY == 20 and cfg.GEMM_PIPELINE == 4
+    assert cfg.name == "slow" and cfg.DMA_READ_LATENCY == 20
+    assert cfg.GEMM_PIPELINE == TIMING_DEFAULTS["GEMM_PIPELINE"]
 
 
 @pytest.mark.parametrize("change, word", [

@@ -77,7 +77,14 @@ class DmaCost:
 
 
 _IDLE, _PORT, _RUN, _PUSH = range(4)                       # module phases
-_FETCH_GRANT, _FETCH_ENQUEUE, _START, _GRANT, _DONE, _PUSHED = range(6)
+_FETCH_GRANT, _FETCH_ENQUEUE, _ISSUE, _BEGIN, _GRANT, _DONE, _PUSHED = range(7)
+
+#: Revision 3's registered hand-offs (docs/timing.md, "Hand-offs"), fixed by the RTL's structure.
+FETCH_DECODE = 2   # a word whose last beat is due at D is checked at D + 1 and enqueued from D + 2
+QUEUE_DELAY = 1    # an instruction enqueued at t can issue from t + 1; a slot freed at t is seen at t + 1
+TOKEN_DELAY = 1    # a token pushed at t can be popped from t + 1; a slot freed at t is seen at t + 1
+ISSUE_DELAY = 1    # an instruction issued (taken from its queue, tokens popped) at t begins from t + 1
+REQUEST_DELAY = 1  # a read burst requests the port 1 cycle after the segment before it (or the begin)
 
 
 @dataclass
@@ -113,18 +120,20 @@ class _Running:
 
 
 class _Module:
-    """One of load/compute/store: its instruction queue, vector clock, statistics."""
+    """One of load/compute/store: its instruction queue, the issued instruction, statistics."""
 
-    __slots__ = ("num", "queue", "phase", "free", "seq", "vc", "current", "busy", "stall_token",
-                 "stall_port", "stall_push")
+    __slots__ = ("num", "queue", "phase", "free", "seq", "vc", "current", "nxt", "n_free", "last_issue",
+                 "busy", "stall_token", "stall_port", "stall_push")
 
     def __init__(self, num: int):
         self.num = num
         self.queue = deque()                       # (index, enqueue cycle)
         self.phase = _IDLE
-        self.free = self.seq = 0
+        self.free = self.seq = self.n_free = 0
+        self.last_issue = -1
         self.vc = [0, 0, 0]
         self.current = None
+        self.nxt = None                            # issued, waiting to begin: (index, enqueue, issue, wait, vc)
         self.busy = self.stall_token = self.stall_port = self.stall_push = 0
 
 
@@ -138,7 +147,8 @@ class Engine:
         self.dma = DmaCost(cfg)
         self.insn_addr = insn_addr
         self.mods = [_Module(i) for i in range(3)]
-        self.tokens = {q.name: deque() for q in isa.TOKEN_QUEUES}           # each: deque of vc snapshots
+        self.tokens = {q.name: deque() for q in isa.TOKEN_QUEUES}  # each: deque of (push cycle, vc snapshot)
+        self.last_pop = {q.name: -1 for q in isa.TOKEN_QUEUES}
         # Token queues each instruction pops and pushes, by name, decided once per flag pattern.
         flag_queues = {}
         self.pops, self.pushes = [], []
@@ -204,6 +214,8 @@ class Engine:
             i += 1
         cur.seg = i
         if i < len(segs):
+            cur.t += REQUEST_DELAY     # the request register: busy, not waiting for the port
+            cur.body += REQUEST_DELAY
             m.phase = _PORT
         else:
             cur.done = cur.t
@@ -213,10 +225,12 @@ class Engine:
     def run(self) -> int:
         """Simulate to the completion of FINISH; returns that cycle.
 
-        Each step, every agent proposes its next transition as (cycle, phase, priority) and the
-        smallest is applied (on a tie, fetch's proposal, made first, wins).
+        Each step, every agent proposes its next transitions as (cycle, phase, priority) and the
+        smallest is applied (on a tie, fetch's proposal, made first, wins). Phases order one
+        cycle: pushes, enqueues and completions (0), begins (1), issues (2), read-port grants (3).
+        A queue slot or token-queue slot freed at t is seen from t + 1 (registered counts).
         """
-        n, mods, tokens = len(self.insns), self.mods, self.tokens
+        n, mods, tokens, last_pop = len(self.insns), self.mods, self.tokens, self.last_pop
         modules_of, progress = self.modules_of, self.progress
         pop_deques = [tuple(tokens[q] for q in pops) for pops in self.pops]
         qdepth, tdepth = self.cfg.CMD_QUEUE_DEPTH, self.cfg.TOKEN_DEPTH
@@ -230,27 +244,41 @@ class Engine:
             best = action = bm = None
             if fetch_k < n:
                 if fetch_req:
-                    best, action = (max(now, fetch_t, port_free), 2, fetch_priority), _FETCH_GRANT
-                elif len(mods[modules_of[fetch_k]].queue) < qdepth:
-                    best, action = (max(now, fetch_t), 0, 0), _FETCH_ENQUEUE
+                    best, action = (max(now, fetch_t, port_free), 3, fetch_priority), _FETCH_GRANT
+                else:
+                    q = mods[modules_of[fetch_k]]
+                    if len(q.queue) < qdepth:
+                        t = max(now, fetch_t + FETCH_DECODE)
+                        if len(q.queue) == qdepth - 1:
+                            t = max(t, q.last_issue + QUEUE_DELAY)
+                        best, action = (t, 0, 0), _FETCH_ENQUEUE
             for m in mods:
+                if m.nxt is None and m.queue:
+                    idx, enq = m.queue[0]
+                    deqs = pop_deques[idx]
+                    if all(deqs):
+                        t = max(now, enq + QUEUE_DELAY, m.n_free)
+                        for d in deqs:
+                            t = max(t, d[0][0] + TOKEN_DELAY)
+                        key = (t, 2, m.num)
+                        if best is None or key < best:
+                            best, action, bm = key, _ISSUE, m
                 phase = m.phase
                 if phase == _IDLE:
-                    if not m.queue:
+                    if m.nxt is None:
                         continue
-                    idx, enq = m.queue[0]
-                    if not all(pop_deques[idx]):
-                        continue
-                    key, act = (max(now, m.free, enq), 1, m.num), _START
+                    key, act = (max(now, m.free, m.nxt[2] + ISSUE_DELAY), 1, m.num), _BEGIN
                 elif phase == _PORT:
-                    key, act = (max(now, m.current.t, port_free), 2, _PORT_PRIORITY[m.num]), _GRANT
+                    key, act = (max(now, m.current.t, port_free), 3, _PORT_PRIORITY[m.num]), _GRANT
                 elif phase == _RUN:
                     key, act = (max(now, m.current.done), 0, m.num), _DONE
                 else:
                     cur = m.current
-                    if len(tokens[cur.pushes[cur.push]]) >= tdepth:
+                    q = cur.pushes[cur.push]
+                    if len(tokens[q]) >= tdepth:
                         continue
-                    key, act = (now, 0, m.num), _PUSHED
+                    t = now if len(tokens[q]) < tdepth - 1 else max(now, last_pop[q] + TOKEN_DELAY)
+                    key, act = (t, 0, m.num), _PUSHED
                 if best is None or key < best:
                     best, action, bm = key, act, m
             if best is None:
@@ -262,13 +290,15 @@ class Engine:
                 port_free = fetch_t = t + fetch_cycles[fetch_k]
                 fetch_req = False
             elif action == _FETCH_ENQUEUE:
-                self.fetch_stall_queue += t - fetch_t
+                self.fetch_stall_queue += t - fetch_t - FETCH_DECODE
                 mods[modules_of[fetch_k]].queue.append((fetch_k, t))
                 fetch_k, fetch_req, fetch_t = fetch_k + 1, True, t
                 if progress is not None:
                     progress(fetch_k, n, t)
-            elif action == _START:
-                self._start(bm, t)
+            elif action == _ISSUE:
+                self._issue(bm, t)
+            elif action == _BEGIN:
+                self._begin(bm, t)
             elif action == _GRANT:
                 cur = bm.current
                 bm.stall_port += t - cur.t
@@ -287,7 +317,7 @@ class Engine:
                     self._retire(bm, t)
             else:  # a push lands
                 cur = bm.current
-                tokens[cur.pushes[cur.push]].append(list(bm.vc))
+                tokens[cur.pushes[cur.push]].append((t, list(bm.vc)))
                 cur.push += 1
                 bm.stall_push += t - cur.last_push
                 cur.last_push = t
@@ -296,18 +326,28 @@ class Engine:
         self.now, self.fetch_k = now, fetch_k
         return self.end
 
-    def _start(self, m: _Module, t: int):
+    def _issue(self, m: _Module, t: int):
+        """Take the head from the queue into the issue register, popping its tokens."""
         idx, enq = m.queue.popleft()
-        insn = self.insns[idx]
-        ready = max(m.free, enq)
-        m.stall_token += t - ready
+        wait = t - max(enq + QUEUE_DELAY, m.n_free)
+        m.stall_token += wait
+        vc = [0, 0, 0]
         for q in self.pops[idx]:
-            vc = self.tokens[q].popleft()
-            m.vc = [max(a, b) for a, b in zip(m.vc, vc)]
+            _, pushed = self.tokens[q].popleft()
+            self.last_pop[q] = t
+            vc = [max(a, b) for a, b in zip(vc, pushed)]
+        m.last_issue = t
+        m.nxt = (idx, enq, t, wait, vc)
+
+    def _begin(self, m: _Module, t: int):
+        idx, enq, _, wait, vc = m.nxt
+        m.nxt, m.n_free = None, t
+        insn = self.insns[idx]
+        m.vc = [max(a, b) for a, b in zip(m.vc, vc)]
         m.seq += 1
         m.vc[m.num] = m.seq
         self.execute(idx, insn, m.num, m.vc)
-        m.current = _Running(idx, enq, t, *self._segments(insn), self.pushes[idx], t - ready)
+        m.current = _Running(idx, enq, t, *self._segments(insn), self.pushes[idx], wait)
         self._advance(m)
 
     def _retire(self, m: _Module, t: int):

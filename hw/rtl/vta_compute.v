@@ -3,18 +3,20 @@
 //
 // Pipeline, one micro-op iteration per cycle (one per two for an ALU with a tensor operand):
 //   S0  loop counters -> UOP SRAM read
+//   S0b micro-op registered (the SRAM's output never feeds the index adders directly)
 //   S1  indices = micro-op + loop offsets -> INP/WGT reads; ALU: ACC read (tensor: ACC[dst], then
 //       S1b ACC[src])
-//   S2  ALU: operands registered; GEMM: INP x WGT products registered
-//   S3  ALU -> ACC and OUT write; GEMM: adder tree (registered), ACC[dst] read
-//   S4  GEMM: ACC[dst] + dot -> ACC and OUT write
+//   S2  ALU: operands registered; GEMM: INP and WGT registered (the multipliers' input registers)
+//   S3  ALU -> ACC and OUT write; GEMM: INP x WGT products registered
+//   S4  GEMM: adder tree (registered), ACC[dst] read
+//   S5  GEMM: ACC[dst] + dot -> ACC and OUT write
 // The SRAMs are write-first, so an iteration reading the entry that the previous one writes in
 // the same cycle sees the new value: GEMM reads its accumulator one cycle before it adds, so its
 // read-add-write stays one cycle however deep the multiplier side is. The ALU reads ACC[dst] in
 // S1 and writes in S3, so the one write it can miss, the previous iteration's, is forwarded from
 // S3 (into S2's operand, or S1b's for a tensor ALU). The instruction is done GEMM_PIPELINE
 // (ALU_PIPELINE) cycles after its last issue slot, as docs/timing.md models it; the last write is
-// 4 (3) cycles after it, so GEMM_PIPELINE >= 4 and ALU_PIPELINE >= 3 are exact (hw/header.py
+// 6 (4) cycles after it, so GEMM_PIPELINE >= 6 and ALU_PIPELINE >= 4 are exact (hw/header.py
 // refuses less).
 `default_nettype none
 `include "vta_cfg.vh"
@@ -26,19 +28,13 @@ module vta_compute (
     input  wire [127:0] head,
     output wire         head_ready,
     input  wire         l2c_avail,
-    input  wire         l2c_queued,
     output wire         l2c_pop,
     input  wire         s2c_avail,
-    input  wire         s2c_queued,
     output wire         s2c_pop,
     output wire         c2l_push,
     input  wire         c2l_push_ok,
-    input  wire         c2l_free_ok,      // c2l not full, or load starts popping it (early)
-    input  wire         c2l_not_full,
     output wire         c2s_push,
     input  wire         c2s_push_ok,
-    input  wire         c2s_free_ok,
-    input  wire         c2s_not_full,
     output wire         port_req,
     input  wire         port_gnt,
     output wire         port_done,
@@ -76,7 +72,7 @@ module vta_compute (
     output reg  [31:0]  stall_port,
     output reg  [31:0]  stall_push,
     output reg  [31:0]  insn_count,
-    output wire         running       // an instruction's body is under way
+    output wire         running       // an instruction begins or its body is under way
 );
     localparam K = `VTA_BUS_BYTES / `VTA_UOP_BYTES;
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
@@ -84,26 +80,23 @@ module vta_compute (
 
     // ------------------------------------------------------------ instruction life cycle
     wire start, body_done, in_body, retire, st_tok, st_push;
+    wire [127:0] insn;      // the issued instruction, latched below when it begins
     vta_dep_ctrl ctrl (
         .clk(clk), .rst(rst), .enable(enable),
-        .head_valid(head_valid),
+        .head_valid(head_valid), .head(head),
         .head_pop_prev(`VTA_L2C_POP(head)), .head_pop_next(`VTA_S2C_POP(head)),
-        .head_push_prev(`VTA_C2L_PUSH(head)), .head_push_next(`VTA_C2S_PUSH(head)),
-        .prev_avail(l2c_avail), .next_avail(s2c_avail), .prev_queued(l2c_queued), .next_queued(s2c_queued),
+        .insn(insn), .insn_push_prev(`VTA_C2L_PUSH(insn)), .insn_push_next(`VTA_C2S_PUSH(insn)),
+        .prev_avail(l2c_avail), .next_avail(s2c_avail),
         .prev_push_ok(c2l_push_ok), .next_push_ok(c2s_push_ok),
-        .prev_free_ok(c2l_free_ok), .next_free_ok(c2s_free_ok),
-        .prev_not_full(c2l_not_full), .next_not_full(c2s_not_full),
-        .body_done(body_done), .start(start),
-        /* verilator lint_off PINCONNECTEMPTY */ .start_early(), /* verilator lint_on PINCONNECTEMPTY */
+        .body_done(body_done), .issue(head_ready), .start(start),
         .pop_prev(l2c_pop), .pop_next(s2c_pop), .push_prev(c2l_push), .push_next(c2s_push),
         .retire(retire), .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
-    assign head_ready = start;
-    assign running = in_body;
+    assign running = in_body || start;
 
-    wire [2:0] h_op = head[2:0];
+    wire [2:0] h_op = insn[2:0];
     wire h_load = (h_op == `VTA_OP_LOAD);
     wire h_exec = (h_op == `VTA_OP_GEMM) || (h_op == `VTA_OP_ALU);
-    wire h_dma = h_load && (`VTA_MEM_X_SIZE(head) != 16'd0);
+    wire h_dma = h_load && (`VTA_MEM_X_SIZE(insn) != 16'd0);
 
     reg [1:0]   kind;
     reg         is_finish, waiting;
@@ -111,7 +104,7 @@ module vta_compute (
     reg [47:0]  dur, elapsed;
 
     // ------------------------------------------------------------ LOAD UOP / ACC / ACC_8BIT
-    wire [2:0] h_mt = `VTA_MEM_MEMORY_TYPE(head);
+    wire [2:0] h_mt = `VTA_MEM_MEMORY_TYPE(insn);
     wire [3:0] h_elog = (h_mt == `VTA_MEM_UOP) ? 4'($clog2(`VTA_UOP_BYTES)) :
                         (h_mt == `VTA_MEM_ACC) ? 4'($clog2(`VTA_ACC_BYTES)) : 4'($clog2(`VTA_ACC8_BYTES));
     wire dma_we, dma_done;
@@ -119,7 +112,7 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] dma_data;
     wire [K-1:0] dma_lanes;
     vta_dma_read #(.MAXE(`VTA_ACC_BYTES), .K(K)) dma (
-        .clk(clk), .rst(rst), .go(start && h_dma), .insn(head), .elog(h_elog),
+        .clk(clk), .rst(rst), .go(start && h_dma), .insn(insn), .elog(h_elog),
         .port_req(port_req), .port_gnt(port_gnt), .port_done(port_done),
         .ar_valid(ar_valid), .ar_addr(ar_addr), .ar_len(ar_len), .ar_ready(ar_ready),
         .r_valid(r_valid), .r_data(r_data), .r_ready(r_ready),
@@ -144,11 +137,11 @@ module vta_compute (
     reg [31:0]                 d_i, s_i, w_i, d_ij, s_ij, w_ij;
     reg                        g_active;
 
-    wire [`VTA_GEMM_UOP_END_W-1:0] h_bgn = `VTA_GEMM_UOP_END_W'(`VTA_GEMM_UOP_BGN(head));
-    wire [`VTA_GEMM_UOP_END_W-1:0] h_end = `VTA_GEMM_UOP_END(head);
-    wire [13:0] h_out = `VTA_GEMM_ITER_OUT(head), h_in = `VTA_GEMM_ITER_IN(head);
+    wire [`VTA_GEMM_UOP_END_W-1:0] h_bgn = `VTA_GEMM_UOP_END_W'(`VTA_GEMM_UOP_BGN(insn));
+    wire [`VTA_GEMM_UOP_END_W-1:0] h_end = `VTA_GEMM_UOP_END(insn);
+    wire [13:0] h_out = `VTA_GEMM_ITER_OUT(insn), h_in = `VTA_GEMM_ITER_IN(insn);
     wire h_alu = (h_op == `VTA_OP_ALU);
-    wire h_tensor = h_alu && !`VTA_ALU_USE_IMM(head);
+    wire h_tensor = h_alu && !`VTA_ALU_USE_IMM(insn);
     wire [47:0] h_n = (h_end > h_bgn) ? 48'(h_out) * 48'(h_in) * 48'(h_end - h_bgn) : 48'd0;
     wire [47:0] h_pipe = h_alu ? `VTA_ALU_PIPELINE : `VTA_GEMM_PIPELINE;
 
@@ -157,21 +150,22 @@ module vta_compute (
     wire last_u = (u + 1 == u_end), last_j = (j + 1 == n_in), last_i = (i + 1 == n_out);
 
     // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
-    reg        s1_valid, s1b_valid, s2_valid, s3_valid, s4_valid;
-    reg [31:0] s1_d, s1_s, s1_w, s1b_a;
+    reg        s0b_valid, s1_valid, s1b_valid, s2_valid, s3_valid, s4_valid, s5_valid;
+    reg [31:0] s0b_d, s0b_s, s0b_w, s1_d, s1_s, s1_w, s1b_a;
+    reg [31:0] uop_q;
     /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM
-    reg [31:0] s1b_src, s2_a, s3_a, s4_a;
+    reg [31:0] s1b_src, s2_a, s3_a, s4_a, s5_a;
     /* verilator lint_on UNUSEDSIGNAL */
     reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2;
-    wire [31:0] a = 32'(`VTA_UOP_DST_IDX(uop_rdata)) + s1_d;
-    wire [31:0] src = 32'(`VTA_UOP_SRC_IDX(uop_rdata)) + s1_s;
-    wire [31:0] wg = 32'(`VTA_UOP_WGT_IDX(uop_rdata)) + s1_w;
+    wire [31:0] a = 32'(`VTA_UOP_DST_IDX(uop_q)) + s1_d;
+    wire [31:0] src = 32'(`VTA_UOP_SRC_IDX(uop_q)) + s1_s;
+    wire [31:0] wg = 32'(`VTA_UOP_WGT_IDX(uop_q)) + s1_w;
     wire bad_index = s1_valid && ((a >= `VTA_ACC_DEPTH) ||
         (!reset && !is_alu && (src >= `VTA_INP_DEPTH || wg >= `VTA_WGT_DEPTH)) ||
         (!reset && tensor && src >= `VTA_ACC_DEPTH));
     assign inp_raddr = `VTA_LI'(src);
     assign wgt_raddr = `VTA_LW'(wg);
-    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s3_a);
+    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s4_a);
 
     wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z;
     vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_rdata),
@@ -183,9 +177,9 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] dst_s1b = (alu_we && s3_a == s1b_a) ? alu_z : acc_rdata;
     wire [`VTA_ACC_BYTES*8-1:0] dst_s2 = (alu_we && s3_a == s2_a) ? alu_z : acc_rdata;
 
-    wire exec_we = alu_we || s4_valid;    // one instruction kind runs at a time
+    wire exec_we = alu_we || s5_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
-    assign acc_waddr = s4_valid ? `VTA_LA'(s4_a) : exec_we ? `VTA_LA'(s3_a) : `VTA_LA'(dma_idx);
+    assign acc_waddr = s5_valid ? `VTA_LA'(s5_a) : exec_we ? `VTA_LA'(s3_a) : `VTA_LA'(dma_idx);
     assign acc_wdata = exec_we ? z : (mt == `VTA_MEM_ACC) ? dma_data : acc8;
     assign out_we = exec_we;
     genvar g;
@@ -196,7 +190,7 @@ module vta_compute (
     endgenerate
 
     // ------------------------------------------------------------ completion
-    wire exec_done = !g_active && !s1_valid && !s1b_valid && (elapsed + 1 >= dur);
+    wire exec_done = !g_active && !s0b_valid && !s1_valid && !s1b_valid && (elapsed + 1 >= dur);
     assign body_done = in_body && ((kind == KIND_NOP) || (kind == KIND_LOAD && dma_done) ||
                                    (kind == KIND_EXEC && exec_done));
     assign finish = retire && is_finish;
@@ -207,11 +201,13 @@ module vta_compute (
             is_finish <= 1'b0;
             waiting <= 1'b0;
             g_active <= 1'b0;
+            s0b_valid <= 1'b0;
             s1_valid <= 1'b0;
             s1b_valid <= 1'b0;
             s2_valid <= 1'b0;
             s3_valid <= 1'b0;
             s4_valid <= 1'b0;
+            s5_valid <= 1'b0;
             err <= 1'b0;
             {acc_bytes, uop_bytes, gemm_count, alu_count, busy_cycles} <= 0;
             {stall_token, stall_port, stall_push, insn_count} <= 0;
@@ -225,21 +221,30 @@ module vta_compute (
             if (bad_index) err <= 1'b1;
 
             // pipeline registers
-            s1_valid <= issue;
+            s0b_valid <= issue;
+            s1_valid <= s0b_valid;
             s2_valid <= (s1_valid && !tensor) || s1b_valid;
             s1b_valid <= s1_valid && tensor;
             s3_valid <= s2_valid;
             s4_valid <= s3_valid && !is_alu;
+            s5_valid <= s4_valid;
             if (s2_valid) begin
                 s3_a <= s2_a;
                 x2 <= tensor ? x_r : dst_s2;
                 y2 <= tensor ? acc_rdata : {LANES{imm}};
             end
             if (s3_valid) s4_a <= s3_a;
+            if (s4_valid) s5_a <= s4_a;
             if (issue) begin
-                s1_d <= d_ij;
-                s1_s <= s_ij;
-                s1_w <= w_ij;
+                s0b_d <= d_ij;
+                s0b_s <= s_ij;
+                s0b_w <= w_ij;
+            end
+            if (s0b_valid) begin
+                uop_q <= uop_rdata;
+                s1_d <= s0b_d;
+                s1_s <= s0b_s;
+                s1_w <= s0b_w;
             end
             if (s1_valid) begin
                 s1b_a <= a;
@@ -287,19 +292,19 @@ module vta_compute (
                 is_finish <= (h_op == `VTA_OP_FINISH);
                 kind <= h_dma ? KIND_LOAD : h_exec ? KIND_EXEC : KIND_NOP;
                 elapsed <= 0;
-                if (h_dma && `VTA_MEM_MEMORY_TYPE(head) == `VTA_MEM_UOP)
-                    uop_bytes <= uop_bytes + 32'(`VTA_MEM_X_SIZE(head)) * 32'(`VTA_MEM_Y_SIZE(head)) * `VTA_UOP_BYTES;
-                else if (h_dma && `VTA_MEM_MEMORY_TYPE(head) == `VTA_MEM_ACC)
-                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(head)) * 32'(`VTA_MEM_Y_SIZE(head)) * `VTA_ACC_BYTES;
+                if (h_dma && `VTA_MEM_MEMORY_TYPE(insn) == `VTA_MEM_UOP)
+                    uop_bytes <= uop_bytes + 32'(`VTA_MEM_X_SIZE(insn)) * 32'(`VTA_MEM_Y_SIZE(insn)) * `VTA_UOP_BYTES;
+                else if (h_dma && `VTA_MEM_MEMORY_TYPE(insn) == `VTA_MEM_ACC)
+                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(insn)) * 32'(`VTA_MEM_Y_SIZE(insn)) * `VTA_ACC_BYTES;
                 else if (h_dma)
-                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(head)) * 32'(`VTA_MEM_Y_SIZE(head)) * `VTA_ACC8_BYTES;
+                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(insn)) * 32'(`VTA_MEM_Y_SIZE(insn)) * `VTA_ACC8_BYTES;
                 // GEMM / ALU operands (ALU's word 1 differs from GEMM's)
                 is_alu <= h_alu;
-                reset <= `VTA_GEMM_RESET(head);
+                reset <= `VTA_GEMM_RESET(insn);
                 tensor <= h_tensor;
                 slot <= 1'b0;
-                alu_op <= `VTA_ALU_ALU_OPCODE(head);
-                imm <= 32'($signed(`VTA_ALU_IMM(head)));
+                alu_op <= `VTA_ALU_ALU_OPCODE(insn);
+                imm <= 32'($signed(`VTA_ALU_IMM(insn)));
                 u <= h_bgn;
                 u_bgn <= h_bgn;
                 u_end <= h_end;
@@ -308,12 +313,12 @@ module vta_compute (
                 i <= 0;
                 j <= 0;
                 {d_i, s_i, w_i, d_ij, s_ij, w_ij} <= 0;
-                dfo <= 32'(`VTA_GEMM_DST_FACTOR_OUT(head));
-                dfi <= 32'(`VTA_GEMM_DST_FACTOR_IN(head));
-                sfo <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_OUT(head)) : 32'(`VTA_GEMM_SRC_FACTOR_OUT(head));
-                sfi <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_IN(head)) : 32'(`VTA_GEMM_SRC_FACTOR_IN(head));
-                wfo <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_OUT(head));
-                wfi <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_IN(head));
+                dfo <= 32'(`VTA_GEMM_DST_FACTOR_OUT(insn));
+                dfi <= 32'(`VTA_GEMM_DST_FACTOR_IN(insn));
+                sfo <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_OUT(insn)) : 32'(`VTA_GEMM_SRC_FACTOR_OUT(insn));
+                sfi <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_IN(insn)) : 32'(`VTA_GEMM_SRC_FACTOR_IN(insn));
+                wfo <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_OUT(insn));
+                wfi <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_IN(insn));
                 g_active <= h_exec && (h_n != 0);
                 dur <= h_pipe + (h_tensor ? h_n << 1 : h_n);
             end

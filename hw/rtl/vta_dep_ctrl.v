@@ -1,46 +1,43 @@
-// Instruction life cycle of one module (docs/timing.md "Hand-offs"): start the head instruction
-// once the module is free and every token it pops is available (taking them together), run its
-// body, then push its tokens (push_prev before push_next); the module is free in the cycle its
-// last push lands, and a push into a full queue lands in the cycle its consumer pops.
+// Instruction life cycle of one module (docs/timing.md revision 3, "Hand-offs"), in two stages.
 //
-// `start_early` is the same decision made from registered state only (queue counts, no pushes or
-// pops of this cycle). It differs from `start` only when two modules each wait to push into a
-// full queue that the other one would pop, which the model calls a deadlock; compute uses its
-// partners' early starts to decide whether its own pushes land, which keeps the
-// load<->compute and store<->compute hand-offs free of combinational loops.
+// Issue: the queue's head (registered FIFO) moves into the issue register once every token it
+// pops is queued (registered counters) and the register is empty or hands its instruction on in
+// this cycle; the tokens are popped then. Begin (`start`): the issued instruction begins once the
+// module is free. Its body runs, then its tokens are pushed (push_prev before push_next), each
+// landing in a cycle its queue was not full at the last edge; the module is free in the cycle its
+// last push lands. Every decision reads registers only (no same-cycle push, pop or enqueue), so
+// no chain crosses from one module into another, and the next instruction waits in the issue
+// register while the current one runs: back-to-back instructions begin in the cycle the previous
+// one frees the module.
 `default_nettype none
 module vta_dep_ctrl (
-    input  wire clk,
-    input  wire rst,
-    input  wire head_valid,
-    input  wire head_pop_prev,
-    input  wire head_pop_next,
-    input  wire head_push_prev,
-    input  wire head_push_next,
-    input  wire enable,          // low while the device is halted
-    input  wire prev_avail,      // a token to pop, counting one pushed this cycle
-    input  wire next_avail,
-    input  wire prev_queued,     // a token to pop, queued before this cycle
-    input  wire next_queued,
-    input  wire prev_push_ok,    // this cycle's push would land
-    input  wire next_push_ok,
-    input  wire prev_free_ok,    // ... as far as the free decision may know
-    input  wire next_free_ok,
-    input  wire prev_not_full,
-    input  wire next_not_full,
-    input  wire body_done,       // the running instruction's body completes this cycle
-    output wire start,
-    output wire start_early,
-    output wire pop_prev,
-    output wire pop_next,
-    output wire push_prev,       // push request (lands when the queue's push_ok)
-    output wire push_next,
-    output wire retire,          // the instruction is complete: body done and pushes landed
-    output wire in_body,
-    output wire stall_token,
-    output wire stall_push
+    input  wire         clk,
+    input  wire         rst,
+    input  wire         head_valid,
+    input  wire [127:0] head,
+    input  wire         head_pop_prev,
+    input  wire         head_pop_next,
+    output reg  [127:0] insn,            // the issued instruction (the running one once it begins)
+    input  wire         insn_push_prev,  // its push flags
+    input  wire         insn_push_next,
+    input  wire         enable,          // low while the device is halted
+    input  wire         prev_avail,      // a token to pop (queued before this cycle)
+    input  wire         next_avail,
+    input  wire         prev_push_ok,    // a push lands this cycle
+    input  wire         next_push_ok,
+    input  wire         body_done,       // the running instruction's body completes this cycle
+    output wire         issue,           // the head leaves the queue (its tokens are popped)
+    output wire         start,           // the issued instruction begins
+    output wire         pop_prev,
+    output wire         pop_next,
+    output wire         push_prev,       // push request (lands when the queue's push_ok)
+    output wire         push_next,
+    output wire         retire,          // the instruction is complete: body done and pushes landed
+    output wire         in_body,
+    output wire         stall_token,
+    output wire         stall_push
 );
-    reg st_body, st_push, pend_prev, pend_next;
+    reg st_body, st_push, pend_prev, pend_next, n_valid;
 
     wire push_phase = (st_body && body_done) || st_push;
     assign push_prev = push_phase && pend_prev;
@@ -50,19 +47,18 @@ module vta_dep_ctrl (
     wire all_landed = (!pend_prev || land_prev) && (!pend_next || land_next);
 
     wire idle = !st_body && !st_push;
-    wire free = idle || (push_phase && (!pend_prev || prev_free_ok) && (!pend_next || next_free_ok));
+    wire free = idle || (push_phase && all_landed);
+    assign start = enable && n_valid && free;
+
+    wire n_free = !n_valid || start;
     wire tokens_ok = (!head_pop_prev || prev_avail) && (!head_pop_next || next_avail);
-    assign start = enable && free && head_valid && tokens_ok;
+    assign issue = enable && head_valid && n_free && tokens_ok;
 
-    wire free_early = idle || (push_phase && (!pend_prev || prev_not_full) && (!pend_next || next_not_full));
-    wire tokens_early = (!head_pop_prev || prev_queued) && (!head_pop_next || next_queued);
-    assign start_early = enable && free_early && head_valid && tokens_early;
-
-    assign pop_prev = start && head_pop_prev;
-    assign pop_next = start && head_pop_next;
+    assign pop_prev = issue && head_pop_prev;
+    assign pop_next = issue && head_pop_next;
     assign retire = push_phase && all_landed;
     assign in_body = st_body;
-    assign stall_token = enable && free && head_valid && !tokens_ok;
+    assign stall_token = enable && head_valid && n_free && !tokens_ok;
     assign stall_push = push_phase && !all_landed;
 
     always @(posedge clk) begin
@@ -71,17 +67,23 @@ module vta_dep_ctrl (
             st_push <= 1'b0;
             pend_prev <= 1'b0;
             pend_next <= 1'b0;
-        end else if (start) begin
-            st_body <= 1'b1;
-            st_push <= 1'b0;
-            pend_prev <= head_push_prev;
-            pend_next <= head_push_next;
-        end else if (push_phase) begin
-            st_body <= 1'b0;
-            st_push <= !all_landed;
-            pend_prev <= pend_prev && !land_prev;
-            pend_next <= pend_next && !land_next;
+            n_valid <= 1'b0;
+        end else begin
+            if (start) begin
+                st_body <= 1'b1;
+                st_push <= 1'b0;
+                pend_prev <= insn_push_prev;
+                pend_next <= insn_push_next;
+            end else if (push_phase) begin
+                st_body <= 1'b0;
+                st_push <= !all_landed;
+                pend_prev <= pend_prev && !land_prev;
+                pend_next <= pend_next && !land_next;
+            end
+            if (issue) n_valid <= 1'b1;
+            else if (start) n_valid <= 1'b0;
         end
+        if (issue) insn <= head;
     end
 endmodule
 `default_nettype wire

@@ -3,10 +3,11 @@
 //
 // It walks the destination entries in order, as docs/timing.md describes a LOAD: a pad entry is
 // written as zero in one cycle without the read port; the data of a row is read in bursts split
-// at the burst boundary, each of which requests the read port when the previous segment ends
-// and holds it DMA_READ_LATENCY + beats cycles from the grant. The engine runs one cycle behind
-// the model: the cycle that processes the last cycle of a segment raises the next request (or
-// done_now), which is therefore seen in the very cycle the model names. Beats that arrive early
+// at the burst boundary, each of which requests the read port REQUEST_DELAY (1) cycle after the
+// previous segment ends and holds it DMA_READ_LATENCY + beats cycles from the grant. The engine runs one cycle behind
+// the model: the cycle that processes the last cycle of a segment raises done_now, or registers
+// the next burst's request and set-up, seen from the next cycle (REQUEST_DELAY of
+// docs/timing.md, revision 3). Beats that arrive early
 // wait in the master's read FIFO; a burst whose beats are late (DRAM back-pressure) holds its
 // last cycle until they have all arrived, so the RTL is never faster than the model.
 `default_nettype none
@@ -66,7 +67,7 @@ module vta_dma_read #(
     endfunction
 
     // ------------------------------------------------------------ the current burst
-    reg [31:0] b_beats, b_got, b_tick, b_addr;
+    reg [31:0] b_beats, b_got, b_tick, b_addr, b_lim, q_beats, q_addr;
     reg        ar_pend, empty;
     wire [31:0] row_end = row_base + row_bytes;
 
@@ -118,17 +119,28 @@ module vta_dma_read #(
     wire pad_next = is_pad(r_next, c_next, y0, y_size, x0, x_size);
 
     // ------------------------------------------------------------ segment sequencing
-    wire burst_end = (state == S_BURST) && (b_tick + 1 >= 32'(`VTA_DMA_READ_LATENCY) + b_beats) &&
-                     (b_got + 32'(beat) == b_beats);
-    wire seg_end = (in_pad && (end_next || !pad_next)) || burst_end;
+    // every beat must be in before the burst's last cycle (registered count: no chain from the
+    // read FIFO to the port arbiter); DRAM answering within DMA_READ_LATENCY - 1 is exact
+    // A burst writes nothing in its last cycle (its beats are all in), so what follows it is known
+    // from the position alone, registered a cycle ahead (end_r, pad_r): the burst's end, the
+    // LOAD's end and the next request come from registers (b_lim: its last tick).
+    reg end_r, pad_r;
+    wire burst_end = (state == S_BURST) && (b_tick >= b_lim) && (b_got == b_beats);
+    wire pad_end = in_pad && (end_next || !pad_next);
+    wire seg_end = pad_end || burst_end;
+    wire seg_last = in_pad ? end_next : end_r;         // at seg_end: the LOAD ends
+    wire seg_pad = in_pad ? pad_next : pad_r;          // at seg_end: pads follow
     wire go_burst = go && (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_X_PAD_0(insn) == 4'd0) &&
                     (`VTA_MEM_Y_SIZE(insn) != 16'd0);
     // a LOAD of no rows at all is done in its first cycle (docs/hardware.md, decisions)
     wire go_no_rows = (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_Y_SIZE(insn) == 16'd0) &&
                       (`VTA_MEM_Y_PAD_1(insn) == 4'd0);
-    assign port_req = go_burst || (state == S_REQ) || (seg_end && !end_next && !pad_next);
+    // a burst requests the port from a register, the cycle after the segment before it ends (or
+    // after go): docs/timing.md revision 3, REQUEST_DELAY; its set-up is registered with it
+    wire to_req = (go && go_burst) || (!go && seg_end && !seg_last && !seg_pad);
+    assign port_req = (state == S_REQ);
     assign port_done = burst_end;
-    assign done_now = (seg_end && end_next) || empty;
+    assign done_now = (seg_end && seg_last) || empty;
 
     always @(posedge clk) begin
         if (rst) begin
@@ -152,7 +164,7 @@ module vta_dma_read #(
             row_base <= f_base;
             cur <= f_base;
             empty <= go_no_rows;
-            state <= go_burst ? (port_gnt ? S_BURST : S_REQ) : go_no_rows ? S_IDLE : S_PAD;
+            state <= go_burst ? S_REQ : go_no_rows ? S_IDLE : S_PAD;
         end else if (state == S_IDLE) begin
             empty <= 1'b0;
         end else begin
@@ -176,15 +188,22 @@ module vta_dma_read #(
                 row_base <= row_base_next;
             end
             if (seg_end) begin
-                state <= end_next ? S_IDLE : pad_next ? S_PAD : (port_gnt ? S_BURST : S_REQ);
+                state <= seg_last ? S_IDLE : seg_pad ? S_PAD : S_REQ;
             end else if (state == S_REQ && port_gnt) begin
                 state <= S_BURST;
             end
         end
-        // a granted burst starts: latch its beats and its bus-aligned address
+        // the next burst's set-up, registered with its request; latched when it is granted
+        if (to_req) begin
+            q_beats <= nb_beats;
+            q_addr <= nb_cur & ~(BB - 1);
+        end
+        end_r <= end_next;
+        pad_r <= pad_next;
         if (!rst && port_gnt) begin
-            b_beats <= nb_beats;
-            b_addr <= nb_cur & ~(BB - 1);
+            b_beats <= q_beats;
+            b_lim <= q_beats + 32'(`VTA_DMA_READ_LATENCY) - 1;
+            b_addr <= q_addr;
             b_got <= 0;
             b_tick <= 0;
             ar_pend <= 1'b1;

@@ -1,8 +1,10 @@
 // Fetch: reads the program one instruction (one read burst) at a time, checks it and appends it
 // to its module's queue (spec section 4). It requests the read port at cycle 0 and again in the
-// cycle it enqueues an instruction; an instruction is ready DMA_READ_LATENCY + beats cycles after
-// the grant (docs/timing.md "Hand-offs"). A word that breaks a static rule of the spec is not
-// enqueued: fetch reports it (error code and index) and the device halts.
+// cycle it enqueues an instruction; the word's last beat is due DMA_READ_LATENCY + beats cycles
+// after the grant (D). Revision 3 (docs/timing.md "Hand-offs") registers both hand-offs after it:
+// the word is latched at D and checked at D + 1 (S_CHK, result registered), and enqueued from
+// D + 2 (S_ENQ) when its queue had room at the last edge. A word that breaks a static rule of
+// the spec is not enqueued: fetch reports it (error code and index) at D + 2 and the device halts.
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_fetch (
@@ -33,9 +35,9 @@ module vta_fetch (
 );
     localparam BB = `VTA_BUS_BYTES;
     localparam IB = (BB >= 16) ? 1 : 16 / BB;           // beats per instruction
-    localparam S_IDLE = 2'd0, S_REQ = 2'd1, S_RUN = 2'd2, S_HOLD = 2'd3;
+    localparam S_IDLE = 3'd0, S_REQ = 3'd1, S_RUN = 3'd2, S_CHK = 3'd3, S_ENQ = 3'd4;
 
-    reg [1:0]   state;
+    reg [2:0]   state;
     reg [31:0]  k, addr, count;
     reg [31:0]  elapsed;      // cycles since the grant: latencies up to 2^16 (vta_sim.config)
     reg [4:0]   got;
@@ -64,8 +66,9 @@ module vta_fetch (
     assign port_done = data_done;
 
     // ------------------------------------------------------------ decode, route, check
-    wire have = data_done || (state == S_HOLD);
-    wire [127:0] w = (state == S_HOLD) ? word_r : word;
+    /* verilator lint_off UNUSEDSIGNAL */  // the checks read some fields of the word
+    wire [127:0] w = word_r;
+    /* verilator lint_on UNUSEDSIGNAL */
     wire last = (k + 1 == count);
     wire [2:0] op = w[2:0];
     wire [2:0] mt = `VTA_MEM_MEMORY_TYPE(w);
@@ -110,13 +113,16 @@ module vta_fetch (
         else if (is_exec && 32'(uend) > `VTA_UOP_DEPTH) code = `VTA_ERR_SRAM_RANGE;
         else if (is_exec && 32'(ubgn) > 32'(uend)) code = `VTA_ERR_MALFORMED;
     end
-    wire bad = have && (code != `VTA_ERR_NONE);
+    reg [`VTA_ERROR_CODE_BITS-1:0] code_r;
+    reg [2:0] target_r;
+    wire have = (state == S_ENQ);
+    wire bad = have && (code_r != `VTA_ERR_NONE);
 
-    assign q_data = w;
-    assign q_valid = (have && !bad) ? target : 3'b000;
+    assign q_data = word_r;
+    assign q_valid = (have && !bad) ? target_r : 3'b000;
     wire enq = |(q_valid & q_ready);
     assign port_req = (state == S_REQ) || (enq && !last);
-    assign busy = (state == S_REQ) || (state == S_RUN) || enq;
+    assign busy = (state == S_REQ) || (state == S_RUN) || (state == S_CHK) || enq || bad;
 
     always @(posedge clk) begin
         if (rst) begin
@@ -143,17 +149,21 @@ module vta_fetch (
                     word_r <= word;
                 end
             end
+            if (data_done) state <= S_CHK;      // word_r holds the word from the next cycle
+            if (state == S_CHK) begin
+                code_r <= code;
+                target_r <= target;
+                state <= S_ENQ;
+            end
             if (bad) begin
                 err <= 1'b1;
-                err_code <= code;
+                err_code <= code_r;
                 err_index <= k;
                 state <= S_IDLE;
             end else if (enq) begin
                 k <= k + 1;
                 addr <= addr + 16;
                 state <= last ? S_IDLE : S_REQ;
-            end else if (data_done) begin
-                state <= S_HOLD;
             end
             if (port_gnt) begin
                 state <= S_RUN;

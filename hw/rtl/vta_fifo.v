@@ -1,11 +1,13 @@
-// Synchronous FIFO with a same-cycle bypass: an entry written into an empty FIFO is visible at
-// the output in that cycle, and a full FIFO accepts an entry in the cycle its head leaves. This
-// is what docs/timing.md asks of the instruction queues ("enqueued at e, can start at e"; "a slot
-// frees when the module starts an instruction").
+// Synchronous FIFO. With BYPASS = 1 an entry written into an empty FIFO is visible at the output
+// in that cycle and a full FIFO accepts an entry in the cycle its head leaves (the master's read
+// FIFO). With BYPASS = 0 every hand-off is registered: an entry is visible from the cycle after
+// its write and a slot freed by a read is free from the next cycle, which is what docs/timing.md
+// (revision 3) asks of the instruction queues.
 `default_nettype none
 module vta_fifo #(
     parameter WIDTH = 8,
-    parameter DEPTH = 4
+    parameter DEPTH = 4,
+    parameter BYPASS = 1
 ) (
     input  wire             clk,
     input  wire             rst,
@@ -26,13 +28,13 @@ module vta_fifo #(
 
     wire empty = (cnt == 0);
     assign count     = cnt;
-    assign in_ready  = (cnt != DEPTH[CW-1:0]) || out_ready;
-    assign out_valid = !empty || in_valid;
-    assign out_data  = empty ? in_data : mem[rd_ptr];
+    assign in_ready  = (cnt != DEPTH[CW-1:0]) || (BYPASS != 0 && out_ready);
+    assign out_valid = !empty || (BYPASS != 0 && in_valid);
+    assign out_data  = (BYPASS != 0 && empty) ? in_data : mem[rd_ptr];
 
     wire deq = out_valid && out_ready;
     wire enq = in_valid && in_ready;
-    wire bypass = empty && enq && deq;   // passes straight through, never stored
+    wire bypass = (BYPASS != 0) && empty && enq && deq;   // passes straight through, never stored
 
     function [AW-1:0] next_ptr(input [AW-1:0] p);
         next_ptr = (p == AW'(DEPTH - 1)) ? {AW{1'b0}} : p + 1'b1;

@@ -11,12 +11,9 @@ module vta_load (
     input  wire [127:0] head,
     output wire         head_ready,
     input  wire         c2l_avail,
-    input  wire         c2l_queued,
     output wire         c2l_pop,
-    output wire         c2l_pop_early,
     output wire         l2c_push,
     input  wire         l2c_push_ok,
-    input  wire         l2c_not_full,
     output wire         port_req,
     input  wire         port_gnt,
     output wire         port_done,
@@ -38,7 +35,7 @@ module vta_load (
     output reg  [31:0]  stall_port,
     output reg  [31:0]  stall_push,
     output reg  [31:0]  insn_count,
-    output wire         running       // an instruction's body is under way
+    output wire         running       // an instruction begins or its body is under way
 );
     localparam MAXE = (`VTA_WGT_BYTES > `VTA_INP_BYTES) ? `VTA_WGT_BYTES : `VTA_INP_BYTES;
 
@@ -48,32 +45,29 @@ module vta_load (
     wire dma_done, dma_we;
     wire [MAXE*8-1:0] dma_data;
 
-    wire start_early;
+    wire [127:0] insn;      // the issued instruction, latched below when it begins
     vta_dep_ctrl ctrl (
         .clk(clk), .rst(rst), .enable(enable),
-        .head_valid(head_valid),
+        .head_valid(head_valid), .head(head),
         .head_pop_prev(1'b0), .head_pop_next(`VTA_C2L_POP(head)),
-        .head_push_prev(1'b0), .head_push_next(`VTA_L2C_PUSH(head)),
-        .prev_avail(1'b0), .next_avail(c2l_avail), .prev_queued(1'b0), .next_queued(c2l_queued),
-        .prev_push_ok(1'b0), .next_push_ok(l2c_push_ok), .prev_free_ok(1'b0), .next_free_ok(l2c_push_ok),
-        .prev_not_full(1'b0), .next_not_full(l2c_not_full),
-        .body_done(body_done), .start(start), .start_early(start_early),
+        .insn(insn), .insn_push_prev(1'b0), .insn_push_next(`VTA_L2C_PUSH(insn)),
+        .prev_avail(1'b0), .next_avail(c2l_avail),
+        .prev_push_ok(1'b0), .next_push_ok(l2c_push_ok),
+        .body_done(body_done), .issue(head_ready), .start(start),
         // the load module has no prev queue and needs no retire strobe
         /* verilator lint_off PINCONNECTEMPTY */
         .pop_prev(), .pop_next(c2l_pop), .push_prev(), .push_next(l2c_push),
         .retire(), /* verilator lint_on PINCONNECTEMPTY */
         .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
-    assign head_ready = start;
-    assign running = in_body;
-    assign c2l_pop_early = start_early && `VTA_C2L_POP(head);
+    assign running = in_body || start;
 
-    wire head_nop = (`VTA_MEM_X_SIZE(head) == 16'd0);
+    wire n_nop = (`VTA_MEM_X_SIZE(insn) == 16'd0);
     assign body_done = in_body && (nop || dma_done);
 
-    wire head_inp = (`VTA_MEM_MEMORY_TYPE(head) == `VTA_MEM_INP);
+    wire n_inp = (`VTA_MEM_MEMORY_TYPE(insn) == `VTA_MEM_INP);
     vta_dma_read #(.MAXE(MAXE), .K(1)) dma (
-        .clk(clk), .rst(rst), .go(start && !head_nop), .insn(head),
-        .elog(head_inp ? 4'($clog2(`VTA_INP_BYTES)) : 4'($clog2(`VTA_WGT_BYTES))),
+        .clk(clk), .rst(rst), .go(start && !n_nop), .insn(insn),
+        .elog(n_inp ? 4'($clog2(`VTA_INP_BYTES)) : 4'($clog2(`VTA_WGT_BYTES))),
         .port_req(port_req), .port_gnt(port_gnt), .port_done(port_done),
         .ar_valid(ar_valid), .ar_addr(ar_addr), .ar_len(ar_len), .ar_ready(ar_ready),
         .r_valid(r_valid), .r_data(r_data), .r_ready(r_ready),
@@ -84,7 +78,7 @@ module vta_load (
     assign wgt_we = dma_we && !is_inp;
     assign sram_wdata = (`VTA_WGT_BYTES*8)'(dma_data);
 
-    wire [31:0] head_bytes = 32'(`VTA_MEM_Y_SIZE(head)) * 32'(`VTA_MEM_X_SIZE(head));
+    wire [31:0] n_bytes = 32'(`VTA_MEM_Y_SIZE(insn)) * 32'(`VTA_MEM_X_SIZE(insn));
     always @(posedge clk) begin
         if (rst) begin
             waiting <= 1'b0;
@@ -92,11 +86,11 @@ module vta_load (
             {inp_bytes, wgt_bytes, busy_cycles, stall_token, stall_port, stall_push, insn_count} <= 0;
         end else begin
             if (start) begin
-                is_inp <= head_inp;
-                nop <= head_nop;
+                is_inp <= n_inp;
+                nop <= n_nop;
                 insn_count <= insn_count + 1;
-                if (`VTA_MEM_MEMORY_TYPE(head) == `VTA_MEM_INP) inp_bytes <= inp_bytes + head_bytes * `VTA_INP_BYTES;
-                else wgt_bytes <= wgt_bytes + head_bytes * `VTA_WGT_BYTES;
+                if (`VTA_MEM_MEMORY_TYPE(insn) == `VTA_MEM_INP) inp_bytes <= inp_bytes + n_bytes * `VTA_INP_BYTES;
+                else wgt_bytes <= wgt_bytes + n_bytes * `VTA_WGT_BYTES;
             end
             waiting <= port_req && !port_gnt;
             if (port_req && !port_gnt) stall_port <= stall_port + 1;

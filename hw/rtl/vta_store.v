@@ -14,12 +14,9 @@ module vta_store (
     /* verilator lint_on UNUSEDSIGNAL */
     output wire         head_ready,
     input  wire         c2s_avail,
-    input  wire         c2s_queued,
     output wire         c2s_pop,
-    output wire         c2s_pop_early,
     output wire         s2c_push,
     input  wire         s2c_push_ok,
-    input  wire         s2c_not_full,
     output wire [15:0]  out_raddr,
     input  wire [`VTA_OUT_BYTES*8-1:0] out_rdata,
     output wire         aw_valid,
@@ -36,7 +33,7 @@ module vta_store (
     output reg  [31:0]  stall_token,
     output reg  [31:0]  stall_push,
     output reg  [31:0]  insn_count,
-    output wire         running       // an instruction's body is under way
+    output wire         running       // an instruction begins or its body is under way
 );
     localparam BB = `VTA_BUS_BYTES;
     localparam LBB = `VTA_LOG_BUS_BYTES;
@@ -45,27 +42,26 @@ module vta_store (
     localparam LE = $clog2(`VTA_OUT_BYTES);
 
     wire start, body_done, in_body, st_tok, st_push;
-    wire start_early;
+    /* verilator lint_off UNUSEDSIGNAL */  // a STORE uses only some fields of the word
+    wire [127:0] insn;      // the issued instruction, latched below when it begins
+    /* verilator lint_on UNUSEDSIGNAL */
     vta_dep_ctrl ctrl (
         .clk(clk), .rst(rst), .enable(enable),
-        .head_valid(head_valid),
+        .head_valid(head_valid), .head(head),
         .head_pop_prev(`VTA_C2S_POP(head)), .head_pop_next(1'b0),
-        .head_push_prev(`VTA_S2C_PUSH(head)), .head_push_next(1'b0),
-        .prev_avail(c2s_avail), .next_avail(1'b0), .prev_queued(c2s_queued), .next_queued(1'b0),
-        .prev_push_ok(s2c_push_ok), .next_push_ok(1'b0), .prev_free_ok(s2c_push_ok), .next_free_ok(1'b0),
-        .prev_not_full(s2c_not_full), .next_not_full(1'b0),
-        .body_done(body_done), .start(start), .start_early(start_early),
+        .insn(insn), .insn_push_prev(`VTA_S2C_PUSH(insn)), .insn_push_next(1'b0),
+        .prev_avail(c2s_avail), .next_avail(1'b0),
+        .prev_push_ok(s2c_push_ok), .next_push_ok(1'b0),
+        .body_done(body_done), .issue(head_ready), .start(start),
         // the store module has no next queue and needs no retire strobe
         /* verilator lint_off PINCONNECTEMPTY */
         .pop_prev(c2s_pop), .pop_next(), .push_prev(s2c_push), .push_next(),
         .retire(), /* verilator lint_on PINCONNECTEMPTY */
         .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
-    assign head_ready = start;
-    assign running = in_body;
-    assign c2s_pop_early = start_early && `VTA_C2S_POP(head);
+    assign running = in_body || start;
 
-    wire [15:0] f_y = `VTA_MEM_Y_SIZE(head), f_x = `VTA_MEM_X_SIZE(head);
-    wire [31:0] f_base = `VTA_MEM_DRAM_BASE(head) << LE;
+    wire [15:0] f_y = `VTA_MEM_Y_SIZE(insn), f_x = `VTA_MEM_X_SIZE(insn);
+    wire [31:0] f_base = `VTA_MEM_DRAM_BASE(insn) << LE;
 
     reg         nop;
     reg [47:0]  dur, elapsed;
@@ -158,7 +154,7 @@ module vta_store (
                 nop <= (f_x == 0);
                 y_size <= f_y;
                 row_bytes <= 32'(f_x) << LE;
-                stride_bytes <= 32'(`VTA_MEM_X_STRIDE(head)) << LE;
+                stride_bytes <= 32'(`VTA_MEM_X_STRIDE(insn)) << LE;
                 dur <= 0;
                 elapsed <= 0;
                 aw_active <= (f_x != 0) && (f_y != 0);
@@ -167,7 +163,7 @@ module vta_store (
                 aw_end <= f_base + (32'(f_x) << LE);
                 aw_count <= 0;
                 b_count <= 0;
-                rd_idx <= `VTA_MEM_SRAM_BASE(head);
+                rd_idx <= `VTA_MEM_SRAM_BASE(insn);
                 rd_left <= 32'(f_y) * 32'(f_x);
             end
             if (in_body) busy_cycles <= busy_cycles + 1;

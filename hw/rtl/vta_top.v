@@ -56,7 +56,6 @@ module vta_top (
 );
     localparam K = `VTA_BUS_BYTES / `VTA_UOP_BYTES;
     localparam BW = `VTA_BUS_BYTES * 8;
-    localparam TCW = $clog2(`VTA_TOKEN_DEPTH + 1);
 
     // ------------------------------------------------------------ run control
     wire        launch, finish, fetch_err, index_err, bus_err;
@@ -197,15 +196,15 @@ module vta_top (
         .err(fetch_err), .err_code(fetch_err_code), .err_index(fetch_err_index),
         .busy(fetch_busy), .stall_queue(f_queue), .stall_port(f_port));
 
-    vta_fifo #(.WIDTH(128), .DEPTH(`VTA_CMD_QUEUE_DEPTH)) load_q (
+    vta_fifo #(.WIDTH(128), .DEPTH(`VTA_CMD_QUEUE_DEPTH), .BYPASS(0)) load_q (
         .clk(clk), .rst(mrst), .in_valid(q_valid[0]), .in_data(q_data), .in_ready(q_ready[0]),
         .out_valid(h_valid[0]), .out_data(h_load), .out_ready(h_ready[0]),
         /* verilator lint_off PINCONNECTEMPTY */ .count() /* verilator lint_on PINCONNECTEMPTY */);
-    vta_fifo #(.WIDTH(128), .DEPTH(`VTA_CMD_QUEUE_DEPTH)) compute_q (
+    vta_fifo #(.WIDTH(128), .DEPTH(`VTA_CMD_QUEUE_DEPTH), .BYPASS(0)) compute_q (
         .clk(clk), .rst(mrst), .in_valid(q_valid[1]), .in_data(q_data), .in_ready(q_ready[1]),
         .out_valid(h_valid[1]), .out_data(h_comp), .out_ready(h_ready[1]),
         /* verilator lint_off PINCONNECTEMPTY */ .count() /* verilator lint_on PINCONNECTEMPTY */);
-    vta_fifo #(.WIDTH(128), .DEPTH(`VTA_CMD_QUEUE_DEPTH)) store_q (
+    vta_fifo #(.WIDTH(128), .DEPTH(`VTA_CMD_QUEUE_DEPTH), .BYPASS(0)) store_q (
         .clk(clk), .rst(mrst), .in_valid(q_valid[2]), .in_data(q_data), .in_ready(q_ready[2]),
         .out_valid(h_valid[2]), .out_data(h_store), .out_ready(h_ready[2]),
         /* verilator lint_off PINCONNECTEMPTY */ .count() /* verilator lint_on PINCONNECTEMPTY */);
@@ -213,17 +212,18 @@ module vta_top (
     // ------------------------------------------------------------ token queues
     wire l2c_push, l2c_ok, l2c_avail, l2c_pop, c2l_push, c2l_ok, c2l_avail, c2l_pop;
     wire c2s_push, c2s_ok, c2s_avail, c2s_pop, s2c_push, s2c_ok, s2c_avail, s2c_pop;
-    wire c2l_pop_early, c2s_pop_early;
-    wire [TCW-1:0] l2c_n, c2l_n, c2s_n, s2c_n;
-    localparam [TCW-1:0] FULL = TCW'(`VTA_TOKEN_DEPTH);
     vta_token_queue #(.DEPTH(`VTA_TOKEN_DEPTH)) l2c (.clk(clk), .rst(mrst), .push_req(l2c_push),
-        .push_ok(l2c_ok), .avail(l2c_avail), .pop(l2c_pop), .count(l2c_n));
+        .push_ok(l2c_ok), .avail(l2c_avail), .pop(l2c_pop),
+        /* verilator lint_off PINCONNECTEMPTY */ .count() /* verilator lint_on PINCONNECTEMPTY */);
     vta_token_queue #(.DEPTH(`VTA_TOKEN_DEPTH)) c2l (.clk(clk), .rst(mrst), .push_req(c2l_push),
-        .push_ok(c2l_ok), .avail(c2l_avail), .pop(c2l_pop), .count(c2l_n));
+        .push_ok(c2l_ok), .avail(c2l_avail), .pop(c2l_pop),
+        /* verilator lint_off PINCONNECTEMPTY */ .count() /* verilator lint_on PINCONNECTEMPTY */);
     vta_token_queue #(.DEPTH(`VTA_TOKEN_DEPTH)) c2s (.clk(clk), .rst(mrst), .push_req(c2s_push),
-        .push_ok(c2s_ok), .avail(c2s_avail), .pop(c2s_pop), .count(c2s_n));
+        .push_ok(c2s_ok), .avail(c2s_avail), .pop(c2s_pop),
+        /* verilator lint_off PINCONNECTEMPTY */ .count() /* verilator lint_on PINCONNECTEMPTY */);
     vta_token_queue #(.DEPTH(`VTA_TOKEN_DEPTH)) s2c (.clk(clk), .rst(mrst), .push_req(s2c_push),
-        .push_ok(s2c_ok), .avail(s2c_avail), .pop(s2c_pop), .count(s2c_n));
+        .push_ok(s2c_ok), .avail(s2c_avail), .pop(s2c_pop),
+        /* verilator lint_off PINCONNECTEMPTY */ .count() /* verilator lint_on PINCONNECTEMPTY */);
     assign progress = (|h_ready) || (l2c_push && l2c_ok) || (c2l_push && c2l_ok) ||
                       (c2s_push && c2s_ok) || (s2c_push && s2c_ok);
 
@@ -264,8 +264,7 @@ module vta_top (
     vta_load load (
         .clk(clk), .rst(mrst), .enable(enable),
         .head_valid(h_valid[0]), .head(h_load), .head_ready(h_ready[0]),
-        .c2l_avail(c2l_avail), .c2l_queued(c2l_n != 0), .c2l_pop(c2l_pop), .c2l_pop_early(c2l_pop_early),
-        .l2c_push(l2c_push), .l2c_push_ok(l2c_ok), .l2c_not_full(l2c_n != FULL),
+        .c2l_avail(c2l_avail), .c2l_pop(c2l_pop), .l2c_push(l2c_push), .l2c_push_ok(l2c_ok),
         .port_req(port_req[1]), .port_gnt(port_gnt[1]), .port_done(port_done[1]),
         .ar_valid(c_ar_valid[1]), .ar_addr(c_ar_addr[63:32]), .ar_len(c_ar_len[15:8]), .ar_ready(c_ar_ready[1]),
         .r_valid(c_r_valid[1]), .r_data(r_data), .r_ready(c_r_ready[1]),
@@ -276,12 +275,8 @@ module vta_top (
     vta_compute compute (
         .clk(clk), .rst(mrst), .enable(enable),
         .head_valid(h_valid[1]), .head(h_comp), .head_ready(h_ready[1]),
-        .l2c_avail(l2c_avail), .l2c_queued(l2c_n != 0), .l2c_pop(l2c_pop),
-        .s2c_avail(s2c_avail), .s2c_queued(s2c_n != 0), .s2c_pop(s2c_pop),
-        .c2l_push(c2l_push), .c2l_push_ok(c2l_ok), .c2l_free_ok(c2l_n != FULL || c2l_pop_early),
-        .c2l_not_full(c2l_n != FULL),
-        .c2s_push(c2s_push), .c2s_push_ok(c2s_ok), .c2s_free_ok(c2s_n != FULL || c2s_pop_early),
-        .c2s_not_full(c2s_n != FULL),
+        .l2c_avail(l2c_avail), .l2c_pop(l2c_pop), .s2c_avail(s2c_avail), .s2c_pop(s2c_pop),
+        .c2l_push(c2l_push), .c2l_push_ok(c2l_ok), .c2s_push(c2s_push), .c2s_push_ok(c2s_ok),
         .port_req(port_req[2]), .port_gnt(port_gnt[2]), .port_done(port_done[2]),
         .ar_valid(c_ar_valid[2]), .ar_addr(c_ar_addr[95:64]), .ar_len(c_ar_len[23:16]), .ar_ready(c_ar_ready[2]),
         .r_valid(c_r_valid[2]), .r_data(r_data), .r_ready(c_r_ready[2]),
@@ -297,8 +292,7 @@ module vta_top (
     vta_store store (
         .clk(clk), .rst(mrst), .enable(enable),
         .head_valid(h_valid[2]), .head(h_store), .head_ready(h_ready[2]),
-        .c2s_avail(c2s_avail), .c2s_queued(c2s_n != 0), .c2s_pop(c2s_pop), .c2s_pop_early(c2s_pop_early),
-        .s2c_push(s2c_push), .s2c_push_ok(s2c_ok), .s2c_not_full(s2c_n != FULL),
+        .c2s_avail(c2s_avail), .c2s_pop(c2s_pop), .s2c_push(s2c_push), .s2c_push_ok(s2c_ok),
         .out_raddr(out_raddr), .out_rdata(out_rdata),
         .aw_valid(st_aw_valid), .aw_addr(st_aw_addr), .aw_len(st_aw_len), .aw_ready(st_aw_ready),
         .w_valid(st_w_valid), .w_data(st_w_data), .w_last(st_w_last), .w_ready(st_w_ready),

@@ -1,5 +1,6 @@
-// Unit-bench wrapper: one instance each of the instruction FIFO, the token queue, the GEMM core
-// and the ALU core, with their ports brought out for hw/tests/unit_bench.py.
+// Unit-bench wrapper: the FIFO with its bypass (the read FIFO) and without (the instruction
+// queues) on the same inputs, the token queue, the GEMM core and the ALU core, with their ports
+// brought out for hw/tests/unit_bench.py.
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_units_tb (
@@ -12,6 +13,10 @@ module vta_units_tb (
     output wire [7:0]  f_out_data,
     input  wire        f_out_ready,
     output wire [2:0]  f_count,
+    output wire        q_in_ready,
+    output wire        q_out_valid,
+    output wire [7:0]  q_out_data,
+    output wire [2:0]  q_count,
     input  wire        t_push_req,
     output wire        t_push_ok,
     output wire        t_avail,
@@ -31,6 +36,9 @@ module vta_units_tb (
     vta_fifo #(.WIDTH(8), .DEPTH(4)) fifo (.clk(clk), .rst(rst), .in_valid(f_in_valid), .in_data(f_in_data),
         .in_ready(f_in_ready), .out_valid(f_out_valid), .out_data(f_out_data), .out_ready(f_out_ready),
         .count(f_count));
+    vta_fifo #(.WIDTH(8), .DEPTH(4), .BYPASS(0)) queue (.clk(clk), .rst(rst), .in_valid(f_in_valid),
+        .in_data(f_in_data), .in_ready(q_in_ready), .out_valid(q_out_valid), .out_data(q_out_data),
+        .out_ready(f_out_ready), .count(q_count));
     vta_token_queue #(.DEPTH(`VTA_TOKEN_DEPTH)) tokens (.clk(clk), .rst(rst), .push_req(t_push_req),
         .push_ok(t_push_ok), .avail(t_avail), .pop(t_pop), .count(t_count));
     vta_gemm_core gemm (.clk(clk), .reset(g_reset), .inp(g_inp), .wgt(g_wgt), .acc_in(g_acc_in), .acc_out(g_acc_out));
