@@ -55,7 +55,7 @@ HARNESSES = (
             20, 20, ("f_axi_write.sv",)),
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
     Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 1, 3),
-    Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "bmc", 5, 5),
+    Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "bmc", 6, 6),
     Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc", 14, 16),
     Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "bmc", 14, 16),
 )
@@ -78,7 +78,7 @@ class Mutation:
 #: One deliberate bug per property group (docs/hardware.md, "Formal"); the tests prove each caught.
 MUTATIONS = (
     Mutation("token_overflow", "token_queue", "vta_token_queue.v",
-             "assign push_ok = (cnt != DEPTH[CW-1:0]) || pop;", "assign push_ok = 1'b1;",
+             "assign push_ok = (cnt != DEPTH[CW-1:0]);", "assign push_ok = 1'b1;",
              "tq_full_refuses", "a full token queue takes a push (its counter wraps)", 12),
     Mutation("fifo_bypass_pops", "fifo", "vta_fifo.v",
              "if (deq && !bypass) rd_ptr <= next_ptr(rd_ptr);", "if (deq) rd_ptr <= next_ptr(rd_ptr);",

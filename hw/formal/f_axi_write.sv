@@ -16,15 +16,13 @@ module f_axi_write (
     input wire [2:0] y_size,
     input wire [9:0] x_size,
     input wire c2s_avail,
-    input wire c2s_queued,
     input wire s2c_push_ok,
-    input wire s2c_not_full,
     input wire [`VTA_OUT_BYTES*8-1:0] out_rdata,
     input wire awready,
     input wire wready,
     input wire bvalid,
     input wire [1:0] bresp,
-    output wire started,        // for f_store_live: a STORE starts, its body runs,
+    output wire started,        // for f_store_live: a STORE is issued, it runs,
     output wire running,
     output wire w_last_beat     // a burst's last beat is taken
 );
@@ -44,7 +42,7 @@ module f_axi_write (
         `VTA_MEM_Y_SIZE(head) = 16'(y_size);
         `VTA_MEM_X_SIZE(head) = 16'(x_size);
     end
-    wire head_ready, c2s_pop, c2s_pop_early, s2c_push;
+    wire head_ready, c2s_pop, s2c_push;
     assign started = head_ready;
     wire [15:0] out_raddr;
     wire aw_valid, aw_ready, w_valid, w_last, w_ready, b_valid;
@@ -54,8 +52,7 @@ module f_axi_write (
     /* verilator lint_off PINMISSING */
     vta_store st (
         .clk(clk), .rst(rst), .enable(enable), .head_valid(head_valid), .head(head), .head_ready(head_ready),
-        .c2s_avail(c2s_avail), .c2s_queued(c2s_queued), .c2s_pop(c2s_pop), .c2s_pop_early(c2s_pop_early),
-        .s2c_push(s2c_push), .s2c_push_ok(s2c_push_ok), .s2c_not_full(s2c_not_full),
+        .c2s_avail(c2s_avail), .c2s_pop(c2s_pop), .s2c_push(s2c_push), .s2c_push_ok(s2c_push_ok),
         .out_raddr(out_raddr), .out_rdata(out_rdata),
         .aw_valid(aw_valid), .aw_addr(aw_addr), .aw_len(aw_len), .aw_ready(aw_ready),
         .w_valid(w_valid), .w_data(w_data), .w_last(w_last), .w_ready(w_ready), .b_valid(b_valid),
@@ -81,11 +78,6 @@ module f_axi_write (
         .m_axi_bvalid(bvalid), .m_axi_bready(bready), .bus_err(bus_err));
     /* verilator lint_on PINMISSING */
 
-    // the token queues' contracts
-    always @(*) begin
-        assume(!c2s_queued || c2s_avail);
-        assume(!s2c_not_full || s2c_push_ok);
-    end
     // the slave: a B only for a burst whose address and last data beat it has taken
     wire aw_hs = awvalid && awready, w_hs = wvalid && wready, b_hs = bvalid && bready;
     assign w_last_beat = w_hs && wlast;

@@ -26,14 +26,14 @@ module f_token_queue (
 
     always @(*) if (f_live && !rst) begin
         tq_count_is_ghost: assert(count == f_tokens[CW-1:0] && f_tokens <= D);
-        tq_no_overflow: assert(!(push_req && push_ok && count == D && !pop));
-        tq_full_refuses: assert(push_ok == (count != D || pop));
-        tq_avail_means_token: assert(avail == (count != 0 || push_req));
+        tq_no_overflow: assert(!(push_req && push_ok && count == D));
+        tq_full_refuses: assert(push_ok == (count != D));       // registered: a slot freed at t takes a push from t + 1
+        tq_avail_means_token: assert(avail == (count != 0));    // and a token pushed at t is popped from t + 1
     end
     always @(posedge clk) if (f_live && !rst) begin
         tq_cover_full: cover(count == D);
-        tq_cover_full_push_pop: cover(count == D && push_req && pop);
-        tq_cover_empty_pass: cover(count == 0 && push_req && pop);
+        tq_cover_full_push_refused_pop: cover(count == D && push_req && pop);
+        tq_cover_push_and_pop: cover(count == 1 && push_req && push_ok && pop);
     end
 endmodule
 `default_nettype wire
