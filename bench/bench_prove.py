@@ -28,7 +28,8 @@ def main(argv=None) -> int:
             for m in prove.MUTATIONS:
                 _, h = prove.mutate(m.name, Path(tmp) / m.name / "rtl")
                 res = prove.prove(args.config, rtl_dir=Path(tmp) / m.name / "rtl", out_dir=Path(tmp) / m.name / "run",
-                                  harnesses=[h.name], depth=m.depth, covers=False, progress=None)
+                                  harnesses=[h.name], depth=m.depth, covers=False, bmc_only=True,
+                                  progress=None)
                 (task,) = res["tasks"]
                 hit = m.catches in {f["property"] for f in task["failed"]}
                 caught.append({"mutation": m.name, "harness": h.name, "depth": m.depth, "caught": hit,

@@ -125,7 +125,8 @@ def cmd_prove(args) -> int:
         dest = prove.PROVE_ROOT / "mutated" / args.mutate
         m, h = prove.mutate(args.mutate, dest / "rtl")
         print(f"mutation {m.name}: {m.bug} ({m.file}); expect {m.catches} of {h.name} to fail")
-        kw = {"rtl_dir": dest / "rtl", "out_dir": dest / "run", "harnesses": [h.name], "covers": False}
+        kw = {"rtl_dir": dest / "rtl", "out_dir": dest / "run", "harnesses": [h.name], "covers": False,
+              "bmc_only": True}
         args.depth = args.depth or m.depth
     report = prove.prove(args.config, groups=args.group, depth=args.depth,
                          progress=lambda text: print(text, flush=True), **kw)

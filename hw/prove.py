@@ -139,9 +139,9 @@ def _includes(rtl_file: str, inc: str) -> bool:
     return f'"{inc}"' in (RTL_DIR / rtl_file).read_text()
 
 
-def sby_text(h: Harness, task: str, depth: int) -> str:
-    """The .sby file of one task: `check` (the harness's mode) or `cover`."""
-    mode = "cover" if task == "cover" else h.mode
+def sby_text(h: Harness, task: str, depth: int, bmc_only: bool = False) -> str:
+    """The .sby file of one task: `check` (the harness's mode, or `bmc`) or `cover`."""
+    mode = "cover" if task == "cover" else "bmc" if bmc_only else h.mode
     files = [*h.rtl, *h.uses, h.source.name, *FORMAL_INCLUDES, "vta_cfg.vh"]
     reads = " ".join([*h.rtl, *h.uses, h.source.name])
     return "\n".join([
@@ -175,7 +175,8 @@ _TRACE = re.compile(r"summary:\s+counterexample trace(?: \[(\w+)\])?: (\S+\.vcd)
 _DONE = re.compile(r"DONE \((\w+), rc=\d+\)")
 
 
-def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cfg: Config, tools: dict) -> dict:
+def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cfg: Config, tools: dict,
+             bmc_only: bool = False) -> dict:
     """Run one task of one harness; returns its status, failing properties and trace."""
     src = workdir / "src"
     shutil.rmtree(workdir, ignore_errors=True)
@@ -185,7 +186,7 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
     for f in (h.source.name, *h.uses, *FORMAL_INCLUDES):
         shutil.copy(FORMAL_DIR / f, src / f)
     (src / "vta_cfg.vh").write_text(header_text(cfg))
-    (src / f"{task}.sby").write_text(sby_text(h, task, depth))
+    (src / f"{task}.sby").write_text(sby_text(h, task, depth, bmc_only))
     t0 = time.perf_counter()
     proc = subprocess.run([tools["sby"], "-f", f"{task}.sby"], cwd=src, env=tools["env"],
                           capture_output=True, text=True)
@@ -195,7 +196,7 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
     done = _DONE.findall(log)
     status = done[-1] if done else "ERROR"
     res = {"harness": h.name, "group": h.group, "task": task,
-           "mode": "cover" if task == "cover" else h.mode, "depth": depth, "status": status,
+           "mode": "cover" if task == "cover" else "bmc" if bmc_only else h.mode, "depth": depth, "status": status,
            "wall_s": round(wall, 2), "failed": [], "reached": _REACHED.findall(log), "trace": None,
            "log": str(workdir / "sby.log")}
     found = dict.fromkeys(_FAILED.findall(log) + _UNREACHED.findall(log))   # basecase first, once
@@ -213,9 +214,9 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
 
 
 def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, progress=print,
-          harnesses=None, covers=True) -> dict:
+          harnesses=None, covers=True, bmc_only=False) -> dict:
     """Run every harness of `groups` (all by default; or those named in `harnesses`): its check,
-    then (with `covers`) its covers.
+    then (with `covers`) its covers. `bmc_only` checks from reset only (a bug's counterexample).
 
     `depth` overrides every harness's depth (short runs in the tests); `rtl_dir` replaces hw/rtl
     (the mutation tests point it at a broken copy).
@@ -236,7 +237,7 @@ def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, p
             d = depth if depth is not None else (h.cover_depth if task == "cover" else h.depth)
             if task == "cover" and depth is not None:
                 d = max(depth, h.cover_depth)   # covers need their steps whatever the check depth
-            res = run_task(h, task, d, out_dir / h.name / task, rtl_dir, cfg, tools)
+            res = run_task(h, task, d, out_dir / h.name / task, rtl_dir, cfg, tools, bmc_only)
             tasks.append(res)
             failed = {f["property"] for f in res["failed"]}
             kind = "cover" if task == "cover" else "assert"
