@@ -147,9 +147,9 @@ def sby_text(h: Harness, task: str, depth: int, bmc_only: bool = False) -> str:
     return "\n".join([
         "[options]", f"mode {mode}", f"depth {depth}", "",
         "[engines]", "smtbmc yices", "",
-        # the covers of harnesses instantiated inside this one are theirs
+        # the assertions and covers of harnesses instantiated inside this one are theirs
         "[script]", f"read -formal {reads}", f"prep -flatten -top f_{h.name}",
-        *[f"chformal -cover -remove a:src={u}:*" for u in h.uses], "",
+        *[f"chformal -assert -cover -remove a:src={u}:*" for u in h.uses], "",
         "[files]", *files, ""])
 
 
