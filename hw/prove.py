@@ -56,8 +56,8 @@ HARNESSES = (
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
     Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 1, 3),
     Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "bmc", 6, 6),
-    Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc", 14, 16),
-    Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "bmc", 14, 16),
+    Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc", 12, 16),
+    Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "bmc", 12, 16),
 )
 GROUPS = tuple(dict.fromkeys(h.group for h in HARNESSES))
 
