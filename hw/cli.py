@@ -116,6 +116,26 @@ def cmd_synth(args) -> int:
     return 0
 
 
+def cmd_prove(args) -> int:
+    """SymbiYosys on hw/formal/'s harnesses: a line per task, a table, JSON; non-zero on any failure."""
+    from . import prove
+
+    kw = {}
+    if args.mutate:   # a deliberate bug in a copy of the RTL: its harness must fail
+        dest = prove.PROVE_ROOT / "mutated" / args.mutate
+        m, h = prove.mutate(args.mutate, dest / "rtl")
+        print(f"mutation {m.name}: {m.bug} ({m.file}); expect {m.catches} of {h.name} to fail")
+        kw = {"rtl_dir": dest / "rtl", "out_dir": dest / "run", "harnesses": [h.name], "covers": False,
+              "bmc_only": True}
+        args.depth = args.depth or m.depth
+    report = prove.prove(args.config, groups=args.group, depth=args.depth,
+                         progress=lambda text: print(text, flush=True), **kw)
+    print(prove.table(report))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    return 0 if report["ok"] else 1
+
+
 def register(subparsers) -> None:
     p = subparsers.add_parser("hw", help="the Verilog RTL: lint, build, run with waves, coverage")
     sub = p.add_subparsers(dest="hw_command", required=True)
@@ -154,3 +174,10 @@ def register(subparsers) -> None:
     q.add_argument("--no-pnr", action="store_true", help="ECP5: stop after synthesis (no Fmax)")
     q.add_argument("--json", help="write the report here (lut, ff, dsp, bram, fmax_mhz, critical_path, ...)")
     q.set_defaults(func=cmd_synth)
+    q = sub.add_parser("prove", help="formal proofs of the RTL's properties (SymbiYosys, from pip)")
+    common(q)
+    q.add_argument("--depth", type=int, help="induction length / BMC bound for every harness (default: each its own)")
+    q.add_argument("--group", action="append", help="only this property group (repeatable)")
+    q.add_argument("--json", help="write every property's group, mode, depth and status here")
+    q.add_argument("--mutate", help="prove a copy of the RTL with this deliberate bug (hw/prove.py MUTATIONS)")
+    q.set_defaults(func=cmd_prove)

@@ -80,7 +80,7 @@ _IDLE, _PORT, _RUN, _PUSH = range(4)                       # module phases
 _FETCH_GRANT, _FETCH_ENQUEUE, _ISSUE, _BEGIN, _GRANT, _DONE, _PUSHED = range(7)
 
 #: Revision 3's registered hand-offs (docs/timing.md, "Hand-offs"), fixed by the RTL's structure.
-FETCH_DECODE = 2   # a word whose last beat is due at D is checked at D + 1 and enqueued from D + 2
+FETCH_DECODE = 3   # a word whose last beat is due at D is checked at D + 1 and D + 2, enqueued from D + 3
 QUEUE_DELAY = 1    # an instruction enqueued at t can issue from t + 1; a slot freed at t is seen at t + 1
 TOKEN_DELAY = 1    # a token pushed at t can be popped from t + 1; a slot freed at t is seen at t + 1
 ISSUE_DELAY = 1    # an instruction issued (taken from its queue, tokens popped) at t begins from t + 1

