@@ -6,7 +6,7 @@ from vta_sim.blocked_gemm import blocked_gemm, random_operands, reference
 from vta_sim import DeadlockError, HazardError, RuntimeAPIError, Simulator, isa
 from vta_sim.runtime import Runtime, UopKernel
 
-SHAPES = {"1x8x8": (16, 64, 64), "8x8x8": (32, 64, 64)}
+SHAPES = {"1x8x8": (16, 64, 64), "8x8x8": (64, 128, 64)}  # 8x8x8: enough work that fetch (13 cycles per instruction) does not bound it
 
 
 @pytest.mark.parametrize("vthreads", [1, 2])

@@ -74,7 +74,7 @@ def test_gemm_with_repeated_destinations_wraps_like_the_reference(cfg):
 
 def test_equal_loads_at_different_addresses_cost_their_own_bursts(cfg):
     """LOADs of one shape whose rows start at different offsets from the burst boundary: each
-    costs the bursts of docs/timing.md for its own addresses."""
+    costs the bursts of docs/timing.md for its own addresses (each with its request register)."""
     elem = cfg.buffers["wgt"].entry_bytes
     boundary = min(4096, 256 * cfg.bus_bytes)
     x, y, stride = 3, 4, 7 + boundary // elem
