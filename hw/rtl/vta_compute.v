@@ -162,9 +162,9 @@ module vta_compute (
     // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
     reg        s0b_valid, s1_valid, s1b_valid, s2_valid, s3_valid, s4_valid, s5_valid;
     reg [31:0] s0b_d, s0b_s, s0b_w, s1_d, s1_s, s1_w, s1b_a;
+    /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM;
+    reg [31:0] s1b_src, s2_a, s3_a, s4_a, s5_a;  // and a micro-op's bits above its three indices
     reg [31:0] uop_q;
-    /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM
-    reg [31:0] s1b_src, s2_a, s3_a, s4_a, s5_a;
     /* verilator lint_on UNUSEDSIGNAL */
     reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2;
     wire [31:0] a = 32'(`VTA_UOP_DST_IDX(uop_q)) + s1_d;
