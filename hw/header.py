@@ -4,8 +4,8 @@ Every size, latency and bit position that a configuration or the instruction lay
 is a macro of this header, written from the same Python objects the simulator and the compiler
 read, and so is what every configuration shares: opcodes, ALU ops, the register map, the
 error codes and the statistics counters' order (`vta_sim.registers`), the token queues'
-flags (`vta_sim.isa.TOKEN_QUEUES`). Only the 8-bit data and 32-bit accumulator lanes and the
-shift clamp of 31 are written in the RTL directly.
+flags (`vta_sim.isa.TOKEN_QUEUES`), the ALU's shift cap. Only the 8-bit data and 32-bit
+accumulator lanes are written in the RTL directly.
 """
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ def _defines(cfg: Config) -> dict:
         "OP_FINISH": isa.OP_FINISH, "OP_ALU": isa.OP_ALU,
         "NUM_COUNTERS": len(COUNTERS), "REG_COUNTERS": REG_COUNTERS // 4,
         "NO_INDEX": f"32'h{registers.NO_INDEX:08X}", "ERROR_CODE_BITS": registers.ERROR_CODE_BITS,
+        "ALU_SHIFT_CAP": isa.ALU_SHIFT_CAP,
         "CTRL_START": registers.CTRL_START, "STATUS_RUNNING": registers.STATUS_RUNNING,
         "STATUS_DONE": registers.STATUS_DONE, "STATUS_ERROR": registers.STATUS_ERROR,
     }

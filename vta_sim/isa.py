@@ -22,6 +22,8 @@ OPCODE_NAMES = {OP_LOAD: "LOAD", OP_STORE: "STORE", OP_GEMM: "GEMM", OP_FINISH: 
 # ALU opcodes (spec section 5): the code is the position in ALU_NAMES.
 ALU_NAMES = dict(enumerate(("MIN", "MAX", "ADD", "SHR", "MUL")))
 ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL = ALU_NAMES
+#: SHR's shift amount is capped here in either direction (spec section 5).
+ALU_SHIFT_CAP = 31
 #: Lower-case op name -> ALU opcode, the names the runtime and the compiler use.
 ALU_OPS = {name.lower(): code for code, name in ALU_NAMES.items()}
 #: Pseudo-ops the compiler offers on top of ALU_OPS: name -> (ALU op, immediate transform).

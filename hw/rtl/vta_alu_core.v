@@ -17,7 +17,8 @@ module vta_alu_core (
         for (i = 0; i < LANES; i = i + 1) begin
             a = x[i * 32 +: 32];
             bb = y[i * 32 +: 32];
-            amt = (bb > 31 || bb < -31) ? 5'd31 : (bb[31] ? 5'(-bb) : 5'(bb));
+            amt = (bb > `VTA_ALU_SHIFT_CAP || bb < -`VTA_ALU_SHIFT_CAP) ? 5'(`VTA_ALU_SHIFT_CAP)
+                                                                : (bb[31] ? 5'(-bb) : 5'(bb));
             case (op)
                 `VTA_ALU_MIN: r = (a < bb) ? a : bb;
                 `VTA_ALU_MAX: r = (a > bb) ? a : bb;

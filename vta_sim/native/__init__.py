@@ -27,7 +27,8 @@ from ..paths import cache_dir
 
 SOURCE = Path(__file__).resolve().parent / "loops.c"
 BUILD_ROOT = cache_dir("sim", "VTA_SIM_BUILD")
-CFLAGS = ["-O2", "-fPIC", "-shared", "-std=c99"]
+#: The ALU's shift cap comes from isa, as the RTL's comes from its generated header.
+CFLAGS = ["-O2", "-fPIC", "-shared", "-std=c99", f"-DVTA_ALU_SHIFT_CAP={isa.ALU_SHIFT_CAP}"]
 
 
 class NativeBuildError(VTAError):

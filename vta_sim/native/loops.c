@@ -79,6 +79,10 @@ void vta_gemm(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t
  * order, so an iteration that reads what an earlier one wrote, or repeats its destination, sees
  * exactly the sequential semantics: acc[a[k]] = op(acc[a[k]], imm or acc[s[k]]) lane by lane.
  * `op` is VTA_ALU_* below (vta_sim/native/__init__.py maps the ISA's opcodes onto them). */
+#ifndef VTA_ALU_SHIFT_CAP
+#error "build through vta_sim.native: it defines VTA_ALU_SHIFT_CAP from vta_sim.isa"
+#endif
+
 enum { VTA_ALU_MIN, VTA_ALU_MAX, VTA_ALU_ADD, VTA_ALU_SHR, VTA_ALU_MUL };
 
 static inline int32_t alu_lane(int op, int32_t x, int32_t y)
@@ -88,9 +92,9 @@ static inline int32_t alu_lane(int op, int32_t x, int32_t y)
     case VTA_ALU_MAX: return x > y ? x : y;
     case VTA_ALU_ADD: return (int32_t)((uint32_t)x + (uint32_t)y);
     case VTA_ALU_MUL: return (int32_t)((uint32_t)x * (uint32_t)y);
-    default: {      /* SHR: right by y >= 0, left by -y, at most 31 places; arithmetic right shift */
+    default: {      /* SHR: right by y >= 0, left by -y, at most VTA_ALU_SHIFT_CAP places; arithmetic */
         int64_t amount = y < 0 ? -(int64_t)y : y;
-        if (amount > 31) amount = 31;
+        if (amount > VTA_ALU_SHIFT_CAP) amount = VTA_ALU_SHIFT_CAP;
         return y >= 0 ? (int32_t)(x >> amount) : (int32_t)((uint32_t)x << amount);
     }
     }
