@@ -92,7 +92,7 @@ def depthwise() -> None:
     """MobileNetV2 (224x224)'s 17 depthwise layers on 1x8x8: the GEMM mapping simulated, the ALU
     mapping's cycles estimated (docs/ops.md)."""
     from graph.models.mobilenet_v2 import SETTINGS
-    from schedules import fixed_point as fp
+    from requantisation import fixed_point as fp
     from schedules import vta_ops
     from schedules import vta_workloads as wl
     from vta_sim.config import Config

@@ -12,9 +12,12 @@ import functools
 
 import numpy as np
 
-from schedules import fixed_point, vta_eltwise, vta_ops, vta_pool
+from requantisation import add as rq_add
+from requantisation.bounds import INT8_MIN
+from requantisation import rule
+from schedules import vta_eltwise, vta_ops, vta_pool
 from schedules import vta_workloads as wl
-from vta_sim.config import Config, INT8_MIN
+from vta_sim.config import Config
 from vta_sim.isa import MAX_PAD
 
 from . import cache, ops
@@ -84,33 +87,26 @@ def reference(spec, *arrays):
         if isinstance(spec, ops.PoolSpec):
             return vta_pool.max_pool_ref(x, s.k, s.stride, s.pad)
         w, b, *channel = arrays[1:]
-        return _requantized(wl.conv2d_acc(x, w, b, s.pad, s.stride, s.groups), spec.requant, channel)
+        return rule.reference(wl.conv2d_acc(x, w, b, s.pad, s.stride, s.groups), spec.requant, channel)
     if isinstance(spec, ops.DenseSpec):
         x, w, b, *channel = arrays
-        return _requantized(wl.dense_acc(x, w, b), spec.requant, channel)
+        return rule.reference(wl.dense_acc(x, w, b), spec.requant, channel)
     if isinstance(spec, ops.AddSpec):
         a, b = arrays
         p = spec.params
-        if isinstance(p, vta_eltwise.ScaledAddParams):
-            return vta_eltwise.scaled_add_ref(a, b, p)
-        return vta_eltwise.add_ref(a, b, p.shift_a, p.shift_b, p.shift, p.lo, p.hi)
+        if isinstance(p, rq_add.ScaledAddParams):
+            return rq_add.scaled_add_ref(a, b, p)
+        return rq_add.add_ref(a, b, p.shift_a, p.shift_b, p.shift, p.lo, p.hi)
     raise TypeError(f"no reference for {spec!r}")
-
-
-def _requantized(acc, requant, channel: list):
-    """The int8 output of int64 accumulators (bias added) under either requantisation."""
-    if isinstance(requant, fixed_point.ScaledRequant):
-        return fixed_point.requantize_ref(acc, requant, fixed_point.ChannelParams(*channel), axis=1)
-    return wl.requantize_ref(acc, requant.shift, requant.lo, requant.hi)
 
 
 def input_vars(spec, root, value_of) -> list:
     """The composite's activation parameters in the kernel's input order."""
     if isinstance(spec, ops.PoolSpec):
         return [root.args[0]]
-    acc = ops.layer_call(root, value_of)
     if isinstance(spec, ops.AddSpec):
-        return ops.add_operands(acc, value_of)
+        return list(ops.add_operands(root, value_of))
+    acc = ops.layer_call(root, value_of)
     x = value_of(acc.args[0])
     return [x.args[0] if ops.op_name(x) == "relax.nn.pad" else acc.args[0]]
 

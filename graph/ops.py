@@ -15,12 +15,11 @@ from tvm import relax
 from tvm.ir.expr import Constant
 
 from intrinsics.errors import CompileError
-from schedules import vta_eltwise
-from schedules.fixed_point import SPLIT, ScaledRequant
+from requantisation import Requant
+from requantisation.add import AddParams, ScaledAddParams, check_params
+from requantisation.relax import FormMismatch, read_add, read_linear
 from schedules.vta_conv2d import ConvShape
 from schedules.vta_dense import DenseShape
-from schedules.vta_eltwise import AddParams, ScaledAddParams
-from schedules.vta_ops import Requant
 from schedules.vta_pool import PoolShape
 
 from .errors import GraphError
@@ -30,7 +29,7 @@ from .errors import GraphError
 @dataclass(frozen=True)
 class ConvSpec:
     shape: ConvShape
-    requant: Requant | ScaledRequant
+    requant: Requant
     pad_value: int = 0        # the input's zero point: what padding holds
     op: str = "conv2d"        # "avg_pool": graph.qdq's average pool, a depthwise conv of ones
 
@@ -47,7 +46,7 @@ class ConvSpec:
 @dataclass(frozen=True)
 class DenseSpec:
     shape: DenseShape
-    requant: Requant | ScaledRequant
+    requant: Requant
     op: str = field(default="dense", init=False)
 
     @property
@@ -120,50 +119,16 @@ def op_name(e) -> str | None:
     return e.op.name if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op) else None
 
 
-def _vector(e) -> np.ndarray:
-    return _const(e).reshape(-1).astype(np.int32)
-
-
-def _requant_chain(root, value_of):
-    """(acc call, per-channel constants, requantisation) of graph.qdq's two forms:
-
-    power of two:  astype(clip(right_shift(add(acc, bias), shift), lo, hi))
-    fixed point:   astype(clip(add(right_shift(add(right_shift(p, t), rnd), s - t), zp), lo, hi))
-                   p = add(multiply(a, m_hi), right_shift(multiply(a, m_lo), k))
-                   a = minimum(maximum(add(acc, bias), a_min), a_max)
-    """
-    clip = value_of(root.args[0])
-    lo, hi = _prim(clip.args[1]), _prim(clip.args[2])
-    inner = value_of(clip.args[0])
-    if op_name(inner) == "relax.right_shift":
-        add = value_of(inner.args[0])
-        return value_of(add.args[0]), (_vector(add.args[1]),), Requant(int(_const(inner.args[1])), lo, hi)
-    zp = int(_const(inner.args[1]))
-    shr_s = value_of(inner.args[0])
-    rnd_add = value_of(shr_s.args[0])
-    shr_t = value_of(rnd_add.args[0])
-    ties_even = op_name(shr_t) == "relax.add"          # u + parity (graph.qdq._round_shift)
-    if ties_even:
-        shr_t = value_of(shr_t.args[0])
-    p = value_of(shr_t.args[0])
-    t = int(_const(shr_t.args[1]))
-
-    def requant(k):
-        r = ScaledRequant(k, t, t + int(_const(shr_s.args[1])), zp, lo, hi, ties_even)
-        if r.rounding - ties_even != int(_const(rnd_add.args[1])):
-            raise _Unsupported(f"rounding constant {int(_const(rnd_add.args[1]))} is not 2^(s-t-1)"
-                               + (" - 1" if ties_even else ""))
-        return r
-    high, low_shr = (value_of(v) for v in p.args)
-    if op_name(low_shr) == "relax.multiply":        # the scaled add: (a - za) m_a + (b - zb) m_b
-        return p, (), requant(SPLIT)
-    low = value_of(low_shr.args[0])
-    clamp_hi = value_of(high.args[0])
-    clamp_lo = value_of(clamp_hi.args[0])
-    add = value_of(clamp_lo.args[0])
-    constants = (_vector(add.args[1]), _vector(clamp_lo.args[1]), _vector(clamp_hi.args[1]),
-                 _vector(high.args[1]), _vector(low.args[1]))
-    return value_of(add.args[0]), constants, requant(int(_const(low_shr.args[1])))
+def _requantised(root, value_of):
+    """(layer call, the rest) of an integer block ending at `root`: a residual add as
+    ("add", (operands, params)) or a conv2d/matmul as ("linear", (acc call, vectors, requant)),
+    read by requantisation.relax (the forms graph.qdq emits)."""
+    try:
+        operands, params, total = read_add(root, value_of)
+        return total, ("add", (operands, params))
+    except FormMismatch:
+        acc, vectors, requant = read_linear(root, value_of)
+        return acc, ("linear", (vectors, requant))
 
 
 def read_spec(root, value_of=lambda e: e):
@@ -188,7 +153,12 @@ def read_spec(root, value_of=lambda e: e):
         if extra != max(0, (ow - 1) * shape.stride + shape.k - (w + 2 * shape.pad)):
             raise _Unsupported(f"ceil_mode pads {h}x{w} differently per axis")
         return PoolSpec(shape, extra), ()
-    acc, vectors, requant = _requant_chain(root, value_of)
+    acc, (form, read) = _requantised(root, value_of)
+    if form == "add":
+        operands, params = read
+        check_params(params)
+        return AddSpec(_shape(operands[0]), params), ()
+    vectors, requant = read
     kind = op_name(acc)
     if kind == "relax.nn.conv2d":
         a = acc.attrs
@@ -210,30 +180,12 @@ def read_spec(root, value_of=lambda e: e):
         m, k = _shape(x)
         spec = DenseSpec(DenseShape(m, k, weight.shape[1]), requant)
         return spec, (np.ascontiguousarray(weight.T), *vectors)
-    if kind == "relax.add":      # residual: add(a << ka, b << kb) + rnd, or add((a - za) m_a, (b - zb) m_b)
-        terms = [value_of(t) for t in acc.args]
-        n, c, h, w = _shape(add_operands(acc, value_of)[0])
-        if isinstance(requant, ScaledRequant):
-            (za, ma), (zb, mb) = ((-int(_const(value_of(t.args[0]).args[1])), int(_const(t.args[1])))
-                                  for t in terms)
-            params = ScaledAddParams(za, zb, ma, mb, requant)
-        else:
-            ka, kb = (int(_const(t.args[1])) for t in terms)
-            params = AddParams(ka, kb, requant.shift, requant.lo, requant.hi)
-        vta_eltwise.check_params(params)
-        return AddSpec((n, c, h, w), params), ()
     raise GraphError(f"not an accelerator op: {name}({kind})")
 
 
-def add_operands(acc, value_of) -> list:
-    """The two int8 activations of a residual add's integer form (either of graph.qdq's)."""
-    out = []
-    for term in acc.args:
-        e = value_of(value_of(term).args[0])          # astype (pow2) or add(astype, -z) (scaled)
-        if op_name(e) == "relax.add":
-            e = value_of(e.args[0])
-        out.append(e.args[0])
-    return out
+def add_operands(root, value_of) -> tuple:
+    """The two int8 activations of the residual add whose integer block ends at `root`."""
+    return read_add(root, value_of)[0]
 
 
 def _explicit_pad(pad_call) -> list:
@@ -296,7 +248,7 @@ def layer_call(root, value_of):
     """The call that names the layer of a matched op: the conv2d/matmul, the residual add, the pool."""
     if op_name(root) == "relax.nn.max_pool2d":
         return root
-    return _requant_chain(root, value_of)[0]
+    return _requantised(root, value_of)[0]
 
 
 def check(root, value_of) -> str | None:

@@ -13,52 +13,18 @@ from __future__ import annotations
 from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 
+from requantisation.relax import add_pattern, linear_pattern
+
 from . import ops
-
-
-def _round_shift(p):
-    """fixed_point.round_shift after `p`: pre-shift, (the parity of ties to even,) round, shift,
-    + zp (graph.qdq._round_shift)."""
-    u = is_op("relax.right_shift")(p, is_const())
-    q = is_op("relax.right_shift")(u, is_const())
-    half = is_op("relax.left_shift")(is_op("relax.right_shift")(q, is_const()), is_const())
-    even = is_op("relax.add")(u, is_op("relax.add")(q, is_op("relax.multiply")(half, is_const())))
-    rounded = is_op("relax.add")(u | even, is_const())
-    return is_op("relax.add")(is_op("relax.right_shift")(rounded, is_const()), is_const())
-
-
-def _stored(value):
-    return is_op("relax.astype")(is_op("relax.clip")(value, wildcard(), wildcard()))
-
-
-def _requant(acc):
-    """graph.qdq's requantisations after `acc` (see graph.ops._requant_chain): the power-of-two
-    shift, or the fixed-point sequence."""
-    biased = is_op("relax.add")(acc, is_const())
-    pow2 = is_op("relax.right_shift")(biased, is_const())
-    a = is_op("relax.minimum")(is_op("relax.maximum")(biased, is_const()), is_const())
-    low = is_op("relax.right_shift")(is_op("relax.multiply")(a, is_const()), is_const())
-    p = is_op("relax.add")(is_op("relax.multiply")(a, is_const()), low)
-    return _stored(pow2 | _round_shift(p))
-
-
-def _widened():
-    return is_op("relax.left_shift")(is_op("relax.astype")(wildcard()), is_const())
-
-
-def _scaled_term():
-    """(x - zero point) * multiplier of one operand of the scaled add."""
-    return is_op("relax.multiply")(is_op("relax.add")(is_op("relax.astype")(wildcard()), is_const()), is_const())
 
 
 #: Composite name -> pattern. A conv's explicit pad (its input's zero point) joins the conv.
 PATTERNS = {
     "vta.max_pool": is_op("relax.nn.max_pool2d")(wildcard()),
-    "vta.conv2d": _requant(is_op("relax.nn.conv2d")(is_op("relax.nn.pad")(wildcard()) | wildcard(),
-                                                    is_const())),
-    "vta.dense": _requant(is_op("relax.matmul")(wildcard(), is_const())),
-    "vta.add": _requant(is_op("relax.add")(_widened(), _widened()))
-               | _stored(_round_shift(is_op("relax.add")(_scaled_term(), _scaled_term()))),
+    "vta.conv2d": linear_pattern(is_op("relax.nn.conv2d")(is_op("relax.nn.pad")(wildcard()) | wildcard(),
+                                                          is_const())),
+    "vta.dense": linear_pattern(is_op("relax.matmul")(wildcard(), is_const())),
+    "vta.add": add_pattern(),
 }
 
 

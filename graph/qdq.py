@@ -16,7 +16,7 @@ block into the integer graph the accelerator runs and the CPU build reproduces b
 With power-of-two multipliers s_x s_w / s_y = 2^-shift and no zero points the requantisation is
 `(acc + bias') >> shift` with `bias' = round(b / (s_x s_w)) + 2^(shift-1)` (round to nearest
 folded into the bias). Float scales, per-channel weight scales and zero points take the
-fixed-point form of schedules.fixed_point (clamp, two-part multiply, rounding shift, + zp_y); an
+fixed-point form of requantisation.fixed_point (clamp, two-part multiply, rounding shift, + zp_y); an
 input zero point folds `-zp_x * sum(W)` into the bias and pads explicitly with zp_x; uint8
 tensors are read as int8 - 128 on the CPU side. A ReLU between the op and its quantize raises
 the clip's floor. Anything else (a weight zero point, an average pool whose divisor changes at
@@ -34,9 +34,11 @@ from tvm.ir.expr import Constant
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
 from intrinsics.errors import CompileError
-from schedules import fixed_point, vta_eltwise
-from schedules.vta_ops import Requant
-from vta_sim.config import INT8_MAX, INT8_MIN
+from requantisation import add as rq_add
+from requantisation import fixed_point
+from requantisation import relax as rq_relax
+from requantisation.bounds import INT8_MAX, INT8_MIN
+from requantisation.rule import PowerOfTwo
 
 from .errors import GraphError
 
@@ -234,7 +236,7 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
     multipliers = sx * sw / sy
     shift = _common_pow2_shift(multipliers)
     if shift is not None and zy == 0:
-        requant = Requant(shift, lo, INT8_MAX)
+        requant = PowerOfTwo(shift, lo, INT8_MAX)
         acc_bias = acc_bias + ((1 << (shift - 1)) if shift else 0)
         params = None
     else:
@@ -261,7 +263,7 @@ def _common_pow2_shift(multipliers: np.ndarray) -> int | None:
 
 def _plan_add(g: _Graph, q, add, body, relu_var):
     """A residual add: the power-of-two form where the scales allow it (ratios 2^k, zero points
-    0), else the fixed-point form with zero points and any scales (schedules.vta_eltwise)."""
+    0), else the fixed-point form with zero points and any scales (requantisation.add)."""
     _single_use(g, body, relu_var)
     (a, sa, za, _), (b, sb, zb, _) = (_dq_input(g, arg, "operand", zero_point_ok=True) for arg in add.args)
     sy, zy = _scalar(g, q.args[1], "output scale"), int(_scalar(g, q.args[2], "output zero point"))
@@ -272,15 +274,15 @@ def _plan_add(g: _Graph, q, add, body, relu_var):
         ka = -_pow2_exponent(sa / sy, "operand scale / output scale")
         kb = -_pow2_exponent(sb / sy, "operand scale / output scale")
         low = min(ka, kb, 0)
-        params = vta_eltwise.AddParams(ka - low, kb - low, -low, lo, INT8_MAX)
-        vta_eltwise.check_params(params)
+        params = rq_add.AddParams(ka - low, kb - low, -low, lo, INT8_MAX)
+        rq_add.check_params(params)
         return _Plan("add", dict(a=a, b=b, params=params))
     except (_Refusal, CompileError):
         pass
     try:
-        r, (m_a, m_b) = fixed_point.choose_sum([sa / sy, sb / sy], vta_eltwise.OPERAND_REACH, zy, lo, INT8_MAX)
-        params = vta_eltwise.ScaledAddParams(za, zb, m_a, m_b, r)
-        vta_eltwise.check_params(params)
+        r, (m_a, m_b) = fixed_point.choose_sum([sa / sy, sb / sy], rq_add.OPERAND_REACH, zy, lo, INT8_MAX)
+        params = rq_add.ScaledAddParams(za, zb, m_a, m_b, r)
+        rq_add.check_params(params)
     except CompileError as exc:
         raise _Refusal(f"its scales do not fit the integer add: {exc}") from None
     return _Plan("add", dict(a=a, b=b, params=params))
@@ -326,7 +328,7 @@ def _plan_avg_pool(g: _Graph, q, pool):
     count = k * k
     try:
         requant, params = fixed_point.choose(np.full(c, sx / (sy * count)), zy, INT8_MIN, INT8_MAX,
-                                             acc_bound=count * vta_eltwise.OPERAND_REACH, ties_even=True)
+                                             acc_bound=count * rq_add.OPERAND_REACH, ties_even=True)
     except CompileError as exc:
         raise _Refusal(f"its requantisation multiplier cannot be encoded: {exc}") from None
     weight = np.ones((c, 1, k, k), np.int8)
@@ -436,23 +438,9 @@ class _Rewriter(PyExprMutator):
             return relax.Call(op.op, [x] + list(op.args[1:]), op.attrs)
         if p.kind != "add":
             return self._linear(a)
-        emit, params = self.builder_.emit, a["params"]
-
-        def imm(value):
-            return relax.const(int(value), "int32")
-
-        def widened(v):
-            return emit(relax.op.astype(self.visit_expr(v), "int32"))
-        if isinstance(params, vta_eltwise.ScaledAddParams):       # (x - z) * m per operand
-            terms = [emit(relax.op.multiply(emit(relax.op.add(widened(v), imm(-z))), imm(m)))
-                     for v, z, m in ((a["a"], params.zero_a, params.m_a), (a["b"], params.zero_b, params.m_b))]
-            return _round_shift(emit, emit(relax.op.add(*terms)), params.requant)
-        acc = emit(relax.op.add(*(emit(relax.op.left_shift(widened(v), imm(k)))
-                                  for v, k in ((a["a"], params.shift_a), (a["b"], params.shift_b)))))
-        rnd = (1 << (params.shift - 1)) if params.shift else 0
-        acc = emit(relax.op.right_shift(emit(relax.op.add(acc, imm(rnd))), imm(params.shift)))
-        acc = emit(relax.op.clip(acc, relax.prim_value(params.lo), relax.prim_value(INT8_MAX)))
-        return relax.op.astype(acc, "int8")
+        form, values = rq_relax.add_values(a["params"])
+        inputs = {"a": self.visit_expr(a["a"]), "b": self.visit_expr(a["b"])}
+        return rq_relax.emit(form, inputs, values, self.builder_.emit)
 
     def _linear(self, a: dict):
         """conv2d/matmul, + bias, then the power-of-two or the fixed-point requantisation."""
@@ -478,43 +466,12 @@ class _Rewriter(PyExprMutator):
             acc = relax.op.matmul(x, weight, out_dtype="int32")
             shape = (-1,)
 
-        def vector(values):
-            return relax.const(np.asarray(values, np.int32).reshape(shape), "int32")
-
-        def imm(value):
-            return relax.const(int(value), "int32")
-
-        acc = emit(relax.op.add(emit(acc), vector(a["bias"])))
-        r = a["requant"]
-        if a["params"] is None:
-            acc = emit(relax.op.right_shift(acc, imm(r.shift)))
-        else:
-            c = a["params"]
-            acc = emit(relax.op.minimum(emit(relax.op.maximum(acc, vector(c.a_min))), vector(c.a_max)))
-            low = emit(relax.op.right_shift(emit(relax.op.multiply(acc, vector(c.m_lo))), imm(r.k)))
-            acc = emit(relax.op.add(emit(relax.op.multiply(acc, vector(c.m_hi))), low))
-            out = _round_shift(emit, acc, r)
-            return out if not a["y_uint8"] else relax.op.astype(_shifted(emit(out), UINT8_OFFSET), "uint8")
-        acc = emit(relax.op.clip(acc, relax.prim_value(r.lo), relax.prim_value(r.hi)))
+        vectors = (np.asarray(a["bias"]),) + (() if a["params"] is None else a["params"].arrays())
+        form, values = rq_relax.linear_values(a["requant"], vectors)
+        out = rq_relax.emit(form, {"acc": emit(acc)}, values, emit, shape)
         if not a["y_uint8"]:
-            return relax.op.astype(acc, "int8")
-        return relax.op.astype(_shifted(emit(relax.op.astype(acc, "int8")), UINT8_OFFSET), "uint8")
-
-
-def _round_shift(emit, p, r):
-    """int8 clip(round(p / 2^s) + zp): fixed_point.round_shift as Relax ops (the pre-shift and
-    the zero point always emitted, so every fixed-point op has one pattern)."""
-    def imm(value):
-        return relax.const(int(value), "int32")
-    u = emit(relax.op.right_shift(p, imm(r.t)))
-    if r.ties_even:      # u + q - ((q >> 1) << 1), q = u >> (s - t): the ALU's parity
-        q = emit(relax.op.right_shift(u, imm(r.s - r.t)))
-        half = emit(relax.op.left_shift(emit(relax.op.right_shift(q, imm(1))), imm(1)))
-        u = emit(relax.op.add(u, emit(relax.op.add(q, emit(relax.op.multiply(half, imm(-1)))))))
-    acc = emit(relax.op.right_shift(emit(relax.op.add(u, imm(r.rounding - r.ties_even))), imm(r.s - r.t)))
-    acc = emit(relax.op.add(acc, imm(r.zero_point)))
-    acc = emit(relax.op.clip(acc, relax.prim_value(r.lo), relax.prim_value(r.hi)))
-    return relax.op.astype(acc, "int8")
+            return out
+        return relax.op.astype(_shifted(emit(out), UINT8_OFFSET), "uint8")
 
 
 def _shifted(x, offset: int):

@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from vta_sim.config import INT8_MAX
+from requantisation.bounds import INT8_MAX
 
 from .errors import GraphError
 from .onnx_import import onnxruntime_session

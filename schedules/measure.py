@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from intrinsics.errors import CompileError
+from requantisation import PowerOfTwo
 from vta_sim.config import Config
 from vta_sim.result import BYTES_STATS as BYTES_KEYS, busy_fraction
 
@@ -49,7 +50,7 @@ def op_shape(cfg, workload: str, shape: dict):
 def _conv_case(cfg, shape, vthreads, tiles, rng):
     s = op_shape(cfg, "conv2d", shape)
     shift = default_shift(s.ic * s.k * s.k)
-    op = vo.conv2d_kernel(cfg, s.n, s.h, s.w, s.ic, s.oc, s.k, s.pad, s.stride, vo.Requant(shift),
+    op = vo.conv2d_kernel(cfg, s.n, s.h, s.w, s.ic, s.oc, s.k, s.pad, s.stride, PowerOfTwo(shift),
                           vthreads, tiles)
     x = rng.integers(-128, 128, (s.n, s.ic, s.h, s.w), dtype=np.int8)
     w = rng.integers(-128, 128, (s.oc, s.ic, s.k, s.k), dtype=np.int8)
@@ -65,7 +66,7 @@ def _conv_case(cfg, shape, vthreads, tiles, rng):
 def _dense_case(cfg, shape, vthreads, tiles, rng):
     s = op_shape(cfg, "gemm", shape)
     shift = default_shift(s.k)
-    op = vo.dense_kernel(cfg, s.m, s.k, s.n, vo.Requant(shift), vthreads, tiles)
+    op = vo.dense_kernel(cfg, s.m, s.k, s.n, PowerOfTwo(shift), vthreads, tiles)
     a = rng.integers(-128, 128, (s.m, s.k), dtype=np.int8)
     w = rng.integers(-128, 128, (s.n, s.k), dtype=np.int8)
     b = rng.integers(-(1 << (shift + 4)), 1 << (shift + 4), (s.n,), dtype=np.int32)

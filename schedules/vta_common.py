@@ -12,7 +12,7 @@ from intrinsics.tensor_intrin import (SCOPES, alu_intrin, alu_update_intrin, gem
 from vta_sim.config import Config
 from vta_sim.timing import DmaCost
 
-from .vta_workloads import epilogue, scratch_regions, vector_inputs
+from requantisation.stages import epilogue, scratch_regions, vector_inputs
 
 
 def read_index(sch, block, name: str) -> int:
@@ -22,7 +22,7 @@ def read_index(sch, block, name: str) -> int:
 
 
 def schedule_epilogue(sch, cfg: Config, tile_loop, requant) -> None:
-    """The per-channel inputs into ACC, each requantisation stage (`vta_workloads.epilogue`) as
+    """The per-channel inputs into ACC, each requantisation stage (`requantisation.stages.epilogue`) as
     one in-place ALU op (a scratch as a reset), the int8 result as a store."""
     stages = epilogue(requant)
     for st in stages:
@@ -147,7 +147,7 @@ def row_read_cycles(cfg: Config, nbytes: float) -> float:
 
 def epilogue_cycles(cfg: Config, entries: float, requant=None) -> float:
     """The accumulator's reset plus the requantisation stages over `entries` ACC entries
-    (tensor operand: 2/entry, immediate or reset: 1/entry); `requant` as in vta_workloads.epilogue."""
+    (tensor operand: 2/entry, immediate or reset: 1/entry); `requant` as in requantisation.stages.epilogue."""
     stages = epilogue(requant)
     per_entry = 1 + sum(2 if isinstance(st.y, str) else 1 for st in stages) + scratch_regions(stages)
     instructions = 1 + len(stages) + scratch_regions(stages)      # a copy is a reset and an ADD

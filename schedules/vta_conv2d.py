@@ -21,7 +21,9 @@ from tvm import s_tir, te
 from intrinsics.build import compile_vta
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES
-from vta_sim.config import Config, INT8_MAX, INT8_MIN
+from requantisation.bounds import INT8_MAX, INT8_MIN
+from requantisation.rule import as_requant
+from vta_sim.config import Config
 from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
@@ -228,7 +230,7 @@ def check_tiles(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> None:
 def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
     """The scheduled, tensorized TensorIR module of a packed conv2d computing
     `computed_shape(cfg, s, t)`."""
-    requant = wl.requantisation(shift, lo, hi)
+    requant = as_requant(shift, lo, hi)
     check_tiles(cfg, s, t, requant)
     c = computed_shape(cfg, s, t)
     work = wl.conv2d(cfg, c.n, c.h, c.w, c.ic, c.oc, c.k, c.pad, c.stride, requant,
@@ -257,5 +259,5 @@ def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = INT8_MIN,
 
 def build(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
     """The compiled kernel on the packed layouts of `computed_shape(cfg, s, t)`; `shift`: an int
-    (with `lo`/`hi`), a vta_ops.Requant or a fixed_point.ScaledRequant (vta_workloads.epilogue)."""
+    (with `lo`/`hi`) or a requantisation.Requant (requantisation.stages.epilogue)."""
     return compile_vta(schedule(cfg, s, t, shift, lo, hi), cfg)

@@ -8,32 +8,20 @@ shape, so padded lanes never reach the caller.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import numpy as np
 
 from intrinsics.errors import CompileError
+from requantisation import PowerOfTwo, Requant, ScaledRequant
+from requantisation.stages import epilogue, vector_inputs
 from vta_sim import packing as pk
-from vta_sim.config import Config, INT8_MAX, INT8_MIN
+from vta_sim.config import Config
 
 from . import vta_conv2d as vc
 from . import vta_dense as vd
 from . import tuning_db
 from . import vta_workloads as wl
-from .fixed_point import ScaledRequant
 from .op_kernel import OpKernel, TileSource
-
-
-@dataclass(frozen=True)
-class Requant:
-    """The requantisation epilogue: (acc + bias) >> shift, clipped to [lo, hi], stored int8."""
-
-    shift: int        # 0..31
-    lo: int = INT8_MIN   # clip bounds after the shift; lo=0 folds a ReLU
-    hi: int = INT8_MAX
-
-    def __post_init__(self):
-        wl.check_requant(self.shift, self.lo, self.hi)
 
 
 def _positive(op: str, **dims) -> None:
@@ -81,11 +69,11 @@ def _tiles(cfg: Config, op: str, module, s, vthreads: int, tiles, requant) -> tu
 
 def _channel_inputs(op: str, requant, channels: int) -> dict:
     """The per-channel int32 inputs after data and weight: the bias, and with a ScaledRequant
-    a_min, a_max, m_hi, m_lo (fixed_point.ChannelParams), each of length `channels`."""
-    if not isinstance(requant, (Requant, ScaledRequant)):
-        raise CompileError(f"{op}: requant {requant!r} is neither a vta_ops.Requant nor a "
-                           "fixed_point.ScaledRequant")
-    return {v: ((channels,), "int32") for v in wl.vector_inputs(wl.epilogue(requant))}
+    a_min, a_max, m_hi, m_lo (requantisation.ChannelParams), each of length `channels`."""
+    if not isinstance(requant, (PowerOfTwo, ScaledRequant)):
+        raise CompileError(f"{op}: requant {requant!r} is neither a requantisation.PowerOfTwo nor a "
+                           "requantisation.ScaledRequant")
+    return {v: ((channels,), "int32") for v in vector_inputs(epilogue(requant))}
 
 
 def _pack_channels(arrays, padded: int, cfg: Config) -> tuple:
@@ -105,11 +93,11 @@ def block_group_weights(weight: np.ndarray, groups: int, channels: int, group_wi
     return out
 
 
-def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant | ScaledRequant,
+def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant,
                   vthreads=2, tiles=None, groups: int = 1) -> OpKernel:
     """A compiled conv2d: (N,IC,H,W) int8 data, (OC,IC,K,K) int8 weight, (OC,) int32 bias ->
     (N,OC,OH,OW) int8. A ScaledRequant adds the (OC,) int32 inputs a_min, a_max, m_hi, m_lo
-    (fixed_point.ChannelParams) after the bias. `tiles` (a vta_conv2d.ConvTiles) overrides the
+    (requantisation.ChannelParams) after the bias. `tiles` (a vta_conv2d.ConvTiles) overrides the
     automatic choice and carries its own thread count; otherwise the tuning database's tiles,
     else choose_tiles' (two threads fall back to one where they cannot help)."""
     _positive("conv2d", n=n, h=h, w=w, ic=ic, oc=oc, k=k, stride=stride, groups=groups)
@@ -140,7 +128,7 @@ def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant
     return OpKernel("conv2d", kernel, pack, unpack, macs=s.macs(), tiles=t, tile_source=source)
 
 
-def dense_kernel(cfg: Config, m, k, n, requant: Requant | ScaledRequant, vthreads=2,
+def dense_kernel(cfg: Config, m, k, n, requant: Requant, vthreads=2,
                  tiles=None) -> OpKernel:
     """A compiled dense: (M,K) int8 data, (N,K) int8 weight, (N,) int32 bias -> (M,N) int8.
     A ScaledRequant adds the (N,) int32 inputs a_min, a_max, m_hi, m_lo after the bias.

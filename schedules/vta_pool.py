@@ -23,7 +23,8 @@ from tvm import s_tir, te, tirx
 from intrinsics.build import compile_vta
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES, alu_update_intrin, fill_intrin, tensorize_loop
-from vta_sim.config import Config, INT8_MIN
+from requantisation.bounds import INT8_MIN
+from vta_sim.config import Config
 from vta_sim.isa import MAX_PAD
 from vta_sim.packing import pack_nchw, unpack_nchw
 

@@ -3,7 +3,7 @@ numpy int64 references.
 
 Epilogue of real int8 inference: accumulate int32, add an int32 bias, arithmetic shift right,
 clip to [lo, hi] (default [-128, 127]; lo = 0 folds a ReLU), store int8; or the fixed-point
-sequence of a real per-channel multiplier (schedules.fixed_point). Each step is its own
+sequence of a real per-channel multiplier (requantisation.fixed_point). Each step is its own
 TE stage so the schedule can tensorize it onto one ALU instruction; the ALU expressions come from intrinsics.tensor_intrin so the stages
 match the intrinsic descriptions exactly.
 """
@@ -16,10 +16,11 @@ from tvm import te, tirx
 
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import ALU_EXPRS
-from vta_sim.config import Config, INT8_MAX, INT8_MIN
+from requantisation.bounds import INT8_MAX, INT8_MIN
+from requantisation.rule import PowerOfTwo, as_requant, reference
+from requantisation.stages import epilogue, vector_inputs
+from vta_sim.config import Config
 from vta_sim.packing import check_blocks
-
-from .fixed_point import ScaledRequant
 
 
 
@@ -29,106 +30,6 @@ class PackedGraph(NamedTuple):
     pad (conv input), conv / gemm, the `epilogue` stages, out."""
 
     tensors: list
-
-
-class Stage(NamedTuple):
-    """One epilogue step, one ALU instruction per output tile: block `name` = op(stage `x`, `y`),
-    written in place into x's ACC storage. `y` is an immediate (int) or a tensor: a per-channel
-    input (one ACC entry per channel block, like the bias) or an earlier stage. op "copy" puts
-    stage `y` into a fresh ACC region (a scratch): a reset, then ADD tensor."""
-
-    name: str
-    op: str
-    x: str | None
-    y: int | str | None
-
-
-#: Per-channel int32 kernel inputs the epilogues read (after data and weight, in this order).
-VECTORS = ("bias", "a_min", "a_max", "m_hi", "m_lo")
-
-
-def check_requant(shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> None:
-    """Refuse epilogue parameters the ALU or the int8 store cannot honour."""
-    if not 0 <= shift <= 31:
-        raise CompileError(f"shift = {shift}: the ALU shifts by 0..31")
-    if not INT8_MIN <= lo <= hi <= INT8_MAX:
-        raise CompileError(f"clip bounds lo = {lo}, hi = {hi}: need {INT8_MIN} <= lo <= hi <= "
-                           f"{INT8_MAX} (the result is stored as int8)")
-
-
-class PowerOfTwo(NamedTuple):
-    """(acc + bias) >> shift, clipped to [lo, hi] (vta_ops.Requant is the checked public form)."""
-
-    shift: int
-    lo: int = INT8_MIN
-    hi: int = INT8_MAX
-
-
-def requantisation(shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
-    """The workloads' (shift, lo, hi) arguments as one object: an int shift with its bounds, or a
-    requantisation object (vta_ops.Requant, fixed_point.ScaledRequant) that carries its own."""
-    if isinstance(shift, (int, np.integer)):
-        check_requant(int(shift), lo, hi)
-        return PowerOfTwo(int(shift), lo, hi)
-    if (lo, hi) != (INT8_MIN, INT8_MAX):
-        raise CompileError(f"clip bounds lo = {lo}, hi = {hi} given beside {shift!r}: they belong "
-                           "inside the requantisation")
-    if not isinstance(shift, ScaledRequant) and not all(hasattr(shift, f) for f in PowerOfTwo._fields):
-        raise CompileError(f"requantisation {shift!r}: expected a shift (int), a vta_ops.Requant or a "
-                           "fixed_point.ScaledRequant")
-    return shift
-
-
-def epilogue(requant=None, lo: int = INT8_MIN, hi: int = INT8_MAX) -> tuple:
-    """The requantisation stages after the accumulator ("acc"), in program order.
-
-    `requant`, `lo`, `hi` as for `requantisation`; None gives the power-of-two stages' shape,
-    which is all that footprint and cost need (they do not depend on the immediates)."""
-    r = PowerOfTwo(0) if requant is None else requantisation(requant, lo, hi)
-    if isinstance(r, ScaledRequant):
-        return _scaled_epilogue(r)
-    shift, lo, hi = r.shift, r.lo, r.hi
-    check_requant(shift, lo, hi)
-    return (Stage("bias_add", "add", "acc", "bias"), Stage("shr", "shr", "bias_add", shift),
-            Stage("clip_lo", "max", "shr", lo), Stage("clip_hi", "min", "clip_lo", hi))
-
-
-def _scaled_epilogue(r: ScaledRequant) -> tuple:
-    """fixed_point's sequence: clamp, copy to a scratch, the two products, round, shift, clip.
-
-    The copy is read before `mul_hi` overwrites the clamped value in place: the schedule keeps
-    this order (vta_common.schedule_epilogue checks it)."""
-    stages = [Stage("bias_add", "add", "acc", "bias"), Stage("clamp_lo", "max", "bias_add", "a_min"),
-              Stage("clamp_hi", "min", "clamp_lo", "a_max"), Stage("copy", "copy", None, "clamp_hi"),
-              Stage("mul_hi", "mul", "clamp_hi", "m_hi"),
-              Stage("mul_lo", "mul", "copy", "m_lo"), Stage("shr_lo", "shr", "mul_lo", r.k),
-              Stage("sum", "add", "mul_hi", "shr_lo")]
-    if r.t:
-        stages.append(Stage("pre_shr", "shr", "sum", r.t))
-    u = stages[-1].name
-    if r.ties_even:       # fixed_point.round_shift: u += q - ((q >> 1) << 1), q = u >> (s - t)
-        stages += [Stage("q", "copy", None, u), Stage("q_shr", "shr", "q", r.s - r.t),
-                   Stage("half", "copy", None, "q_shr"), Stage("half_shr", "shr", "half", 1),
-                   Stage("half_shl", "shl", "half_shr", 1), Stage("half_neg", "mul", "half_shl", -1),
-                   Stage("parity", "add", "q_shr", "half_neg"), Stage("tie", "add", u, "parity")]
-    steps = [("round", "add", r.rounding - r.ties_even), ("shr", "shr", r.s - r.t),
-             ("zero_point", "add", r.zero_point), ("clip_lo", "max", r.lo), ("clip_hi", "min", r.hi)]
-    for name, op, value in steps:
-        if value == 0 and name in ("zero_point", "round"):
-            continue
-        stages.append(Stage(name, op, stages[-1].name, value))
-    return tuple(stages)
-
-
-def vector_inputs(stages) -> tuple:
-    """The per-channel inputs the stages read, in VECTORS order."""
-    used = {st.y for st in stages}
-    return tuple(v for v in VECTORS if v in used)
-
-
-def scratch_regions(stages) -> int:
-    """ACC regions of one output tile's size the stages need besides the accumulator."""
-    return sum(st.op == "copy" for st in stages)
 
 
 def requantize(acc, vectors: dict, vector_index, stages):
@@ -178,7 +79,7 @@ def dense(cfg: Config, m: int, k: int, n: int, shift, lo: int = INT8_MIN, hi: in
         check_blocks(name, v, block, CompileError)
     a = te.placeholder((m // B, k // BI, B, BI), "int8", name="data")
     w = te.placeholder((n // BO, k // BI, BO, BI), "int8", name="weight")
-    stages = epilogue(shift, lo, hi)
+    stages = epilogue(as_requant(shift, lo, hi))
     vectors = _vectors(stages, (n // BO, B, BO))
     ko = te.reduce_axis((0, k // BI), name="ko")
     ki = te.reduce_axis((0, BI), name="ki")
@@ -213,7 +114,7 @@ def conv2d(cfg: Config, n: int, h: int, w: int, ic: int, oc: int, k: int, pad: i
     reduce_blocks = ic // BI if group_blocks is None else group_blocks
     data = te.placeholder((n // B, ic // BI, h, w, B, BI), "int8", name="data")
     kernel = te.placeholder((oc // BO, reduce_blocks, k, k, BO, BI), "int8", name="weight")
-    stages = epilogue(shift, lo, hi)
+    stages = epilogue(as_requant(shift, lo, hi))
     vectors = _vectors(stages, (oc // BO, B, BO))
     if subsamples_rows(k, pad, stride):
         # A strided 1x1 conv reads every stride-th row only: stage just those (a DMA with a
@@ -262,10 +163,6 @@ def out_size(size: int, k: int, pad: int, stride: int) -> int:
 
 
 # ----------------------------------------------------------------------------- references
-def requantize_ref(acc: np.ndarray, shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> np.ndarray:
-    return np.clip(acc >> shift, lo, hi).astype(np.int8)
-
-
 def dense_acc(a: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """a (M, K) int8, w (N, K) int8, bias (N,) int32 -> the int64 accumulator + bias (M, N)."""
     return a.astype(np.int64) @ w.astype(np.int64).T + bias.astype(np.int64)
@@ -274,7 +171,7 @@ def dense_acc(a: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
 def dense_ref(a: np.ndarray, w: np.ndarray, bias: np.ndarray, shift: int, lo: int = INT8_MIN,
               hi: int = INT8_MAX) -> np.ndarray:
     """a (M, K) int8, w (N, K) int8, bias (N,) int32 -> (M, N) int8, computed in int64."""
-    return requantize_ref(dense_acc(a, w, bias), shift, lo, hi)
+    return reference(dense_acc(a, w, bias), PowerOfTwo(shift, lo, hi))
 
 
 def conv2d_acc(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, pad: int, stride: int,
@@ -303,4 +200,4 @@ def conv2d_acc(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, pad: int,
 def conv2d_ref(data: np.ndarray, kernel: np.ndarray, bias: np.ndarray, pad: int, stride: int,
                shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> np.ndarray:
     """NCHW int8 x OIHW int8 + bias (O,) -> NCHW int8, computed in int64."""
-    return requantize_ref(conv2d_acc(data, kernel, bias, pad, stride), shift, lo, hi)
+    return reference(conv2d_acc(data, kernel, bias, pad, stride), PowerOfTwo(shift, lo, hi))

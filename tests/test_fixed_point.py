@@ -1,4 +1,4 @@
-"""schedules.fixed_point against exact rational arithmetic: the rounding, the int32 bound, the
+"""requantisation.fixed_point against exact rational arithmetic: the rounding, the int32 bound, the
 clamp bounds, and its refusals."""
 from fractions import Fraction
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from intrinsics.errors import CompileError
-from schedules import fixed_point as fp
+from requantisation import fixed_point as fp
 
 INT32 = 1 << 31
 

@@ -9,6 +9,7 @@ import pytest
 from intrinsics.errors import CompileError
 from schedules import tuning_db
 from schedules import vta_conv2d as vc
+from requantisation import PowerOfTwo
 from schedules import vta_ops as vo
 from vta_sim.config import Config
 
@@ -40,15 +41,15 @@ def test_compiler_takes_tuned_tiles_and_refuses_stale_ones(tmp_path, monkeypatch
     cfg, db = Config.load("1x8x8"), tmp_path / "tiles.json"
     monkeypatch.setenv("VTA_TUNING_DB", str(db))
     other = _other_tiles(cfg)
-    untuned = vo.conv2d_kernel(cfg, *DIMS, vo.Requant(8), vthreads=2)
+    untuned = vo.conv2d_kernel(cfg, *DIMS, PowerOfTwo(8), vthreads=2)
     assert untuned.tile_source.describe() == f"cycle model (no record in {db})"
     tuning_db.store(cfg, "conv2d", SHAPE, 2, {"tiles": asdict(other), "cycles": 1})
-    kernel = vo.conv2d_kernel(cfg, *DIMS, vo.Requant(8), vthreads=2)
+    kernel = vo.conv2d_kernel(cfg, *DIMS, PowerOfTwo(8), vthreads=2)
     assert kernel.tiles == other and kernel.tile_source.describe() == f"tuned record of {db}"
     stale = {**asdict(other), "ic_blocks": 64}
     tuning_db.store(cfg, "conv2d", SHAPE, 2, {"tiles": stale, "cycles": 0})
     with pytest.raises(CompileError, match="tuning database .*tiles.json: tiles .* unusable"):
-        vo.conv2d_kernel(cfg, *DIMS, vo.Requant(8), vthreads=2)
+        vo.conv2d_kernel(cfg, *DIMS, PowerOfTwo(8), vthreads=2)
 
 
 def test_corrupt_database_is_named(tmp_path):

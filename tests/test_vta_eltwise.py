@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from intrinsics.errors import CompileError
-from schedules import fixed_point as fp
-from schedules.vta_eltwise import (OPERAND_REACH, ScaledAddParams, add_kernel, add_ref, eltwise_kernel,
-                                   scaled_add_ref)
+from requantisation import fixed_point as fp
+from requantisation.add import OPERAND_REACH, ScaledAddParams, add_ref, scaled_add_ref
+from schedules.vta_eltwise import add_kernel, eltwise_kernel
 
 
 def _int8(shape, seed):

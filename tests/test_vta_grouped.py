@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from intrinsics.errors import CompileError
-from schedules import fixed_point as fp
+from requantisation import fixed_point as fp
 from schedules import vta_conv2d as vc
+from requantisation import PowerOfTwo, reference
 from schedules import vta_ops
 from schedules import vta_workloads as wl
 
@@ -22,7 +23,7 @@ def _run(cfg, n, h, c, k, pad, stride, groups, requant=None, vthreads=2, seed=0)
     x = rng.integers(-128, 128, (n, c, h, h), dtype=np.int8)
     w = rng.integers(-128, 128, (c, c // groups, k, k), dtype=np.int8)
     b = rng.integers(-3000, 3000, c, dtype=np.int32)
-    requant = requant or vta_ops.Requant(7)
+    requant = requant or PowerOfTwo(7)
     kernel = vta_ops.conv2d_kernel(cfg, n, h, h, c, c, k, pad, stride, requant, vthreads=vthreads, groups=groups)
     acc = _grouped_ref(x, w, b, pad, stride, groups)
     if isinstance(requant, fp.ScaledRequant):
@@ -31,7 +32,7 @@ def _run(cfg, n, h, c, k, pad, stride, groups, requant=None, vthreads=2, seed=0)
         want = fp.requantize_ref(acc, requant, params)
     else:
         y, result = kernel(x, w, b)
-        want = wl.requantize_ref(acc, requant.shift, requant.lo, requant.hi)
+        want = reference(acc, requant)
     return y, want, result, kernel
 
 
@@ -105,4 +106,4 @@ def test_grouped_refusals(ic, oc, groups, match):
     from vta_sim.config import Config
 
     with pytest.raises(CompileError, match=match):
-        vta_ops.conv2d_kernel(Config.load("1x8x8"), 1, 6, 6, ic, oc, 3, 1, 1, vta_ops.Requant(7), groups=groups)
+        vta_ops.conv2d_kernel(Config.load("1x8x8"), 1, 6, 6, ic, oc, 3, 1, 1, PowerOfTwo(7), groups=groups)

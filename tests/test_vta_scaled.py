@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 
 from intrinsics.errors import CompileError
-from schedules import fixed_point as fp
+from requantisation import fixed_point as fp
 from schedules import vta_conv2d as vc
 from schedules import vta_dense as vd
 from schedules import vta_ops as vo
+from requantisation.stages import epilogue
 from schedules import vta_workloads as wl
 
 # (per-channel multipliers?, zero point, lo, hi); multipliers are drawn so that some outputs
@@ -89,10 +90,10 @@ def test_scaled_epilogue_stages():
     """The ALU sequence in order; the pre-shift and the zero point appear only when non-zero."""
     r, _ = fp.choose([0.001, 0.002], zero_point=0)
     assert r.t > 0
-    assert [st.name for st in wl.epilogue(r)] == [
+    assert [st.name for st in epilogue(r)] == [
         "bias_add", "clamp_lo", "clamp_hi", "copy", "mul_hi", "mul_lo", "shr_lo", "sum", "pre_shr",
         "round", "shr", "clip_lo", "clip_hi"]
-    names = [st.name for st in wl.epilogue(fp.ScaledRequant(k=10, t=0, s=12, zero_point=-3))]
+    names = [st.name for st in epilogue(fp.ScaledRequant(k=10, t=0, s=12, zero_point=-3))]
     assert "pre_shr" not in names and names[-3:] == ["zero_point", "clip_lo", "clip_hi"]
 
 
@@ -125,5 +126,5 @@ def test_scaled_refusals(cfg):
         op(a, w, bias)
     with pytest.raises(CompileError, match=r"input m_hi: expected int32\[10\]"):
         op(a, w, bias, params.a_min, params.a_max, params.m_hi[:9], params.m_lo)
-    with pytest.raises(CompileError, match="neither a vta_ops.Requant nor a fixed_point.ScaledRequant"):
+    with pytest.raises(CompileError, match="neither a requantisation.PowerOfTwo nor a requantisation.ScaledRequant"):
         vo.dense_kernel(cfg, 3, 20, 10, 0.001)

@@ -10,6 +10,7 @@ import pytest
 from intrinsics.errors import CompileError
 from schedules import vta_conv2d as vc
 from schedules import vta_dense as vd
+from requantisation import PowerOfTwo
 from schedules import vta_ops as vo
 from schedules import vta_workloads as wl
 from schedules.layers import get_layer
@@ -23,7 +24,7 @@ def _conv_inputs(n, h, w, ic, oc, k, seed=0):
             rng.integers(-3000, 3000, (oc,), dtype=np.int32))
 
 
-def _conv(cfg, shape, requant=vo.Requant(8), vthreads=2, tiles=None):
+def _conv(cfg, shape, requant=PowerOfTwo(8), vthreads=2, tiles=None):
     """Run conv2d `shape` (n, h, w, ic, oc, k, pad, stride); returns (output, reference, op)."""
     n, h, w, ic, oc, k, pad, stride = shape
     op = vo.conv2d_kernel(cfg, *shape, requant, vthreads, tiles)
@@ -35,7 +36,7 @@ def _conv(cfg, shape, requant=vo.Requant(8), vthreads=2, tiles=None):
     return out, ref, op
 
 
-def _dense(cfg, m, k, n, requant=vo.Requant(4), vthreads=2, tiles=None):
+def _dense(cfg, m, k, n, requant=PowerOfTwo(4), vthreads=2, tiles=None):
     """Small operands and a small shift, so that a single stray unit in a padded lane shows."""
     rng = np.random.default_rng(1)
     a = rng.integers(-16, 16, (m, k), dtype=np.int8)
@@ -92,12 +93,12 @@ def test_dense_remainder_tiles_match_numpy(tiles):
 
 
 def test_relu_folds_into_the_clip(cfg):
-    relu = vo.Requant(8, lo=0)
+    relu = PowerOfTwo(8, lo=0)
     out, ref, _ = _conv(cfg, (1, 7, 7, 3, 10, 3, 1, 1), relu)
     plain, _, _ = _conv(cfg, (1, 7, 7, 3, 10, 3, 1, 1))
     assert np.array_equal(out, ref) and out.min() == 0 and (plain < 0).any()
     assert np.array_equal(out, np.maximum(plain, 0))
-    dense, dense_ref, _ = _dense(cfg, 3, 20, 10, vo.Requant(2, lo=0, hi=100))
+    dense, dense_ref, _ = _dense(cfg, 3, 20, 10, PowerOfTwo(2, lo=0, hi=100))
     assert np.array_equal(dense, dense_ref) and dense.min() >= 0 and dense.max() <= 100
 
 
@@ -111,7 +112,7 @@ def test_two_threads_fall_back_to_one_where_they_cannot_help():
 
 def test_call_time_refusals():
     cfg = Config.load("1x8x8")
-    op = vo.conv2d_kernel(cfg, 1, 5, 5, 3, 10, 3, 1, 1, vo.Requant(8))
+    op = vo.conv2d_kernel(cfg, 1, 5, 5, 3, 10, 3, 1, 1, PowerOfTwo(8))
     x, w, b = _conv_inputs(1, 5, 5, 3, 10, 3)
     with pytest.raises(CompileError, match=r"conv2d input data: expected int8\[1, 3, 5, 5\], got int8\[1, 3, 5, 6\]"):
         op(np.zeros((1, 3, 5, 6), np.int8), w, b)
@@ -121,19 +122,19 @@ def test_call_time_refusals():
         op(x, w, b.astype(np.int64))
     with pytest.raises(CompileError, match=r"expected 3 inputs \(data, weight, bias\), got 2"):
         op(x, w)
-    dense = vo.dense_kernel(cfg, 3, 20, 10, vo.Requant(8))
+    dense = vo.dense_kernel(cfg, 3, 20, 10, PowerOfTwo(8))
     with pytest.raises(CompileError, match=r"dense input data: expected int8\[3, 20\]"):
         dense(np.zeros((20, 3), np.int8), np.zeros((10, 20), np.int8), np.zeros(10, np.int32))
 
 
 @pytest.mark.parametrize("make,match", [
-    (lambda: vo.Requant(32), "shift = 32: the ALU shifts by 0..31"),
-    (lambda: vo.Requant(4, lo=10, hi=5), "lo = 10, hi = 5"),
-    (lambda: vo.Requant(4, hi=200), "hi = 200"),
-    (lambda: vo.conv2d_kernel(Config.load("1x8x8"), 1, 0, 5, 3, 8, 3, 1, 1, vo.Requant(4)), "h = 0"),
-    (lambda: vo.conv2d_kernel(Config.load("1x8x8"), 1, 2, 2, 3, 8, 5, 1, 1, vo.Requant(4)),
+    (lambda: PowerOfTwo(32), "shift = 32: the ALU shifts by 0..31"),
+    (lambda: PowerOfTwo(4, lo=10, hi=5), "lo = 10, hi = 5"),
+    (lambda: PowerOfTwo(4, hi=200), "hi = 200"),
+    (lambda: vo.conv2d_kernel(Config.load("1x8x8"), 1, 0, 5, 3, 8, 3, 1, 1, PowerOfTwo(4)), "h = 0"),
+    (lambda: vo.conv2d_kernel(Config.load("1x8x8"), 1, 2, 2, 3, 8, 5, 1, 1, PowerOfTwo(4)),
      "smaller than the kernel 5"),
-    (lambda: vo.dense_kernel(Config.load("1x8x8"), 3, 20, 10, vo.Requant(4), tiles=vd.DenseTiles(1, 3, 1)),
+    (lambda: vo.dense_kernel(Config.load("1x8x8"), 3, 20, 10, PowerOfTwo(4), tiles=vd.DenseTiles(1, 3, 1)),
      "tile cols = 3 with 1 thread"),
 ])
 def test_compile_time_refusals(make, match):
@@ -145,5 +146,5 @@ def test_compile_time_refusals(make, match):
 def test_resnet18_c1_full_size():
     layer = get_layer("resnet18.C1")
     out, ref, _ = _conv(Config.load("1x8x8"), (1, layer.H, layer.H, layer.IC, layer.OC, layer.K,
-                                              layer.pad, layer.stride), vo.Requant(10))
+                                              layer.pad, layer.stride), PowerOfTwo(10))
     assert out.shape == (1, 64, 112, 112) and np.array_equal(out, ref)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from intrinsics.errors import CompileError
-from vta_sim.config import INT8_MAX, INT8_MIN, INT32_MAX
+from .bounds import INT8_MAX, INT8_MIN, INT32_MAX
 
 #: The ALU immediate is a signed 16-bit field: the rounding constant 2^(s-t-1) <= 2^14.
 MAX_ROUND_SHIFT = 15

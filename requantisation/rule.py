@@ -1,0 +1,67 @@
+"""The two requantisations an accelerator op ends with, as one typed union.
+
+`PowerOfTwo`: y = clip((acc + bias) >> shift, lo, hi), the rounding folded into the bias (the
+quantisers of graph.quantize, hand-written layers). `fixed_point.ScaledRequant`: a real
+per-channel multiplier in int32 fixed point with a zero point (quantize_static's float scales).
+Every op takes a `Requant`; nothing else is accepted where one is expected.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from intrinsics.errors import CompileError
+
+from .bounds import INT8_MAX, INT8_MIN
+from .fixed_point import ChannelParams, ScaledRequant, requantize_ref
+
+#: The ALU shifts by 0..31 (an immediate's low five bits are what the shifter sees).
+MAX_SHIFT = 31
+
+
+def check_clip(lo: int, hi: int) -> None:
+    """Refuse clip bounds the int8 store cannot honour."""
+    if not INT8_MIN <= lo <= hi <= INT8_MAX:
+        raise CompileError(f"clip bounds lo = {lo}, hi = {hi}: need {INT8_MIN} <= lo <= hi <= "
+                           f"{INT8_MAX} (the result is stored as int8)")
+
+
+@dataclass(frozen=True)
+class PowerOfTwo:
+    """(acc + bias) >> shift, clipped to [lo, hi], stored int8; lo = 0 folds a ReLU."""
+
+    shift: int
+    lo: int = INT8_MIN
+    hi: int = INT8_MAX
+
+    def __post_init__(self):
+        if not isinstance(self.shift, (int, np.integer)) or not 0 <= self.shift <= MAX_SHIFT:
+            raise CompileError(f"shift = {self.shift}: the ALU shifts by 0..{MAX_SHIFT}")
+        check_clip(self.lo, self.hi)
+
+
+#: What every op's requantisation argument is.
+Requant = PowerOfTwo | ScaledRequant
+
+
+def as_requant(shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> Requant:
+    """A workload's requantisation argument as a `Requant`: an int shift with its clip bounds,
+    or a `Requant` that carries its own bounds."""
+    if isinstance(shift, (int, np.integer)):
+        return PowerOfTwo(int(shift), lo, hi)
+    if not isinstance(shift, (PowerOfTwo, ScaledRequant)):
+        raise CompileError(f"requantisation {shift!r}: expected a shift (int), a "
+                           "requantisation.PowerOfTwo or a requantisation.ScaledRequant")
+    if (lo, hi) != (INT8_MIN, INT8_MAX):
+        raise CompileError(f"clip bounds lo = {lo}, hi = {hi} given beside {shift!r}: they belong "
+                           "inside the requantisation")
+    return shift
+
+
+def reference(acc: np.ndarray, requant: Requant, channel: tuple = (), axis: int = 1) -> np.ndarray:
+    """The int8 output of int64 accumulators (bias added) under either requantisation; `channel`
+    holds a ScaledRequant's per-channel vectors (a_min, a_max, m_hi, m_lo), channel on `axis`."""
+    if isinstance(requant, ScaledRequant):
+        return requantize_ref(acc, requant, ChannelParams(*channel), axis=axis)
+    return np.clip(acc.astype(np.int64) >> requant.shift, requant.lo, requant.hi).astype(np.int8)
