@@ -38,7 +38,7 @@ from requantisation import add as rq_add
 from requantisation import fixed_point
 from requantisation import relax as rq_relax
 from requantisation.bounds import INT8_MAX, INT8_MIN
-from requantisation.rule import PowerOfTwo
+from requantisation.rule import PowerOfTwo, rounding_constant
 
 from .errors import GraphError
 
@@ -237,7 +237,7 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
     shift = _common_pow2_shift(multipliers)
     if shift is not None and zy == 0:
         requant = PowerOfTwo(shift, lo, INT8_MAX)
-        acc_bias = acc_bias + ((1 << (shift - 1)) if shift else 0)
+        acc_bias = acc_bias + rounding_constant(shift)
         params = None
     else:
         try:

@@ -17,6 +17,7 @@ from intrinsics.errors import CompileError
 from . import fixed_point
 from .bounds import INT32_MAX, INT32_MIN, INT8_MAX, INT8_MIN
 from .fixed_point import ScaledRequant, round_shift
+from .rule import rounding_constant
 from .stages import Stage, clip, tail
 
 #: The rounding constant 1 << (shift - 1) is an ALU immediate: signed 16 bits.
@@ -106,7 +107,7 @@ def check_params(p) -> None:
         if v < 0:
             raise CompileError(f"{name} = {v}: operand shifts are left shifts, use 0 or more")
     scale = (1 << p.shift_a) + (1 << p.shift_b)
-    top = INT8_MAX * scale + ((1 << (p.shift - 1)) if p.shift else 0)
+    top = INT8_MAX * scale + rounding_constant(p.shift)
     bottom = INT8_MIN * scale
     if top > INT32_MAX or bottom < INT32_MIN:
         raise CompileError(f"shift_a = {p.shift_a}, shift_b = {p.shift_b}: the sum of two shifted "
@@ -135,8 +136,7 @@ def add_ref(a: np.ndarray, b: np.ndarray, shift_a: int, shift_b: int, shift: int
             lo: int = INT8_MIN, hi: int = INT8_MAX) -> np.ndarray:
     """The quantised add in int64 with round-half-up: the op's definition."""
     total = (a.astype(np.int64) << shift_a) + (b.astype(np.int64) << shift_b)
-    rounding = (1 << (shift - 1)) if shift > 0 else 0
-    return np.clip((total + rounding) >> shift, lo, hi).astype(np.int8)
+    return np.clip((total + rounding_constant(shift)) >> shift, lo, hi).astype(np.int8)
 
 
 def scaled_add_ref(a: np.ndarray, b: np.ndarray, p: ScaledAddParams) -> np.ndarray:

@@ -32,7 +32,7 @@ from intrinsics.errors import CompileError
 
 from .add import AddParams, ScaledAddParams
 from .fixed_point import SPLIT, ChannelParams, ScaledRequant
-from .rule import PowerOfTwo, Requant
+from .rule import PowerOfTwo, Requant, rounding_constant
 
 
 class Imm(NamedTuple):
@@ -122,7 +122,7 @@ def add_values(p: AddParams | ScaledAddParams) -> tuple:
         return ADD_SCALED, {"minus_zero_a": -p.zero_a, "minus_zero_b": -p.zero_b, "m_a": p.m_a, "m_b": p.m_b,
                             **_tail_values(p.requant)}
     return ADD_POW2, {"shift_a": p.shift_a, "shift_b": p.shift_b, "shift": p.shift,
-                      "rounding": (1 << (p.shift - 1)) if p.shift else 0, "lo": p.lo, "hi": p.hi}
+                      "rounding": rounding_constant(p.shift), "lo": p.lo, "hi": p.hi}
 
 
 # ------------------------------------------------------------------ emit

@@ -27,6 +27,12 @@ def check_clip(lo: int, hi: int) -> None:
                            f"{INT8_MAX} (the result is stored as int8)")
 
 
+def rounding_constant(shift: int) -> int:
+    """What (x + it) >> shift adds to round x / 2^shift to nearest, ties up: the power-of-two
+    forms' one rounding rule (folded into the bias for conv2d/dense, an ADD for the add)."""
+    return (1 << (shift - 1)) if shift else 0
+
+
 @dataclass(frozen=True)
 class PowerOfTwo:
     """(acc + bias) >> shift, clipped to [lo, hi], stored int8; lo = 0 folds a ReLU."""

@@ -1,0 +1,191 @@
+"""requantisation/: the ALU stage list against exact rational rounding, and the Relax forms
+emitted, matched and read back as one description (graph.qdq, graph.partition, graph.ops)."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from tvm import relax
+from tvm.relax.dpl import is_const, is_op, wildcard
+
+from requantisation import PowerOfTwo, ScaledRequant, as_requant, reference
+from requantisation import relax as rq_relax
+from requantisation.add import AddParams, ScaledAddParams, add_ref, scaled_add_ref
+from requantisation.fixed_point import SPLIT, ChannelParams
+from requantisation.stages import epilogue, tail
+
+RNG = np.random.default_rng(16)
+
+#: The ALU ops the stages use, in int32 as the spec defines them (SHR of a negative amount is SHL).
+ALU = {"add": lambda x, y: x + y, "max": np.maximum, "min": np.minimum, "mul": lambda x, y: x * y,
+       "shr": lambda x, y: x >> y, "shl": lambda x, y: x << y}
+
+
+def _run_stages(stages, source: str, p: np.ndarray) -> np.ndarray:
+    """The stage list after stage `source` = p, on int64 values (no stage leaves int32 for these
+    inputs), as the ALU runs it."""
+    done = {source: p}
+    for st in stages:
+        if st.op == "copy":
+            done[st.name] = done[st.y].copy()
+            continue
+        y = done[st.y] if isinstance(st.y, str) else st.y
+        done[st.name] = ALU[st.op](done[st.x], y)
+    return done[stages[-1].name]
+
+
+def _exact(p: int, r: ScaledRequant) -> int:
+    q = Fraction(p, 1 << r.s)
+    down = q.numerator // q.denominator
+    frac = q - down
+    up = frac > Fraction(1, 2) or (frac == Fraction(1, 2) and (not r.ties_even or down % 2))
+    return min(max(down + up + r.zero_point, r.lo), r.hi)
+
+
+@pytest.mark.parametrize("ties_even", [False, True])
+@pytest.mark.parametrize("s,t,zp,lo", [(12, 0, 0, -128), (20, 5, -7, -128), (1, 0, 3, 0), (30, 16, 100, -20)])
+def test_the_alu_tail_rounds_exactly_as_rational_arithmetic(s, t, zp, lo, ties_even):
+    r = ScaledRequant(k=0, t=t, s=s, zero_point=zp, lo=lo, ties_even=ties_even)
+    step = 1 << s
+    # around every multiple of 2^s / 2 (the ties) and at random, within int32 after the shifts
+    ties = (np.arange(-40, 40) * (step // 2 or 1))[:, None] + np.array([-1, 0, 1])
+    p = np.concatenate([ties.reshape(-1), RNG.integers(-2**30, 2**30, 400)]).astype(np.int64)
+    if t:      # the tie is judged after the pre-shift: exact ties have those bits zero
+        p = (p >> t) << t
+    got = _run_stages(tail(r, "p"), "p", p)
+    assert [int(v) for v in got] == [_exact(int(v), r) for v in p]
+
+
+def test_the_pow2_add_tail_is_the_shared_tail():
+    _, stages = AddParams(1, 0, 3, -5, 90).program()
+    assert [st.name for st in stages] == ["a_shl", "sum", "round", "shr", "clip_lo", "clip_hi"]
+    assert [st.y for st in stages[2:]] == [4, 3, -5, 90]
+    _, unshifted = AddParams(0, 0, 0, -128, 127).program()
+    assert [st.op for st in unshifted] == ["add", "max", "min"]
+
+
+def test_epilogue_refuses_what_is_not_a_requantisation():
+    with pytest.raises(TypeError, match="expected a requantisation.Requant"):
+        epilogue(7)
+    with pytest.raises(Exception, match="expected a shift"):
+        as_requant(0.5)
+
+
+# ------------------------------------------------------------------ Relax forms
+def _scaled(ties_even: bool, zp: int = -3, t: int = 4, s: int = 19) -> ScaledRequant:
+    return ScaledRequant(k=11, t=t, s=s, zero_point=zp, lo=-100, hi=120, ties_even=ties_even)
+
+
+def _channel(c: int) -> ChannelParams:
+    return ChannelParams(*(RNG.integers(lo, hi, c).astype(np.int32) for lo, hi in
+                           ((-9000, -1), (1, 9000), (0, 4000), (0, 2048))))
+
+
+def _quarter(c: int) -> ChannelParams:
+    """M = 1/4 at k = 11, s = 14 (m_hi 2^12): a quarter of the accumulators land on exact ties."""
+    return ChannelParams(*(np.full(c, v, np.int32) for v in (-9000, 9000, 1 << 12, 0)))
+
+
+LINEAR = [(PowerOfTwo(9, 0, 127), None), (_scaled(False), _channel(16)), (_scaled(True, 0, 0, 14), _quarter(16))]
+ADDS = [AddParams(2, 0, 3, -128, 127), AddParams(0, 0, 0, 0, 127),
+        ScaledAddParams(-128, 5, 40000, 9000, ScaledRequant(SPLIT, 2, 17, 4, -128, 127))]
+
+
+def _emitted(inputs: dict, emit_body):
+    """(function, var -> value lookup, root call) of a dataflow block built by `emit_body`."""
+    bb = relax.BlockBuilder()
+    params = [relax.Var(n, relax.TensorType(shape, dtype)) for n, (shape, dtype) in inputs.items()]
+    with bb.function("main", params):
+        with bb.dataflow():
+            root = emit_body(bb, *params)
+            out = bb.emit_output(bb.emit(root))
+        bb.emit_func_output(out)
+    func = bb.get()["main"]
+    var2val = relax.analysis.get_var2val(func)
+    return func, (lambda e: var2val.get(e, e) if isinstance(e, relax.Var) else e), var2val[out]
+
+
+@pytest.mark.parametrize("requant,channel", LINEAR, ids=["pow2", "fixed", "fixed-ties-even"])
+def test_a_linear_form_reads_back_as_the_requantisation_it_was_emitted_from(requant, channel):
+    bias = RNG.integers(-500, 500, 16).astype(np.int32)
+    vectors = (bias,) + (() if channel is None else channel.arrays())
+    form, values = rq_relax.linear_values(requant, vectors)
+
+    def body(bb, acc):
+        return rq_relax.emit(form, {"acc": acc}, values, bb.emit, (1, -1, 1, 1))
+    _, value_of, root = _emitted({"acc": ((1, 16, 4, 4), "int32")}, body)
+    acc, got_vectors, got = rq_relax.read_linear(root, value_of)
+    assert got == requant
+    assert all(np.array_equal(a, b) for a, b in zip(got_vectors, vectors)) and len(got_vectors) == len(vectors)
+
+
+@pytest.mark.parametrize("params", ADDS, ids=["pow2", "pow2-unshifted", "scaled"])
+def test_an_add_form_reads_back_and_its_pattern_matches(params):
+    form, values = rq_relax.add_values(params)
+    func, value_of, root = _emitted({"a": ((1, 8, 2, 2), "int8"), "b": ((1, 8, 2, 2), "int8")},
+                                    lambda bb, a, b: rq_relax.emit(form, {"a": a, "b": b}, values, bb.emit))
+    var2val = relax.analysis.get_var2val(func)
+    assert rq_relax.add_pattern().match(root, var2val)
+    assert not rq_relax.linear_pattern(is_op("relax.nn.conv2d")(wildcard(), is_const())).match(root, var2val)
+    (a, b), got, _ = rq_relax.read_add(root, value_of)
+    assert got == params
+    assert a.same_as(func.params[0]) and b.same_as(func.params[1])
+
+
+def test_a_block_whose_constants_no_requantisation_gives_is_refused_naming_the_role():
+    r = _scaled(False)
+    form, values = rq_relax.linear_values(r, (np.zeros(16, np.int32),) + _channel(16).arrays())
+    values = {**values, "rounding": values["rounding"] + 1}       # not 2^(s-t-1)
+    _, value_of, root = _emitted({"acc": ((1, 16, 4, 4), "int32")},
+                                 lambda bb, acc: rq_relax.emit(form, {"acc": acc}, values, bb.emit, (1, -1, 1, 1)))
+    with pytest.raises(rq_relax.FormMismatch, match="rounding"):
+        rq_relax.read_linear(root, value_of)
+
+
+@pytest.mark.parametrize("requant,channel", LINEAR, ids=["pow2", "fixed", "fixed-ties-even"])
+def test_the_linear_pattern_matches_every_emitted_form(requant, channel):
+    vectors = (np.zeros(16, np.int32),) + (() if channel is None else channel.arrays())
+    form, values = rq_relax.linear_values(requant, vectors)
+    func, _, root = _emitted({"acc": ((1, 16, 4, 4), "int32")},
+                             lambda bb, acc: rq_relax.emit(form, {"acc": acc}, values, bb.emit, (1, -1, 1, 1)))
+    assert rq_relax.linear_pattern(wildcard()).match(root, relax.analysis.get_var2val(func))
+
+
+#: The Relax operators of the forms, in numpy int64 (no value leaves int32 for these inputs).
+NUMPY = {"add": np.add, "right_shift": np.right_shift, "left_shift": np.left_shift, "multiply": np.multiply,
+         "maximum": np.maximum, "minimum": np.minimum}
+
+
+def _evaluate(form, inputs: dict, values: dict) -> np.ndarray:
+    """A form's value computed from its description in numpy, the way the CPU build runs it."""
+    done = {k: v.astype(np.int64) for k, v in inputs.items()}
+
+    def arg(a):
+        if isinstance(a, rq_relax.Vec):
+            return np.asarray(values[a.role], np.int64).reshape(1, -1, 1, 1)
+        if isinstance(a, (rq_relax.Imm, rq_relax.Bound)):
+            return values[a.role]
+        return done[a]
+    for node in form:
+        args = [arg(a) for a in node.args]
+        done[node.name] = (np.clip(*args) if node.op == "clip" else args[0] if node.op == "astype"
+                           else NUMPY[node.op](*args))
+    return done[form[-1].name]
+
+
+@pytest.mark.parametrize("requant,channel", LINEAR, ids=["pow2", "fixed", "fixed-ties-even"])
+def test_a_linear_form_computes_the_rule(requant, channel):
+    bias = RNG.integers(-500, 500, 16).astype(np.int32)
+    vectors = (bias,) + (() if channel is None else channel.arrays())
+    form, values = rq_relax.linear_values(requant, vectors)
+    acc = RNG.integers(-900, 900, (2, 16, 3, 3))      # mostly inside the clip: the rounding shows
+    want = reference(acc + bias.reshape(1, -1, 1, 1), requant, () if channel is None else channel.arrays())
+    np.testing.assert_array_equal(_evaluate(form, {"acc": acc}, values), want)
+
+
+@pytest.mark.parametrize("params", ADDS, ids=["pow2", "pow2-unshifted", "scaled"])
+def test_an_add_form_computes_the_rule(params):
+    form, values = rq_relax.add_values(params)
+    a, b = (RNG.integers(-128, 128, (1, 8, 4, 4)) for _ in range(2))
+    want = (scaled_add_ref(a, b, params) if isinstance(params, ScaledAddParams)
+            else add_ref(a, b, params.shift_a, params.shift_b, params.shift, params.lo, params.hi))
+    np.testing.assert_array_equal(_evaluate(form, {"a": a, "b": b}, values), want)
