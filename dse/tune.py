@@ -1,7 +1,7 @@
 """Tile search with the simulator as the cost, on a Dask cluster, driven by optuna.
 
-The space is the tilings `choose_tiles` itself ranks (`vta_conv2d.candidates` /
-`vta_dense.candidates`, for 1 up to the asked thread count, both splits), restricted to the
+The space is the tilings `choose_tiles` itself ranks (`TiledOp.candidates` of
+`vta_conv2d.CONV2D` / `vta_dense.DENSE`, for 1 up to the asked thread count, both splits), restricted to the
 usable ones and sorted by its cycle model. That model is the prior twice over: its choice is
 always the first trial (so tuning is never worse than it), and optuna's TPE searches the
 candidate's rank in that order on a log scale, so it starts near what the model likes and
@@ -26,8 +26,8 @@ from schedules.measure import op_shape, run_vta
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
 
-#: run_vta's workload name -> (schedule module, tuning-database op name).
-OPS = {"conv2d": (vc, "conv2d"), "gemm": (vd, "dense")}
+#: run_vta's workload name -> the op it compiles.
+OPS = {"conv2d": vc.CONV2D, "gemm": vd.DENSE}
 
 #: Asks in a row that only repeat known candidates before the next untried one (in the prior's
 #: order) is enqueued: the sampler has converged, the budget is better spent exploring.
@@ -36,10 +36,10 @@ MAX_REPEATS = 50
 
 def space(cfg: Config, workload: str, s, vthreads: int) -> list:
     """The usable tilings with 1..vthreads threads, best estimate first."""
-    module = OPS[workload][0]
-    usable = [t for v in range(1, vthreads + 1) for t in module.candidates(cfg, s, v)
-              if module.usable(cfg, s, t) is None]
-    return sorted(usable, key=lambda t: module.estimate_cycles(cfg, s, t))
+    op = OPS[workload]
+    usable = [t for v in range(1, vthreads + 1) for t in op.candidates(cfg, s, v)
+              if op.usable(cfg, s, t) is None]
+    return sorted(usable, key=lambda t: op.estimate_cycles(cfg, s, t))
 
 
 def trial(workload: str, shape: dict, cfg: Config, tiles, seed: int) -> dict:
@@ -111,10 +111,10 @@ def tune(workload: str, shape: dict, config, vthreads: int, trials: int, client,
         raise CompileError(f"cannot tune workload {workload!r}; accepted: {', '.join(OPS)}")
     if trials < 1:
         raise CompileError(f"--tune {trials}: give at least one trial")
-    module, op = OPS[workload]
+    op = OPS[workload]
     cfg = Config.load(config)
     s = op_shape(cfg, workload, shape)
-    default = module.choose_tiles(cfg, s, vthreads)
+    default = op.choose_tiles(cfg, s, vthreads)
     cands = space(cfg, workload, s, vthreads)
     dist = {"rank": IntDistribution(1, len(cands), log=True)}
     optuna.logging.set_verbosity(optuna.logging.WARNING)   # one line per trial is noise here
@@ -154,6 +154,6 @@ def tune(workload: str, shape: dict, config, vthreads: int, trials: int, client,
     best = cands[best_i]
     record = {"tiles": asdict(best), "cycles": known[best_i], "default_tiles": asdict(default),
               "default_cycles": default_cycles, "trials": len(order)}
-    stored = tuning_db.store(cfg, op, s, vthreads, record, db)
+    stored = tuning_db.store(cfg, op.name, s, vthreads, record, db)
     return TuneResult(workload, shape, cfg.name, default, default_cycles, best, known[best_i],
                       len(cands), order, str(tuning_db.db_path(db)), stored)

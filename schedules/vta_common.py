@@ -10,6 +10,7 @@ from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import (SCOPES, alu_intrin, alu_update_intrin, gemm_intrin, reset_intrin,
                                        tensorize_loop)
 from vta_sim.config import Config
+from vta_sim.runtime import MAX_KERNEL_UOPS
 from vta_sim.timing import DmaCost
 
 from requantisation.stages import epilogue, scratch_regions, vector_inputs
@@ -122,21 +123,16 @@ def best_tiles(candidates, why_not, estimate, what: str):
     return best[1]
 
 
-def choose_with_fallback(cfg: Config, op: str, s, vthreads: int, requant, candidates, usable, estimate):
-    """choose_tiles of dense and conv2d: the best usable tiling with `vthreads`, else with one
-    thread (two threads need rows or channel blocks to share and SRAM for two tiles)."""
-    if vthreads not in (1, 2):
-        raise CompileError(f"vthreads = {vthreads}: use 1 or 2")
-
-    def best(v: int, note: str):
-        return best_tiles(candidates(cfg, s, v), lambda t: usable(cfg, s, t, requant),
-                          lambda t: estimate(cfg, s, t, requant), f"{op} {s} on {cfg.name} with {note}")
-    try:
-        return best(vthreads, f"{vthreads} virtual thread(s)")
-    except CompileError:
-        if vthreads == 1:
-            raise
-    return best(1, "1 virtual thread (2 do not fit)")
+def fits_buffers(cfg: Config, need: dict, vthreads: int) -> str | None:
+    """None when a footprint {inp, wgt, acc: entries per thread, uop: the GEMM kernel's
+    micro-ops} fits the SRAMs shared by `vthreads` threads and the runtime's kernel limit."""
+    for sram in ("inp", "wgt", "acc"):
+        have = cfg.buffers[sram].depth // vthreads
+        if need[sram] > have:
+            return f"{sram.upper()} needs {need[sram]} entries per thread, {have} available"
+    if need["uop"] > MAX_KERNEL_UOPS:
+        return f"the GEMM kernel needs {need['uop']} micro-ops, at most {MAX_KERNEL_UOPS} allowed"
+    return None
 
 
 # ---------------------------------------------------------------- tile cost estimates

@@ -18,16 +18,14 @@ from dataclasses import dataclass
 
 from tvm import s_tir, te
 
-from intrinsics.build import compile_vta
 from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES
-from requantisation.bounds import INT8_MAX, INT8_MIN
-from requantisation.rule import as_requant
+from requantisation.rule import Requant
 from vta_sim.config import Config
-from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
-from .vta_common import (choose_with_fallback, epilogue_acc, epilogue_cycles, padded_extent, pipelined_cycles,
+from .tiled_op import TiledOp
+from .vta_common import (epilogue_acc, epilogue_cycles, fits_buffers, padded_extent, pipelined_cycles,
                           read_index, row_read_cycles, schedule_epilogue, tensorize_reduction,
                           tile_sizes, tile_waste)
 
@@ -169,13 +167,9 @@ def usable(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> str | None:
 
 def fits(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> str | None:
     """None when the tiles fit the buffers, else the reason."""
-    need = footprint(cfg, s, t, requant)
-    for sram in ("inp", "wgt", "acc"):
-        have = cfg.buffers[sram].depth // t.vthreads
-        if need[sram] > have:
-            return f"{sram.upper()} needs {need[sram]} entries per thread, {have} available"
-    if need["uop"] > MAX_KERNEL_UOPS:
-        return f"the GEMM kernel needs {need['uop']} micro-ops, at most {MAX_KERNEL_UOPS} allowed"
+    why = fits_buffers(cfg, footprint(cfg, s, t, requant), t.vthreads)
+    if why:
+        return why
     if s.pad > 15:
         return f"padding {s.pad} exceeds the DMA's 4-bit pad fields (at most 15)"
     return None
@@ -213,25 +207,9 @@ def candidates(cfg: Config, s: ConvShape, v: int) -> list:
             for ci in tile_sizes(ib)]
 
 
-def choose_tiles(cfg: Config, s: ConvShape, vthreads: int = 1, requant=None) -> ConvTiles:
-    """The usable tiling with the lowest estimated cycles; refuses shapes that cannot fit.
-
-    With two threads requested but no two-thread tiling usable (too few rows and channel blocks
-    to share, or the SRAMs cannot hold two tiles), falls back to one thread."""
-    return choose_with_fallback(cfg, "conv2d", s, vthreads, requant, candidates, usable, estimate_cycles)
-
-
-def check_tiles(cfg: Config, s: ConvShape, t: ConvTiles, requant=None) -> None:
-    why = usable(cfg, s, t, requant)
-    if why:
-        raise CompileError(f"tiles {t} for conv2d {s} on {cfg.name}: {why}")
-
-
-def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
+def schedule(cfg: Config, s: ConvShape, t: ConvTiles, requant: Requant):
     """The scheduled, tensorized TensorIR module of a packed conv2d computing
     `computed_shape(cfg, s, t)`."""
-    requant = as_requant(shift, lo, hi)
-    check_tiles(cfg, s, t, requant)
     c = computed_shape(cfg, s, t)
     work = wl.conv2d(cfg, c.n, c.h, c.w, c.ic, c.oc, c.k, c.pad, c.stride, requant,
                      group_blocks=group_blocks(cfg, s))
@@ -257,7 +235,5 @@ def schedule(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = INT8_MIN,
     return sch.mod
 
 
-def build(cfg: Config, s: ConvShape, t: ConvTiles, shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
-    """The compiled kernel on the packed layouts of `computed_shape(cfg, s, t)`; `shift`: an int
-    (with `lo`/`hi`) or a requantisation.Requant (requantisation.stages.epilogue)."""
-    return compile_vta(schedule(cfg, s, t, shift, lo, hi), cfg)
+#: The op as the kernel wrappers, the tuner and the tuning database see it.
+CONV2D = TiledOp("conv2d", ConvTiles, candidates, usable, footprint, estimate_cycles, computed_shape, schedule)

@@ -14,16 +14,13 @@ from dataclasses import dataclass
 
 from tvm import s_tir, te
 
-from intrinsics.build import compile_vta
-from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES
-from requantisation.bounds import INT8_MAX, INT8_MIN
-from requantisation.rule import as_requant
+from requantisation.rule import Requant
 from vta_sim.config import Config
-from vta_sim.runtime import MAX_KERNEL_UOPS
 
 from . import vta_workloads as wl
-from .vta_common import (choose_with_fallback, epilogue_acc, epilogue_cycles, padded_extent, pipelined_cycles,
+from .tiled_op import TiledOp
+from .vta_common import (epilogue_acc, epilogue_cycles, fits_buffers, padded_extent, pipelined_cycles,
                           read_index, row_read_cycles, schedule_epilogue, tensorize_reduction,
                           tile_sizes, tile_waste)
 
@@ -78,16 +75,15 @@ def usable(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> str | Non
     return fits(cfg, s, t, requant)
 
 
+def footprint(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> dict:
+    """SRAM entries one thread needs, and the GEMM kernel's micro-ops (`requant`: the epilogue;
+    None: power-of-two)."""
+    return {"inp": t.rows * t.k_blocks, "wgt": t.cols * t.k_blocks,
+            "acc": epilogue_acc(requant, t.rows * t.cols, t.cols), "uop": t.k_blocks}
+
+
 def fits(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> str | None:
-    need = {"inp": t.rows * t.k_blocks, "wgt": t.cols * t.k_blocks,
-            "acc": epilogue_acc(requant, t.rows * t.cols, t.cols)}
-    for sram, n in need.items():
-        have = cfg.buffers[sram].depth // t.vthreads
-        if n > have:
-            return f"{sram.upper()} needs {n} entries per thread, {have} available"
-    if t.k_blocks > MAX_KERNEL_UOPS:
-        return f"the GEMM kernel needs {t.k_blocks} micro-ops, at most {MAX_KERNEL_UOPS} allowed"
-    return None
+    return fits_buffers(cfg, footprint(cfg, s, t, requant), t.vthreads)
 
 
 def estimate_cycles(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> float:
@@ -118,23 +114,9 @@ def candidates(cfg: Config, s: DenseShape, v: int) -> list:
             for kc in tile_sizes(kb)]
 
 
-def choose_tiles(cfg: Config, s: DenseShape, vthreads: int = 1, requant=None) -> DenseTiles:
-    """The usable tiling with the lowest estimated cycles; falls back to one thread when no
-    two-thread tiling is usable (a single row and column block, or SRAMs too small)."""
-    return choose_with_fallback(cfg, "dense", s, vthreads, requant, candidates, usable, estimate_cycles)
-
-
-def check_tiles(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> None:
-    why = usable(cfg, s, t, requant)
-    if why:
-        raise CompileError(f"tiles {t} for dense {s} on {cfg.name}: {why}")
-
-
-def schedule(cfg: Config, s: DenseShape, t: DenseTiles, shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
+def schedule(cfg: Config, s: DenseShape, t: DenseTiles, requant: Requant):
     """The scheduled, tensorized TensorIR module of a packed dense layer computing
     `computed_shape(cfg, s, t)`."""
-    requant = as_requant(shift, lo, hi)
-    check_tiles(cfg, s, t, requant)
     c = computed_shape(cfg, s, t)
     work = wl.dense(cfg, c.m, c.k, c.n, requant)
     sch = s_tir.Schedule(te.create_prim_func(work.tensors))
@@ -156,7 +138,5 @@ def schedule(cfg: Config, s: DenseShape, t: DenseTiles, shift, lo: int = INT8_MI
     return sch.mod
 
 
-def build(cfg: Config, s: DenseShape, t: DenseTiles, shift, lo: int = INT8_MIN, hi: int = INT8_MAX):
-    """The compiled kernel on the packed layouts of `computed_shape(cfg, s, t)`; `shift`: an int
-    (with `lo`/`hi`) or a requantisation.Requant (requantisation.stages.epilogue)."""
-    return compile_vta(schedule(cfg, s, t, shift, lo, hi), cfg)
+#: The op as the kernel wrappers, the tuner and the tuning database see it.
+DENSE = TiledOp("dense", DenseTiles, candidates, usable, footprint, estimate_cycles, computed_shape, schedule)

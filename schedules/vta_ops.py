@@ -22,6 +22,7 @@ from . import vta_dense as vd
 from . import tuning_db
 from . import vta_workloads as wl
 from .op_kernel import OpKernel, TileSource
+from .tiled_op import TiledOp
 
 
 def _positive(op: str, **dims) -> None:
@@ -46,25 +47,31 @@ def _inputs(op: str, inputs: tuple, expected: dict) -> list:
     return arrays
 
 
-def _tiles(cfg: Config, op: str, module, s, vthreads: int, tiles, requant) -> tuple:
+def _tiles(cfg: Config, op: TiledOp, s, vthreads: int, tiles, requant) -> tuple:
     """(tiles, where they came from): `tiles` if given, else the tuning database's record for the
-    shape, else the cycle model's choice (`module.choose_tiles`). A record that no longer suits
+    shape, else the cycle model's choice (`op.choose_tiles`). A record that no longer suits
     the shape is refused loudly. Records are measured with the power-of-two epilogue, so a
     ScaledRequant (more ACC, a longer epilogue) always takes the cycle model's choice."""
     if tiles is not None:
         return tiles, TileSource("given")
     if isinstance(requant, ScaledRequant):
-        return module.choose_tiles(cfg, s, vthreads, requant), TileSource("cycle model")
+        return op.choose_tiles(cfg, s, vthreads, requant), TileSource("cycle model")
     database = str(tuning_db.db_path())
-    record = tuning_db.lookup(cfg, op, s, vthreads)
+    record = tuning_db.lookup(cfg, op.name, s, vthreads)
     if record is None:
-        return module.choose_tiles(cfg, s, vthreads, requant), TileSource("cycle model", database)
-    tuned = (vc.ConvTiles if op == "conv2d" else vd.DenseTiles)(**record["tiles"])
-    why = module.usable(cfg, s, tuned)
+        return op.choose_tiles(cfg, s, vthreads, requant), TileSource("cycle model", database)
+    tuned = op.tiles_type(**record["tiles"])
+    why = op.usable(cfg, s, tuned)
     if why:
-        raise CompileError(f"tuning database {database}: tiles {tuned} for {op} {s} are "
+        raise CompileError(f"tuning database {database}: tiles {tuned} for {op.name} {s} are "
                            f"unusable ({why}); re-tune or delete the record")
     return tuned, TileSource("tuning database", database)
+
+
+def _compiled(cfg: Config, op: TiledOp, s, vthreads: int, tiles, requant) -> tuple:
+    """(tiles, their source, compiled kernel, the padded shape it computes) of `op` on `s`."""
+    t, source = _tiles(cfg, op, s, vthreads, tiles, requant)
+    return t, source, op.build(cfg, s, t, requant), op.computed_shape(cfg, s, t)
 
 
 def _channel_inputs(op: str, requant, channels: int) -> dict:
@@ -108,9 +115,7 @@ def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant
     channels = _channel_inputs("conv2d", requant, oc)
     s = vc.ConvShape(n, h, w, ic, oc, k, pad, stride, groups)
     gb = vc.group_blocks(cfg, s)
-    t, source = _tiles(cfg, "conv2d", vc, s, vthreads, tiles, requant)
-    kernel = vc.build(cfg, s, t, requant)
-    c = vc.computed_shape(cfg, s, t)
+    t, source, kernel, c = _compiled(cfg, vc.CONV2D, s, vthreads, tiles, requant)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
 
     def pack(*inputs):
@@ -136,9 +141,7 @@ def dense_kernel(cfg: Config, m, k, n, requant: Requant, vthreads=2,
     _positive("dense", m=m, k=k, n=n)
     channels = _channel_inputs("dense", requant, n)
     s = vd.DenseShape(m, k, n)
-    t, source = _tiles(cfg, "dense", vd, s, vthreads, tiles, requant)
-    kernel = vd.build(cfg, s, t, requant)
-    c = vd.computed_shape(cfg, s, t)
+    t, source, kernel, c = _compiled(cfg, vd.DENSE, s, vthreads, tiles, requant)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
 
     def pack(*inputs):

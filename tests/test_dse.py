@@ -129,7 +129,7 @@ def test_tune_five_trials_never_worse_than_the_default(client, tmp_path, monkeyp
     db = tmp_path / "tiles.json"
     result = tune("conv2d", SMALL_CONV, cfg, vthreads=2, trials=5, client=client, db=db)
     s = op_shape(cfg, "conv2d", SMALL_CONV)
-    default = vc.choose_tiles(cfg, s, 2)
+    default = vc.CONV2D.choose_tiles(cfg, s, 2)
     tried = [t for t, _, _ in result.trials]
     assert len(tried) == 5 == len(set(tried)) and tried[0] == default
     assert set(tried) <= set(space(cfg, "conv2d", s, 2))

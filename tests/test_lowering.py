@@ -8,6 +8,7 @@ from intrinsics import host, lower
 from intrinsics.build import attach_config
 from intrinsics.deps import DependencyTracker
 from intrinsics.errors import CompileError
+from requantisation import PowerOfTwo
 from schedules import vta_conv2d as vc
 from schedules import vta_workloads as wl
 from vta_sim import isa
@@ -32,7 +33,7 @@ def _inputs(shape, seed=0):
 
 @pytest.fixture(scope="module")
 def conv_run():
-    kernel = vc.build(CFG, SHAPE, TILES, SHIFT)
+    kernel = vc.CONV2D.build(CFG, SHAPE, TILES, SHIFT)
     x, w, b = _inputs(SHAPE)
     (out,), result = kernel(pk.pack_nchw(x, 1, 8), pk.pack_oihw(w, 8, 8), pk.pack_bias(b, 1, 8))
     ref = wl.conv2d_ref(x, w, b, SHAPE.pad, SHAPE.stride, SHIFT)
@@ -120,7 +121,7 @@ def test_dropping_one_pop_is_caught_by_the_simulator(conv_run):
 
 
 def test_lowered_tir_calls_the_runtime_with_no_loops_around_micro_ops():
-    mod = vc.schedule(CFG, SHAPE, TILES, SHIFT)
+    mod = vc.schedule(CFG, SHAPE, TILES, PowerOfTwo(SHIFT))
     text = lower.lower(attach_config(mod["main"], CFG)).script()
     assert "vta.uop_push" not in text
     for call in ("vta.begin", "vta.load_2d", "vta.gemm", "vta.alu", "vta.store_2d", "vta.end"):
@@ -129,9 +130,9 @@ def test_lowered_tir_calls_the_runtime_with_no_loops_around_micro_ops():
 
 def test_vthreads_get_private_sram_slices():
     two = vc.ConvTiles(oc_blocks=1, rows=2, ic_blocks=2, vthreads=2, split="h")
-    mod = vc.schedule(CFG, SHAPE, two, SHIFT)
+    mod = vc.schedule(CFG, SHAPE, two, PowerOfTwo(SHIFT))
     peak = lower.lower(attach_config(mod["main"], CFG))["main"].attrs["vta.sram_peak"]
-    one = vc.schedule(CFG, SHAPE, vc.ConvTiles(1, 2, 2), SHIFT)
+    one = vc.schedule(CFG, SHAPE, vc.ConvTiles(1, 2, 2), PowerOfTwo(SHIFT))
     peak_one = lower.lower(attach_config(one["main"], CFG))["main"].attrs["vta.sram_peak"]
     assert {k: 2 * v for k, v in json.loads(str(peak_one)).items()} == json.loads(str(peak))
 
@@ -151,13 +152,13 @@ def test_tracker_pairs_each_consumer_with_its_own_producer():
 def test_a_program_that_overflows_the_sram_is_refused_before_running():
     big = vc.ConvShape(1, 56, 56, 64, 64, 3, 1, 1)
     with pytest.raises(CompileError, match="INP"):
-        vc.build(CFG, big, vc.ConvTiles(oc_blocks=8, rows=56, ic_blocks=8), SHIFT)
+        vc.CONV2D.build(CFG, big, vc.ConvTiles(oc_blocks=8, rows=56, ic_blocks=8), SHIFT)
 
 
 def test_the_artefact_is_an_ordinary_tvm_module_called_with_tensors():
     import tvm
     shape = vc.ConvShape(1, 4, 4, 8, 8, 1, 0, 1)
-    kernel = vc.build(CFG, shape, vc.ConvTiles(1, 4, 1), 3)
+    kernel = vc.CONV2D.build(CFG, shape, vc.ConvTiles(1, 4, 1), 3)
     x, w, b = _inputs(shape, seed=3)
     args = [tvm.runtime.tensor(a) for a in (pk.pack_nchw(x, 1, 8), pk.pack_oihw(w, 8, 8),
                                             pk.pack_bias(b, 1, 8))]
@@ -170,7 +171,7 @@ def test_the_artefact_is_an_ordinary_tvm_module_called_with_tensors():
 
 def test_a_runtime_refusal_inside_the_compiled_code_keeps_its_type():
     shape = vc.ConvShape(1, 4, 4, 8, 8, 1, 0, 1)
-    kernel = vc.build(CFG, shape, vc.ConvTiles(1, 4, 1), 3)
+    kernel = vc.CONV2D.build(CFG, shape, vc.ConvTiles(1, 4, 1), 3)
     x, w, b = _inputs(shape)
     with pytest.raises(VTAError, match="unknown backend 'nope'"):
         kernel(pk.pack_nchw(x, 1, 8), pk.pack_oihw(w, 8, 8), pk.pack_bias(b, 1, 8), backend="nope")

@@ -19,7 +19,7 @@ DIMS = tuple(getattr(SHAPE, f) for f in ("n", "h", "w", "ic", "oc", "k", "pad", 
 
 def _other_tiles(cfg):
     """A usable two-thread tiling that choose_tiles' model does not pick."""
-    default = vc.choose_tiles(cfg, SHAPE, 2)
+    default = vc.CONV2D.choose_tiles(cfg, SHAPE, 2)
     return next(t for t in vc.candidates(cfg, SHAPE, 2) if t != default and vc.usable(cfg, SHAPE, t) is None)
 
 

@@ -18,7 +18,7 @@ def _run(config, shape, tiles, shift=9, seed=0):
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     packed = (pk.pack_nchw(x, B, BI), pk.pack_oihw(w, BO, BI), pk.pack_bias(b, B, BO))
     copies = [p.copy() for p in packed]
-    (out,), result = vc.build(cfg, shape, tiles, shift)(*packed)
+    (out,), result = vc.CONV2D.build(cfg, shape, tiles, shift)(*packed)
     assert all(np.array_equal(p, c) for p, c in zip(packed, copies))      # inputs untouched
     return pk.unpack_nchw(out), wl.conv2d_ref(x, w, b, shape.pad, shape.stride, shift), result
 
@@ -59,9 +59,9 @@ def test_automatic_tiles_fit_and_are_overridable():
     cfg = Config.load("1x8x8")
     shape = vc.ConvShape(1, 56, 56, 64, 64, 3, 1, 1)
     for v in (1, 2):
-        t = vc.choose_tiles(cfg, shape, v)
+        t = vc.CONV2D.choose_tiles(cfg, shape, v)
         assert t.vthreads == v and vc.fits(cfg, shape, t) is None
-        vc.check_tiles(cfg, shape, t)
+        vc.CONV2D.check_tiles(cfg, shape, t)
 
 
 @pytest.mark.parametrize("shape,match", [
@@ -91,30 +91,30 @@ def test_computed_shape_pads_blocks_and_remainder_tiles():
 def test_tiles_that_exceed_or_do_not_fit_are_refused():
     cfg = Config.load("1x8x8")
     shape = vc.ConvShape(1, 8, 8, 16, 16, 3, 1, 1)
-    vc.check_tiles(cfg, shape, vc.ConvTiles(1, 3, 1))                   # remainder tile: fine
+    vc.CONV2D.check_tiles(cfg, shape, vc.ConvTiles(1, 3, 1))                   # remainder tile: fine
     with pytest.raises(CompileError, match="tile rows = 9 with 1 thread\\(s\\) exceeds the 8 output rows"):
-        vc.check_tiles(cfg, shape, vc.ConvTiles(1, 9, 1))
+        vc.CONV2D.check_tiles(cfg, shape, vc.ConvTiles(1, 9, 1))
     with pytest.raises(CompileError, match="tile rows = 0: must be at least 1"):
-        vc.check_tiles(cfg, shape, vc.ConvTiles(1, 0, 1))
+        vc.CONV2D.check_tiles(cfg, shape, vc.ConvTiles(1, 0, 1))
     wide = vc.ConvShape(1, 4, 1000, 8, 8, 3, 1, 1)
     with pytest.raises(CompileError, match="INP needs"):
-        vc.choose_tiles(cfg, wide, 1)
+        vc.CONV2D.choose_tiles(cfg, wide, 1)
 
 
 def test_two_threads_take_odd_counts_and_fall_back_to_one():
     cfg = Config.load("1x8x8")
-    t = vc.choose_tiles(cfg, vc.ConvShape(1, 9, 9, 8, 24, 3, 1, 2), 2)   # 5 rows, 3 oc blocks
+    t = vc.CONV2D.choose_tiles(cfg, vc.ConvShape(1, 9, 9, 8, 24, 3, 1, 2), 2)   # 5 rows, 3 oc blocks
     assert t.vthreads == 2
     lone = vc.ConvShape(1, 3, 3, 8, 8, 3, 0, 1)                         # 1 row, 1 block
-    assert vc.choose_tiles(cfg, lone, 2).vthreads == 1
+    assert vc.CONV2D.choose_tiles(cfg, lone, 2).vthreads == 1
     with pytest.raises(CompileError, match="2 threads cannot share the 1 output rows"):
-        vc.check_tiles(cfg, lone, vc.ConvTiles(1, 1, 1, 2, "h"))
+        vc.CONV2D.check_tiles(cfg, lone, vc.ConvTiles(1, 1, 1, 2, "h"))
 
 
 def test_wrong_input_dtype_is_refused_before_running():
     cfg = Config.load("1x8x8")
     shape = vc.ConvShape(1, 4, 4, 8, 8, 1, 0, 1)
-    kernel = vc.build(cfg, shape, vc.ConvTiles(1, 4, 1), 2)
+    kernel = vc.CONV2D.build(cfg, shape, vc.ConvTiles(1, 4, 1), 2)
     data = np.zeros((1, 1, 4, 4, 1, 8), np.float32)
     with pytest.raises(CompileError, match="input data: expected int8"):
         kernel(data, np.zeros((1, 1, 1, 1, 8, 8), np.int8), np.zeros((1, 1, 8), np.int32))

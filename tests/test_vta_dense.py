@@ -17,7 +17,7 @@ def _run(config, shape, tiles, shift=10, seed=1):
     w = rng.integers(-128, 128, (shape.n, shape.k), dtype=np.int8)
     b = rng.integers(-30000, 30000, (shape.n,), dtype=np.int32)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
-    (out,), result = vd.build(cfg, shape, tiles, shift)(
+    (out,), result = vd.DENSE.build(cfg, shape, tiles, shift)(
         pk.pack_rows(a, B, BI, "data"), pk.pack_rows(w, BO, BI, "weight"), pk.pack_bias(b, B, BO))
     return pk.unpack_rows(out), wl.dense_ref(a, w, b, shift), result
 
@@ -57,8 +57,8 @@ def test_shapes_that_cannot_be_mapped_are_refused():
     with pytest.raises(CompileError, match="shift = 40"):
         wl.dense(cfg, 8, 64, 64, 40)
     with pytest.raises(CompileError, match="tile cols = 9 with 1 thread\\(s\\) exceeds the 8 column blocks"):
-        vd.check_tiles(cfg, vd.DenseShape(8, 64, 64), vd.DenseTiles(1, 9, 1))
-    vd.check_tiles(cfg, vd.DenseShape(8, 64, 64), vd.DenseTiles(1, 3, 1))     # a remainder tile is fine
+        vd.DENSE.check_tiles(cfg, vd.DenseShape(8, 64, 64), vd.DenseTiles(1, 9, 1))
+    vd.DENSE.check_tiles(cfg, vd.DenseShape(8, 64, 64), vd.DenseTiles(1, 3, 1))     # a remainder tile is fine
 
 
 def test_packing_round_trips_and_refuses_partial_blocks():

@@ -112,7 +112,7 @@ def test_scaled_acc_accounting(cfg):
             break
     else:
         pytest.fail("no tiling fits the power-of-two epilogue only")
-    chosen = vc.choose_tiles(cfg, s, 2, r)
+    chosen = vc.CONV2D.choose_tiles(cfg, s, 2, r)
     assert vc.footprint(cfg, s, chosen, r)["acc"] <= depth // chosen.vthreads
 
 

@@ -73,7 +73,7 @@ def test_conv2d_remainder_tiles_match_numpy(tiles):
 def test_batch_is_tiled_when_it_does_not_fit():
     cfg = Config.load("8x8x8")
     shape = vc.ConvShape(64, 14, 14, 64, 64, 3, 1, 1)          # 8 batch blocks
-    t = vc.choose_tiles(cfg, shape, 2)
+    t = vc.CONV2D.choose_tiles(cfg, shape, 2)
     assert t.batch_blocks < 8 and vc.fits(cfg, shape, t) is None
     out, ref, _ = _conv(cfg, (16, 5, 5, 8, 8, 3, 1, 1), tiles=vc.ConvTiles(1, 5, 1, 1, "h", 1))
     assert np.array_equal(out, ref)

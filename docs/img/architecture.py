@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 HERE = Path(__file__).resolve().parent
 PAGE = HERE.parent / "architecture.md"
 #: Box colour by the package that owns the hop (the layers of the page).
-COLOURS = {"graph": "#dbe9f6", "schedules": "#e3f1dc", "intrinsics": "#fbe8cf", "vta_sim": "#ecdff3",
+COLOURS = {"graph": "#dbe9f6", "schedules": "#e3f1dc", "requantisation": "#e3f1dc", "intrinsics": "#fbe8cf", "vta_sim": "#ecdff3",
            "hw": "#f6d9d9"}
 
 
