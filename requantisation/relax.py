@@ -232,12 +232,22 @@ def read(form: tuple, root, value_of) -> tuple:
     return inputs, values, calls
 
 
-def _check(form, values: dict, typed_values: dict) -> None:
+def _first_form(forms, root, value_of, what: str) -> tuple:
+    """(form, inputs, values, calls) of the first of `forms` that `root` reads as."""
+    for form in forms:
+        try:
+            return (form, *read(form, root, value_of))
+        except FormMismatch:
+            continue
+    raise FormMismatch(f"no {what} form matches")
+
+
+def _check(values: dict, typed_values: dict) -> None:
     """The typed requantisation rebuilt from `values` must give them back, role for role."""
     for role, value in values.items():
         if not np.array_equal(value, typed_values[role]):
             raise FormMismatch(f"{role} = {value}, where the requantisation it encodes has "
-                             f"{typed_values[role]}")
+                               f"{typed_values[role]}")
 
 
 def _scaled_requant(v: dict, k: int, ties_even: bool) -> ScaledRequant:
@@ -247,34 +257,24 @@ def _scaled_requant(v: dict, k: int, ties_even: bool) -> ScaledRequant:
 def read_linear(root, value_of) -> tuple:
     """(accumulator call, per-channel vectors, Requant) of a conv2d/matmul's requantisation.
     FormMismatch (a CompileError) where no form matches or the constants are no Requant's."""
-    for form in LINEAR_FORMS:
-        try:
-            inputs, v, _ = read(form, root, value_of)
-        except FormMismatch:
-            continue
-        if form is POW2:
-            requant, vectors = PowerOfTwo(v["shift"], v["lo"], v["hi"]), (v["bias"],)
-        else:
-            requant = _scaled_requant(v, v["k"], "tie" in {n.name for n in form})
-            vectors = tuple(v[r] for r in ("bias", "a_min", "a_max", "m_hi", "m_lo"))
-        _check(form, v, linear_values(requant, vectors)[1])
-        return value_of(inputs["acc"]), vectors, requant
-    raise FormMismatch("no requantisation form matches")
+    form, inputs, v, _ = _first_form(LINEAR_FORMS, root, value_of, "requantisation")
+    if form is POW2:
+        requant, vectors = PowerOfTwo(v["shift"], v["lo"], v["hi"]), (v["bias"],)
+    else:
+        requant = _scaled_requant(v, v["k"], "tie" in {n.name for n in form})
+        vectors = tuple(v[r] for r in ("bias", "a_min", "a_max", "m_hi", "m_lo"))
+    _check(v, linear_values(requant, vectors)[1])
+    return value_of(inputs["acc"]), vectors, requant
 
 
 def read_add(root, value_of) -> tuple:
     """((a, b) operand exprs, AddParams or ScaledAddParams, the sum's call) of a residual add;
     FormMismatch (a CompileError) where neither form matches."""
-    for form in ADD_FORMS:
-        try:
-            inputs, v, calls = read(form, root, value_of)
-        except FormMismatch:
-            continue
-        if form is ADD_POW2:
-            params = AddParams(v["shift_a"], v["shift_b"], v["shift"], v["lo"], v["hi"])
-        else:
-            params = ScaledAddParams(-v["minus_zero_a"], -v["minus_zero_b"], v["m_a"], v["m_b"],
-                                     _scaled_requant(v, SPLIT, False))
-        _check(form, v, add_values(params)[1])
-        return (inputs["a"], inputs["b"]), params, calls["sum"]
-    raise FormMismatch("no residual-add form matches")
+    form, inputs, v, calls = _first_form(ADD_FORMS, root, value_of, "residual-add")
+    if form is ADD_POW2:
+        params = AddParams(v["shift_a"], v["shift_b"], v["shift"], v["lo"], v["hi"])
+    else:
+        params = ScaledAddParams(-v["minus_zero_a"], -v["minus_zero_b"], v["m_a"], v["m_b"],
+                                 _scaled_requant(v, SPLIT, False))
+    _check(v, add_values(params)[1])
+    return (inputs["a"], inputs["b"]), params, calls["sum"]

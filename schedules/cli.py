@@ -121,18 +121,22 @@ def _tune_args(p):
     p.add_argument("--workers", type=int, help="with --tune: local Dask workers (default: one per core)")
 
 
-def register(subparsers) -> None:
-    p = subparsers.add_parser("gemm", help="compile and run a packed int8 GEMM with requantisation")
-    p.add_argument("--m", type=int, required=True)
-    p.add_argument("--k", type=int, required=True)
-    p.add_argument("--n", type=int, required=True)
-    p.add_argument("--tiles", type=int, nargs=3, metavar=("ROWS", "COLS", "K_BLOCKS"),
+def _tiling_args(p, tiles: tuple, splits: tuple, func) -> None:
+    """A TiledOp subcommand's --tiles (in blocks) and --split, then the common and tuning options."""
+    p.add_argument("--tiles", type=int, nargs=3, metavar=tiles,
                    help="override the automatic tiles (in blocks); any positive tile up to the "
                         "shape, remainder tiles are padded")
-    p.add_argument("--split", default="n", choices=("m", "n"), help="dimension the threads divide")
+    p.add_argument("--split", default=splits[0], choices=splits, help="dimension the threads divide")
     _common(p)
     _tune_args(p)
-    p.set_defaults(func=cmd_gemm)
+    p.set_defaults(func=func)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("gemm", help="compile and run a packed int8 GEMM with requantisation")
+    for name in ("m", "k", "n"):
+        p.add_argument(f"--{name}", type=int, required=True)
+    _tiling_args(p, ("ROWS", "COLS", "K_BLOCKS"), ("n", "m"), cmd_gemm)
 
     p = subparsers.add_parser("conv2d", help="compile and run a blocked int8 conv2d with requantisation")
     p.add_argument("--layer", help="a ResNet-18 layer, e.g. resnet18.C5")
@@ -141,15 +145,9 @@ def register(subparsers) -> None:
     p.add_argument("--pad", type=int, default=0)
     p.add_argument("--stride", type=int, default=1)
     p.add_argument("--batch", type=int, help="batch (default: the config's BATCH)")
-    p.add_argument("--tiles", type=int, nargs=3, metavar=("OC_BLOCKS", "ROWS", "IC_BLOCKS"),
-                   help="override the automatic tiles; any positive tile up to the shape, "
-                        "remainder tiles are padded")
     p.add_argument("--batch-blocks", type=int, help="with --tiles: batch blocks per tile "
                    "(default: the whole batch)")
-    p.add_argument("--split", default="h", choices=("h", "oc"), help="dimension the threads divide")
-    _common(p)
-    _tune_args(p)
-    p.set_defaults(func=cmd_conv2d)
+    _tiling_args(p, ("OC_BLOCKS", "ROWS", "IC_BLOCKS"), ("h", "oc"), cmd_conv2d)
 
     p = subparsers.add_parser("resnet18", help="the ResNet-18 conv layers C2-C11 in one table")
     _common(p)
