@@ -1,7 +1,6 @@
 """vta-sim sweep and --tune on a real 2-worker Dask LocalCluster (one, shared by the module)."""
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -9,6 +8,8 @@ import sys
 
 import cloudpickle
 import pytest
+
+from csv_rows import read
 from distributed import Client, LocalCluster
 
 from dse import point as dse_point
@@ -30,11 +31,6 @@ def client():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
             Client(cluster) as c:
         yield c
-
-
-def read(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def test_spec_mistakes_are_refused_with_what_is_accepted(tmp_path, capsys):

@@ -2,10 +2,11 @@
 area model against the committed synthesis data it was not fitted on; the cost figures."""
 from __future__ import annotations
 
-import csv
 import re
 
 import pytest
+
+from csv_rows import read
 from distributed import Client, LocalCluster
 
 from dse import area as areas
@@ -23,11 +24,6 @@ def client():
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0") as cluster, \
             Client(cluster) as c:
         yield c
-
-
-def read(path):
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
 
 
 @pytest.fixture
