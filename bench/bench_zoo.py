@@ -2,43 +2,29 @@
 MACs on VTA-8, cycles per frame, and agreement with onnxruntime per layer and at the output.
 
     python bench/bench_zoo.py [--size 64|224] [--quantizers onnxruntime,onnxruntime-per-channel]
+                              [--onnx-dir build/zoo] [--models resnet18,...] [--json-dir DIR]
     python bench/bench_zoo.py --depthwise      # MobileNetV2's depthwise layers: GEMM vs ALU mapping
 
 The torchvision families (ResNet-18, MobileNetV2, MnasNet, EfficientNet-B0, GoogLeNet,
 DenseNet-121, ShuffleNetV2 x0.5, RegNetX-400MF) are exported with torch.onnx.export (opset 17,
-random weights) and quantised with quantize_static; they need torch and torchvision, which are
-not dependencies: without them the bench says so and runs the families it builds itself
-(graph.models: MobileNetV2 and ResNet-18 in torchvision's layout, seeded random weights).
+random weights) by bench/export_torchvision.py, in a Python that has torch and torchvision
+(they are not dependencies), to DIR/NAME-SIZE.onnx; `--onnx-dir DIR` reads those files and
+quantises them here with quantize_static. Without it the bench runs the families it builds
+itself (graph.models: MobileNetV2 and ResNet-18 in torchvision's layout, seeded random weights).
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import io
+import json
+import pathlib
 import time
 
 import numpy as np
+import onnx
 
 from graph.kernels import KernelCache
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
-
-TORCHVISION = ("resnet18", "mobilenet_v2", "mnasnet0_5", "efficientnet_b0", "googlenet", "densenet121",
-               "shufflenet_v2_x0_5", "regnet_x_400mf")
-
-
-def torchvision_model(name: str, size: int):
-    """(float ONNX, images) of a torchvision classifier with random weights, as a user exports it."""
-    import onnx
-    import torch
-    import torchvision
-
-    kwargs = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
-    model = getattr(torchvision.models, name)(weights=None, **kwargs).eval()
-    x = torch.rand(1, 3, size, size)
-    buffer = io.BytesIO()
-    torch.onnx.export(model, x, buffer, opset_version=17, input_names=["input"], output_names=["output"])
-    return onnx.load_from_string(buffer.getvalue())
 
 
 def own_models(size: int) -> dict:
@@ -65,15 +51,23 @@ def row(name: str, quantizer: str, result, seconds: float) -> str:
             f"{seconds:.0f} s | {'; '.join(cpu)} |")
 
 
-def zoo(size: int, quantizers: list) -> None:
-    have_torch = all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvision"))
-    models = {}
-    if have_torch:
-        models.update({name: torchvision_model(name, size) for name in TORCHVISION})
-    else:
-        print(f"torch/torchvision are not installed: skipping the torchvision families ({', '.join(TORCHVISION)}); "
-              "running the families graph.models builds")
-    models.update(own_models(size))
+def exported_models(onnx_dir: pathlib.Path, size: int) -> dict:
+    """The float ONNX files export_torchvision.py wrote for this size, by model name."""
+    suffix = f"-{size}.onnx"
+    paths = sorted(onnx_dir.glob(f"*{suffix}"))
+    if not paths:
+        raise SystemExit(f"no *{suffix} in {onnx_dir}: run bench/export_torchvision.py --out {onnx_dir} --size {size}")
+    return {path.name[:-len(suffix)]: onnx.load(path) for path in paths}
+
+
+def zoo(size: int, quantizers: list, onnx_dir: pathlib.Path | None, names: list | None,
+        json_dir: pathlib.Path | None) -> None:
+    models = exported_models(onnx_dir, size) if onnx_dir else own_models(size)
+    if names:
+        unknown = sorted(set(names) - set(models))
+        if unknown:
+            raise SystemExit(f"no model {', '.join(unknown)}; have: {', '.join(models)}")
+        models = {name: models[name] for name in names}
     cache = KernelCache()
     x = np.random.default_rng(0).random((1, 3, size, size), dtype=np.float32)
     calibration = np.random.default_rng(1).random((4, 3, size, size), dtype=np.float32)
@@ -86,6 +80,9 @@ def zoo(size: int, quantizers: list) -> None:
             qdq = quantizer_named(quantizer)(model, calibration)
             result = run_model(ModelCase(name, qdq, x), cache=cache, compare_onnxruntime=True)
             print(row(name, quantizer, result, time.perf_counter() - t0), flush=True)
+            if json_dir:
+                json_dir.mkdir(parents=True, exist_ok=True)
+                (json_dir / f"{name}-{size}-{quantizer}.json").write_text(json.dumps(result.to_json(), indent=1))
 
 
 def depthwise() -> None:
@@ -134,12 +131,16 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=64)
     p.add_argument("--quantizers", default="onnxruntime,onnxruntime-per-channel")
+    p.add_argument("--onnx-dir", type=pathlib.Path, help="float models from bench/export_torchvision.py")
+    p.add_argument("--models", help="comma-separated names among those found")
+    p.add_argument("--json-dir", type=pathlib.Path, help="write each run's JSON report here")
     p.add_argument("--depthwise", action="store_true")
     args = p.parse_args()
     if args.depthwise:
         depthwise()
     else:
-        zoo(args.size, args.quantizers.split(","))
+        zoo(args.size, args.quantizers.split(","), args.onnx_dir, args.models and args.models.split(","),
+            args.json_dir)
 
 
 if __name__ == "__main__":
