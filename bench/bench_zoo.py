@@ -4,6 +4,7 @@ MACs on VTA-8, cycles per frame, and agreement with onnxruntime per layer and at
     python bench/bench_zoo.py [--size 64|224] [--quantizers onnxruntime,onnxruntime-per-channel]
                               [--onnx-dir build/zoo] [--models resnet18,...] [--json-dir DIR]
     python bench/bench_zoo.py --depthwise      # MobileNetV2's depthwise layers: GEMM vs ALU mapping
+    python bench/bench_zoo.py --pool-rounding  # integer tie rules of an average pool vs onnxruntime
 
 The torchvision families (ResNet-18, MobileNetV2, MnasNet, EfficientNet-B0, GoogLeNet,
 DenseNet-121, ShuffleNetV2 x0.5, RegNetX-400MF) are exported with torch.onnx.export (opset 17,
@@ -127,6 +128,64 @@ def depthwise() -> None:
     print(f"| all | | | | {total[0]:,} | | {total[1]:,} | |")
 
 
+def _pool_session(k: int, scale: float, zero: int, global_pool: bool):
+    """onnxruntime on DequantizeLinear -> AveragePool kxk/k (or GlobalAveragePool) -> QuantizeLinear,
+    one scale and zero point in and out as quantize_static writes them."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from graph.onnx_import import onnxruntime_session
+
+    pool = (helper.make_node("GlobalAveragePool", ["d"], ["p"]) if global_pool else
+            helper.make_node("AveragePool", ["d"], ["p"], kernel_shape=[k, k], strides=[k, k]))
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["d"]), pool,
+         helper.make_node("QuantizeLinear", ["p", "s", "z"], ["y"])], "pool",
+        [helper.make_tensor_value_info("x", TensorProto.INT8, None)],
+        [helper.make_tensor_value_info("y", TensorProto.INT8, None)],
+        [numpy_helper.from_array(np.array(scale, np.float32), "s"), numpy_helper.from_array(np.array(zero, np.int8), "z")])
+    return onnxruntime_session(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+
+
+def pool_rounding(trials: int = 20) -> None:
+    """Share of a 2x2 average pool's outputs identical to onnxruntime under each tie rule, and
+    the ceiling of any rule that sees only the window sum (docs/ops.md)."""
+    rng = np.random.default_rng(0)
+    print("| rule at a tie | 2x2/2 window | global pool over 2x2 |")
+    print("|---|---:|---:|")
+    shares, best, ties, mixed, tying = {}, 0, 0, 0, 0
+    for global_pool in (False, True):
+        agree = dict.fromkeys(("half up", "half down", "half away from zero", "half to even"), 0)
+        n = 0
+        for _ in range(trials):
+            scale, zero = float(np.float32(rng.uniform(0.005, 0.05))), int(rng.integers(-128, 0))
+            side = 2 if global_pool else 64
+            x = rng.integers(-128, 128, (64, 64, side, side), dtype=np.int8)
+            y = _pool_session(2, scale, zero, global_pool).run(None, {"x": x})[0].astype(np.int64).ravel() - zero
+            sums = (x.astype(np.int64) - zero).reshape(64, 64, side // 2, 2, side // 2, 2).sum((3, 5)).ravel()
+            q, r = np.divmod(sums, 4)
+            tie, base = r == 2, q + (r == 3)
+            rules = {"half up": base + tie, "half down": base, "half away from zero": base + (tie & (q >= 0)),
+                     "half to even": base + (tie & (q % 2 == 1))}
+            for name, v in rules.items():
+                agree[name] += int((np.clip(v + zero, -128, 127) - zero == y).sum())
+            n += y.size
+            if not global_pool:
+                ties += int(tie.sum())
+                for total in np.unique(sums):
+                    values = y[sums == total]
+                    best += int(np.unique(values, return_counts=True)[1].max())
+                    tying += int(total % 4 == 2)
+                    mixed += int(total % 4 == 2 and len(np.unique(values)) > 1)
+        for name, v in agree.items():
+            shares.setdefault(name, []).append(f"{100 * v / n:.1f} %")
+        if not global_pool:
+            shares["best possible function of the window sum (per scale)"] = [f"{100 * best / n:.1f} %", ""]
+            print(f"(windows at an exact tie: {100 * ties / n:.1f} %; tying sums rounded both ways by "
+                  f"onnxruntime: {mixed} of {tying})")
+    for name, cells in shares.items():
+        print(f"| {name} | {' | '.join(cells)} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=64)
@@ -135,9 +194,12 @@ def main() -> None:
     p.add_argument("--models", help="comma-separated names among those found")
     p.add_argument("--json-dir", type=pathlib.Path, help="write each run's JSON report here")
     p.add_argument("--depthwise", action="store_true")
+    p.add_argument("--pool-rounding", action="store_true")
     args = p.parse_args()
     if args.depthwise:
         depthwise()
+    elif args.pool_rounding:
+        pool_rounding()
     else:
         zoo(args.size, args.quantizers.split(","), args.onnx_dir, args.models and args.models.split(","),
             args.json_dir)
