@@ -2,43 +2,30 @@
 MACs on VTA-8, cycles per frame, and agreement with onnxruntime per layer and at the output.
 
     python bench/bench_zoo.py [--size 64|224] [--quantizers onnxruntime,onnxruntime-per-channel]
+                              [--onnx-dir build/zoo] [--models resnet18,...] [--json-dir DIR]
     python bench/bench_zoo.py --depthwise      # MobileNetV2's depthwise layers: GEMM vs ALU mapping
+    python bench/bench_zoo.py --pool-rounding  # integer tie rules of an average pool vs onnxruntime
 
 The torchvision families (ResNet-18, MobileNetV2, MnasNet, EfficientNet-B0, GoogLeNet,
 DenseNet-121, ShuffleNetV2 x0.5, RegNetX-400MF) are exported with torch.onnx.export (opset 17,
-random weights) and quantised with quantize_static; they need torch and torchvision, which are
-not dependencies: without them the bench says so and runs the families it builds itself
-(graph.models: MobileNetV2 and ResNet-18 in torchvision's layout, seeded random weights).
+random weights) by bench/export_torchvision.py, in a Python that has torch and torchvision
+(they are not dependencies), to DIR/NAME-SIZE.onnx; `--onnx-dir DIR` reads those files and
+quantises them here with quantize_static. Without it the bench runs the families it builds
+itself (graph.models: MobileNetV2 and ResNet-18 in torchvision's layout, seeded random weights).
 """
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import io
+import json
+import pathlib
 import time
 
 import numpy as np
+import onnx
 
 from graph.kernels import KernelCache
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
-
-TORCHVISION = ("resnet18", "mobilenet_v2", "mnasnet0_5", "efficientnet_b0", "googlenet", "densenet121",
-               "shufflenet_v2_x0_5", "regnet_x_400mf")
-
-
-def torchvision_model(name: str, size: int):
-    """(float ONNX, images) of a torchvision classifier with random weights, as a user exports it."""
-    import onnx
-    import torch
-    import torchvision
-
-    kwargs = {"aux_logits": False, "init_weights": True} if name == "googlenet" else {}
-    model = getattr(torchvision.models, name)(weights=None, **kwargs).eval()
-    x = torch.rand(1, 3, size, size)
-    buffer = io.BytesIO()
-    torch.onnx.export(model, x, buffer, opset_version=17, input_names=["input"], output_names=["output"])
-    return onnx.load_from_string(buffer.getvalue())
 
 
 def own_models(size: int) -> dict:
@@ -65,15 +52,23 @@ def row(name: str, quantizer: str, result, seconds: float) -> str:
             f"{seconds:.0f} s | {'; '.join(cpu)} |")
 
 
-def zoo(size: int, quantizers: list) -> None:
-    have_torch = all(importlib.util.find_spec(m) is not None for m in ("torch", "torchvision"))
-    models = {}
-    if have_torch:
-        models.update({name: torchvision_model(name, size) for name in TORCHVISION})
-    else:
-        print(f"torch/torchvision are not installed: skipping the torchvision families ({', '.join(TORCHVISION)}); "
-              "running the families graph.models builds")
-    models.update(own_models(size))
+def exported_models(onnx_dir: pathlib.Path, size: int) -> dict:
+    """The float ONNX files export_torchvision.py wrote for this size, by model name."""
+    suffix = f"-{size}.onnx"
+    paths = sorted(onnx_dir.glob(f"*{suffix}"))
+    if not paths:
+        raise SystemExit(f"no *{suffix} in {onnx_dir}: run bench/export_torchvision.py --out {onnx_dir} --size {size}")
+    return {path.name[:-len(suffix)]: onnx.load(path) for path in paths}
+
+
+def zoo(size: int, quantizers: list, onnx_dir: pathlib.Path | None, names: list | None,
+        json_dir: pathlib.Path | None) -> None:
+    models = exported_models(onnx_dir, size) if onnx_dir else own_models(size)
+    if names:
+        unknown = sorted(set(names) - set(models))
+        if unknown:
+            raise SystemExit(f"no model {', '.join(unknown)}; have: {', '.join(models)}")
+        models = {name: models[name] for name in names}
     cache = KernelCache()
     x = np.random.default_rng(0).random((1, 3, size, size), dtype=np.float32)
     calibration = np.random.default_rng(1).random((4, 3, size, size), dtype=np.float32)
@@ -86,6 +81,9 @@ def zoo(size: int, quantizers: list) -> None:
             qdq = quantizer_named(quantizer)(model, calibration)
             result = run_model(ModelCase(name, qdq, x), cache=cache, compare_onnxruntime=True)
             print(row(name, quantizer, result, time.perf_counter() - t0), flush=True)
+            if json_dir:
+                json_dir.mkdir(parents=True, exist_ok=True)
+                (json_dir / f"{name}-{size}-{quantizer}.json").write_text(json.dumps(result.to_json(), indent=1))
 
 
 def depthwise() -> None:
@@ -130,16 +128,81 @@ def depthwise() -> None:
     print(f"| all | | | | {total[0]:,} | | {total[1]:,} | |")
 
 
+def _pool_session(k: int, scale: float, zero: int, global_pool: bool):
+    """onnxruntime on DequantizeLinear -> AveragePool kxk/k (or GlobalAveragePool) -> QuantizeLinear,
+    one scale and zero point in and out as quantize_static writes them."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from graph.onnx_import import onnxruntime_session
+
+    pool = (helper.make_node("GlobalAveragePool", ["d"], ["p"]) if global_pool else
+            helper.make_node("AveragePool", ["d"], ["p"], kernel_shape=[k, k], strides=[k, k]))
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["d"]), pool,
+         helper.make_node("QuantizeLinear", ["p", "s", "z"], ["y"])], "pool",
+        [helper.make_tensor_value_info("x", TensorProto.INT8, None)],
+        [helper.make_tensor_value_info("y", TensorProto.INT8, None)],
+        [numpy_helper.from_array(np.array(scale, np.float32), "s"), numpy_helper.from_array(np.array(zero, np.int8), "z")])
+    return onnxruntime_session(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8))
+
+
+def pool_rounding(trials: int = 20) -> None:
+    """Share of a 2x2 average pool's outputs identical to onnxruntime under each tie rule, and
+    the ceiling of any rule that sees only the window sum (docs/ops.md)."""
+    rng = np.random.default_rng(0)
+    print("| rule at a tie | 2x2/2 window | global pool over 2x2 |")
+    print("|---|---:|---:|")
+    shares, best, ties, mixed, tying = {}, 0, 0, 0, 0
+    for global_pool in (False, True):
+        agree = dict.fromkeys(("half up", "half down", "half away from zero", "half to even"), 0)
+        n = 0
+        for _ in range(trials):
+            scale, zero = float(np.float32(rng.uniform(0.005, 0.05))), int(rng.integers(-128, 0))
+            side = 2 if global_pool else 64
+            x = rng.integers(-128, 128, (64, 64, side, side), dtype=np.int8)
+            y = _pool_session(2, scale, zero, global_pool).run(None, {"x": x})[0].astype(np.int64).ravel() - zero
+            sums = (x.astype(np.int64) - zero).reshape(64, 64, side // 2, 2, side // 2, 2).sum((3, 5)).ravel()
+            q, r = np.divmod(sums, 4)
+            tie, base = r == 2, q + (r == 3)
+            rules = {"half up": base + tie, "half down": base, "half away from zero": base + (tie & (q >= 0)),
+                     "half to even": base + (tie & (q % 2 == 1))}
+            for name, v in rules.items():
+                agree[name] += int((np.clip(v + zero, -128, 127) - zero == y).sum())
+            n += y.size
+            if not global_pool:
+                ties += int(tie.sum())
+                for total in np.unique(sums):
+                    values = y[sums == total]
+                    best += int(np.unique(values, return_counts=True)[1].max())
+                    tying += int(total % 4 == 2)
+                    mixed += int(total % 4 == 2 and len(np.unique(values)) > 1)
+        for name, v in agree.items():
+            shares.setdefault(name, []).append(f"{100 * v / n:.1f} %")
+        if not global_pool:
+            shares["best possible function of the window sum (per scale)"] = [f"{100 * best / n:.1f} %", ""]
+            print(f"(windows at an exact tie: {100 * ties / n:.1f} %; tying sums rounded both ways by "
+                  f"onnxruntime: {mixed} of {tying})")
+    for name, cells in shares.items():
+        print(f"| {name} | {' | '.join(cells)} |")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, default=64)
     p.add_argument("--quantizers", default="onnxruntime,onnxruntime-per-channel")
+    p.add_argument("--onnx-dir", type=pathlib.Path, help="float models from bench/export_torchvision.py")
+    p.add_argument("--models", help="comma-separated names among those found")
+    p.add_argument("--json-dir", type=pathlib.Path, help="write each run's JSON report here")
     p.add_argument("--depthwise", action="store_true")
+    p.add_argument("--pool-rounding", action="store_true")
     args = p.parse_args()
     if args.depthwise:
         depthwise()
+    elif args.pool_rounding:
+        pool_rounding()
     else:
-        zoo(args.size, args.quantizers.split(","))
+        zoo(args.size, args.quantizers.split(","), args.onnx_dir, args.models and args.models.split(","),
+            args.json_dir)
 
 
 if __name__ == "__main__":

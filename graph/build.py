@@ -3,6 +3,7 @@ accelerator's ops offloaded (graph.partition + graph.codegen), both run by relax
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from tvm import relax
 from vta_sim.config import Config
 
 from . import cache as disk_cache
-from . import codegen, ops
+from . import codegen, kernels, ops
 from .errors import GraphError
 from .kernels import KernelCache
 from .partition import partition
@@ -84,8 +85,9 @@ class VtaModel:
     def __init__(self, mod, cfg: Config, vthreads: int = 2, backend: str = "sim", trace: bool = False,
                  cache: KernelCache | None = None, progress=None, qdq_decisions=(), also=()):
         t0 = time.perf_counter()
-        cpu_reasons = _cpu_reasons(mod["main"], qdq_decisions)
-        parted = _unique_symbols(partition(mod), f"vta{next(_BUILDS)}_")
+        misfit = functools.partial(kernels.misfit, cfg, vthreads=vthreads)
+        cpu_reasons = _cpu_reasons(mod["main"], qdq_decisions, misfit)
+        parted = _unique_symbols(partition(mod, misfit), f"vta{next(_BUILDS)}_")
         self.build = codegen.VtaBuild(cfg, vthreads, backend, trace, cache or KernelCache(), progress)
         disk_cache.fill(self.build.cache.cold_jobs(cfg, codegen.offloaded_specs(parted), vthreads) + list(also))
         with codegen.active(self.build):
@@ -132,10 +134,10 @@ def _layer_calls(main):
                 yield "add", call
 
 
-def _cpu_reasons(main, qdq_decisions) -> dict:
+def _cpu_reasons(main, qdq_decisions, misfit) -> dict:
     """{kind: [reason of the kind's i-th layer]}: why each layer would stay on the CPU, from the
     QDQ pass (float layers) or the partitioner's check (integer layers VTA-8 does not take)."""
-    refused = partition_refusals(main)
+    refused = partition_refusals(main, misfit)
     float_reasons = {d.name: d.reason for d in qdq_decisions if not d.integer}
     reasons: dict = {}
     for kind, call in _layer_calls(main):

@@ -12,10 +12,11 @@ import functools
 
 import numpy as np
 
+from intrinsics.errors import CompileError
 from requantisation import add as rq_add
-from requantisation.bounds import INT8_MIN
 from requantisation import rule
-from schedules import vta_eltwise, vta_ops, vta_pool
+from requantisation.bounds import INT8_MIN
+from schedules import vta_conv2d, vta_dense, vta_eltwise, vta_ops, vta_pool
 from schedules import vta_workloads as wl
 from vta_sim.config import Config
 from vta_sim.isa import MAX_PAD
@@ -55,6 +56,25 @@ def _kernel_shape(spec):
         return s
     grow = 2 * s.pad + _extra(spec)
     return dataclasses.replace(s, h=s.h + grow, w=s.w + grow, pad=0)
+
+
+def misfit(cfg: Config, spec, vthreads: int) -> str | None:
+    """Why `spec`'s kernel cannot be laid out on `cfg` (None: it can), without compiling it.
+
+    The schedules' own tile choice for the shape compile_kernel compiles, asked at partition
+    time so that a layer too big for the SRAMs stays on the CPU with this reason instead of
+    aborting the build when its kernel compiles."""
+    s = _kernel_shape(spec) if isinstance(spec, (ops.ConvSpec, ops.PoolSpec)) else spec.shape
+    try:
+        if isinstance(spec, ops.ConvSpec):
+            vta_conv2d.CONV2D.choose_tiles(cfg, s, vthreads, spec.requant)
+        elif isinstance(spec, ops.PoolSpec):
+            vta_pool.plan(cfg, s)
+        elif isinstance(spec, ops.DenseSpec):
+            vta_dense.DENSE.choose_tiles(cfg, s, vthreads, spec.requant)
+    except CompileError as exc:      # the reason the report gives for keeping it on the CPU
+        return str(exc)
+    return None      # an add is cut into as many flat tiles as it needs: it always fits
 
 
 def compile_kernel(cfg: Config, spec, vthreads: int):

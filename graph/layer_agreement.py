@@ -8,7 +8,7 @@ onnxruntime's int8 tensor for it.
 
 Layers are matched to ONNX nodes by kind and order: the i-th conv2d of the report is the i-th
 Conv node, and so on (TVM's frontend keeps the node order; an average pool lowered to a
-depthwise conv of ones is still the i-th AveragePool/GlobalAveragePool). Where the counts
+depthwise conv of ones is still the i-th AveragePool/GlobalAveragePool/ReduceMean). Where the counts
 differ, or a node's tensors are not quantised, the layer's entry says so instead.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from . import kernels, ops
 
 #: ONNX op type -> the report's layer kind.
 KINDS = {"Conv": "conv2d", "Gemm": "dense", "MatMul": "dense", "MaxPool": "max_pool", "Add": "add",
-         "AveragePool": "avg_pool", "GlobalAveragePool": "avg_pool"}
+         "AveragePool": "avg_pool", "GlobalAveragePool": "avg_pool", "ReduceMean": "avg_pool"}
 #: Ops a layer's output passes through before its QuantizeLinear (folded into the clip).
 ACTIVATIONS = ("Relu", "Clip")
 UINT8_OFFSET = 128

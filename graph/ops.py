@@ -251,10 +251,11 @@ def layer_call(root, value_of):
     return _requantised(root, value_of)[0]
 
 
-def check(root, value_of) -> str | None:
-    """Why the op at `root` stays on the CPU (None: VTA-8 runs it), given its graph context."""
+def check(root, value_of, misfit=lambda spec: None) -> str | None:
+    """Why the op at `root` stays on the CPU (None: VTA-8 runs it), given its graph context;
+    `misfit(spec)` says why a readable op's shape does not fit the accelerator's buffers."""
     try:
-        read_spec(root, value_of)
+        spec, _ = read_spec(root, value_of)
     except CompileError as exc:      # an attribute or requantisation range VTA-8 does not take
         return str(exc)
-    return None
+    return misfit(spec)

@@ -28,11 +28,11 @@ PATTERNS = {
 }
 
 
-def refusals(main) -> dict:
+def refusals(main, misfit) -> dict:
     """{layer call: why it stays on the CPU} for every pattern match VTA-8 does not take.
 
-    Computed on the function before partitioning, with the same `ops.check` the partitioner
-    uses, so the report's reasons are the partitioner's."""
+    Computed on the function before partitioning, with the same `ops.check` (and `misfit`, as
+    in `partition`) the partitioner uses, so the report's reasons are the partitioner's."""
     var2val = dict(relax.analysis.get_var2val(main))
     value_of = ops.value_lookup(main)
     out = {}
@@ -40,18 +40,21 @@ def refusals(main) -> dict:
         for binding in block.bindings:
             root = binding.value
             if any(p.match(root, var2val) for p in PATTERNS.values()):
-                reason = ops.check(root, value_of)
+                reason = ops.check(root, value_of, misfit)
                 if reason is not None:
                     out[ops.layer_call(root, value_of)] = reason
     return out
 
 
-def partition(mod):
-    """`mod` with each accelerator-runnable op wrapped in a `Codegen: "vta"` function."""
+def partition(mod, misfit):
+    """`mod` with each accelerator-runnable op wrapped in a `Codegen: "vta"` function.
+
+    `misfit(spec)` says why an op's shape does not fit the accelerator (graph.kernels.misfit for
+    the build's config), so such a layer stays on the CPU instead of failing its kernel compile."""
     main = mod["main"]
 
     def check(ctx) -> bool:
-        return ops.check(ctx.matched_expr, ops.value_lookup(main, ctx.matched_bindings)) is None
+        return ops.check(ctx.matched_expr, ops.value_lookup(main, ctx.matched_bindings), misfit) is None
 
     patterns = [relax.transform.FusionPattern(name, pattern, check=check)
                 for name, pattern in PATTERNS.items()]

@@ -293,8 +293,8 @@ def _pool_window(pool, h: int, w: int) -> tuple:
     what the depthwise form cannot hold exactly."""
     if _op(pool) == "relax.mean":
         axes = sorted(int(a) % 4 for a in pool.attrs.axis)
-        if axes != [2, 3] or not pool.attrs.keepdims:
-            raise _Refusal(f"a mean over axes {axes}: only the global average pool (H and W, keepdims)")
+        if axes != [2, 3]:
+            raise _Refusal(f"a mean over axes {axes}: only the global average pool (over H and W)")
         if h != w:
             raise _Refusal(f"a global average pool over {h}x{w}: the accelerator's windows are square")
         return h, 1, 0
@@ -333,8 +333,11 @@ def _plan_avg_pool(g: _Graph, q, pool):
         raise _Refusal(f"its requantisation multiplier cannot be encoded: {exc}") from None
     weight = np.ones((c, 1, k, k), np.int8)
     op = relax.op.nn.conv2d(x, relax.const(weight), strides=[stride, stride], padding=[pad] * 4, groups=c)
+    # MnasNet's x.mean([2, 3]) keeps no dims: the pool's (N, C, 1, 1) is reshaped to its shape
+    squeeze = None if _op(pool) != "relax.mean" or pool.attrs.keepdims else [int(d) for d in pool.ty.shape]
     return _Plan("conv2d", dict(x=x, weight=weight, bias=np.full(c, -count * zx, np.int32), requant=requant,
-                                params=params, pad_value=zx, op=op, x_uint8=False, y_uint8=False))
+                                params=params, pad_value=zx, op=op, x_uint8=False, y_uint8=False,
+                                squeeze=squeeze))
 
 
 def _pow2_exponent(ratio: float, what: str) -> int:
@@ -426,6 +429,8 @@ class _Rewriter(PyExprMutator):
         if p is None:
             return super().visit_var_binding_(binding)
         new = self.builder_.emit(self._integer(p))
+        if p.args.get("squeeze"):
+            new = self.builder_.emit(relax.op.reshape(new, p.args["squeeze"]))
         self.set_var_remap(binding.var, new)
 
     def _integer(self, p: _Plan):

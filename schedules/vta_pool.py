@@ -115,6 +115,13 @@ def choose_rows(cfg: Config, s: PoolShape, vthreads: int) -> int:
     return fitting[-1]
 
 
+def plan(cfg: Config, s: PoolShape, vthreads: int = 1) -> int:
+    """Output rows per tile of `s`, or a CompileError saying why the shape does not fit: what
+    max_pool_kernel compiles, and what the graph's partitioner asks before offloading."""
+    check_shape(cfg, s, vthreads)
+    return choose_rows(cfg, s, vthreads)
+
+
 # ----------------------------------------------------------------------------- TE and schedule
 def workload(cfg: Config, s: PoolShape) -> list:
     """TE tensors [data, out] on the packed, block-padded layout."""
@@ -171,8 +178,7 @@ def max_pool_kernel(cfg: Config, n: int, c: int, h: int, w: int, k: int, stride:
 
     Padded positions count as 0 (see the module docstring)."""
     s = PoolShape(n, c, h, w, k, stride, pad)
-    check_shape(cfg, s, vthreads)
-    rows = choose_rows(cfg, s, vthreads)
+    rows = plan(cfg, s, vthreads)
     kernel = compile_vta(schedule(cfg, s, rows, vthreads), cfg)
     return OpKernel("max_pool", kernel,
                     pack=lambda x: (pad_pack_nchw(cfg, x, (n, c, h, w), "max-pool input"),),
