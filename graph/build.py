@@ -3,7 +3,6 @@ accelerator's ops offloaded (graph.partition + graph.codegen), both run by relax
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import time
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from tvm import relax
 from vta_sim.config import Config
 
 from . import cache as disk_cache
-from . import codegen, kernels, ops
+from . import codegen, ops
 from .errors import GraphError
 from .kernels import KernelCache
 from .partition import partition
@@ -85,7 +84,8 @@ class VtaModel:
     def __init__(self, mod, cfg: Config, vthreads: int = 2, backend: str = "sim", trace: bool = False,
                  cache: KernelCache | None = None, progress=None, qdq_decisions=(), also=()):
         t0 = time.perf_counter()
-        misfit = functools.partial(kernels.misfit, cfg, vthreads=vthreads)
+        def misfit(spec) -> str | None:
+            return spec.misfit(cfg, vthreads)
         cpu_reasons = _cpu_reasons(mod["main"], qdq_decisions, misfit)
         parted = _unique_symbols(partition(mod, misfit), f"vta{next(_BUILDS)}_")
         self.build = codegen.VtaBuild(cfg, vthreads, backend, trace, cache or KernelCache(), progress)

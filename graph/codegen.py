@@ -57,7 +57,7 @@ class Region:
         result_array, result = self.kernel(*arrays, *self.constants, backend=self.build.backend,
                                            trace=self.build.trace)
         seconds = time.perf_counter() - t0
-        verified = bool(np.array_equal(result_array, kernels.reference(self.spec, *arrays,
+        verified = bool(np.array_equal(result_array, self.spec.reference(*arrays,
                                                                          *self.constants)))
         if tuple(out.shape) != result_array.shape:
             raise GraphError(f"region {self.symbol}: kernel output {result_array.shape} does not "
@@ -130,7 +130,7 @@ def _region(build: VtaBuild, func) -> Region:
     symbol = str(func.attrs["global_symbol"])
     spec, constants, comp, root, value_of = _spec(func)
     params = list(comp.params)
-    order = tuple(params.index(v) for v in kernels.input_vars(spec, root, value_of))
+    order = tuple(params.index(v) for v in ops.activations(root, value_of))
     kernel = build.cache.get(build.cfg, spec, build.vthreads)
     return Region(symbol, spec, constants, order, kernel, build)
 

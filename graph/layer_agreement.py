@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from . import kernels, ops
 
 #: ONNX op type -> the report's layer kind.
 KINDS = {"Conv": "conv2d", "Gemm": "dense", "MatMul": "dense", "MaxPool": "max_pool", "Add": "add",
@@ -91,17 +90,6 @@ def _as_int8(x: np.ndarray) -> np.ndarray:
     return (x.astype(np.int16) - UINT8_OFFSET).astype(np.int8) if x.dtype == np.uint8 else x
 
 
-def _input_shapes(spec) -> list:
-    s = spec.shape
-    if isinstance(spec, ops.DenseSpec):
-        return [(s.m, s.k)]
-    if isinstance(spec, ops.AddSpec):
-        return [s, s]
-    if isinstance(spec, ops.ConvSpec):
-        return [(s.n, s.ic, s.h, s.w)]
-    return [(s.n, s.c, s.h, s.w)]
-
-
 def compare(rows: list, runs: list, tensors: dict, values: dict) -> None:
     """Add `onnxruntime` (identical_fraction, max_abs_lsb, or a reason) to every accelerator
     row, in place. `values`: onnxruntime's tensors by name; `runs`: the LayerRuns in order."""
@@ -119,8 +107,8 @@ def compare(rows: list, runs: list, tensors: dict, values: dict) -> None:
             row["onnxruntime"] = {"reason": "its ONNX node's tensors are not all quantised"}
             continue
         spec = run.region.spec
-        arrays = [_as_int8(values[n]).reshape(shape) for n, shape in zip(inputs, _input_shapes(spec))]
-        got = kernels.reference(spec, *arrays, *run.region.constants).astype(np.int16)
+        arrays = [_as_int8(values[n]).reshape(shape) for n, shape in zip(inputs, spec.input_shapes())]
+        got = spec.reference(*arrays, *run.region.constants).astype(np.int16)
         want = _as_int8(values[output]).reshape(got.shape).astype(np.int16)
         lsb = np.abs(got - want)
         row["onnxruntime"] = {"identical_fraction": float((lsb == 0).mean()), "max_abs_lsb": int(lsb.max())}

@@ -7,81 +7,21 @@ check of the partitioner and the report's reason for a CPU layer always agree.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import tvm
 from tvm import relax
 from tvm.ir.expr import Constant
 
 from intrinsics.errors import CompileError
-from requantisation import Requant
-from requantisation.add import AddParams, ScaledAddParams, check_params
+from requantisation.add import check_params
 from requantisation.relax import FormMismatch, read_add, read_linear
 from schedules.vta_conv2d import ConvShape
 from schedules.vta_dense import DenseShape
 from schedules.vta_pool import PoolShape
 
 from .errors import GraphError
+from .specs import AddSpec, ConvSpec, DenseSpec, PoolSpec
 
-
-
-@dataclass(frozen=True)
-class ConvSpec:
-    shape: ConvShape
-    requant: Requant
-    pad_value: int = 0        # the input's zero point: what padding holds
-    op: str = "conv2d"        # "avg_pool": graph.qdq's average pool, a depthwise conv of ones
-
-    @property
-    def macs(self) -> int:
-        return self.shape.macs()
-
-    def describe(self) -> str:
-        s = self.shape
-        kind = "" if s.groups == 1 else " dw" if s.groups == s.ic else f" g{s.groups}"
-        return f"{s.k}x{s.k}/{s.stride}{kind} {s.ic}->{s.oc} {s.h}x{s.w}"
-
-
-@dataclass(frozen=True)
-class DenseSpec:
-    shape: DenseShape
-    requant: Requant
-    op: str = field(default="dense", init=False)
-
-    @property
-    def macs(self) -> int:
-        return self.shape.macs()
-
-    def describe(self) -> str:
-        s = self.shape
-        return f"{s.m}x{s.k} . {s.k}x{s.n}"
-
-
-@dataclass(frozen=True)
-class PoolSpec:
-    shape: PoolShape
-    ceil_extra: int = 0       # ceil_mode: rows/columns of -128 the host adds at the bottom/right
-    op: str = field(default="max_pool", init=False)
-    macs = 0
-
-    def describe(self) -> str:
-        s = self.shape
-        return f"{s.k}x{s.k}/{s.stride} pad {s.pad}{' ceil' if self.ceil_extra else ''} {s.c}x{s.h}x{s.w}"
-
-
-@dataclass(frozen=True)
-class AddSpec:
-    shape: tuple              # (n, c, h, w)
-    params: AddParams | ScaledAddParams
-    op: str = field(default="add", init=False)
-    macs = 0
-
-    def describe(self) -> str:
-        p, (_, c, h, w) = self.params, self.shape
-        if isinstance(p, ScaledAddParams):
-            return f"(a{-p.zero_a:+d})Ma+(b{-p.zero_b:+d})Mb {c}x{h}x{w}"
-        return f"(a<<{p.shift_a}) + (b<<{p.shift_b}) >> {p.shift} {c}x{h}x{w}"
 
 
 def _ints(values) -> list:
@@ -183,9 +123,16 @@ def read_spec(root, value_of=lambda e: e):
     raise GraphError(f"not an accelerator op: {name}({kind})")
 
 
-def add_operands(root, value_of) -> tuple:
-    """The two int8 activations of the residual add whose integer block ends at `root`."""
-    return read_add(root, value_of)[0]
+def activations(root, value_of) -> list:
+    """The activations of the op whose integer block ends at `root`, in its kernel's input order:
+    a pool's input, an add's two operands, a conv's (before its explicit pad) or matmul's input."""
+    if op_name(root) == "relax.nn.max_pool2d":
+        return [root.args[0]]
+    acc, (form, read) = _requantised(root, value_of)
+    if form == "add":
+        return list(read[0])
+    x = value_of(acc.args[0])
+    return [x.args[0] if op_name(x) == "relax.nn.pad" else acc.args[0]]
 
 
 def _explicit_pad(pad_call) -> list:

@@ -49,8 +49,8 @@ def refusals(main, misfit) -> dict:
 def partition(mod, misfit):
     """`mod` with each accelerator-runnable op wrapped in a `Codegen: "vta"` function.
 
-    `misfit(spec)` says why an op's shape does not fit the accelerator (graph.kernels.misfit for
-    the build's config), so such a layer stays on the CPU instead of failing its kernel compile."""
+    `misfit(spec)` says why an op's shape does not fit the accelerator (`spec.misfit` for the
+    build's config), so such a layer stays on the CPU instead of failing its kernel compile."""
     main = mod["main"]
 
     def check(ctx) -> bool:

@@ -6,11 +6,11 @@ import pytest
 import tvm
 from tvm.script import relax as R
 
-from graph import build, cache, kernels, ops
+from graph import build, cache, kernels, specs
 from schedules.vta_pool import PoolShape
 from vta_sim.config import Config
 
-SPEC = ops.PoolSpec(PoolShape(1, 8, 4, 4, 2, 2, 0))
+SPEC = specs.PoolSpec(PoolShape(1, 8, 4, 4, 2, 2, 0))
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def disk(tmp_path, monkeypatch):
 def _forbid_compiles(monkeypatch):
     def refuse(*args):
         raise AssertionError("compiled although the kernel is cached")
-    monkeypatch.setattr(kernels, "compile_kernel", refuse)
+    monkeypatch.setattr(specs.PoolSpec, "kernel", refuse)
 
 
 def test_cached_kernel_computes_what_a_fresh_compile_computes(disk, monkeypatch):
@@ -32,7 +32,7 @@ def test_cached_kernel_computes_what_a_fresh_compile_computes(disk, monkeypatch)
     assert sorted(p.suffix for p in disk.iterdir()) == [".pkl", ".so"]
     _forbid_compiles(monkeypatch)
     out, result = kernels.KernelCache().get(cfg, SPEC, 1)(x)
-    assert np.array_equal(out, kernels.reference(SPEC, x))
+    assert np.array_equal(out, SPEC.reference(x))
     assert np.array_equal(out, fresh_out) and result.cycles == fresh.cycles
     with pytest.raises(AssertionError, match="compiled although"):   # another key misses
         kernels.KernelCache().get(cfg, SPEC, 2)

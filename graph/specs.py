@@ -1,0 +1,218 @@
+"""The ops the graph level offloads, each a typed description that implements `AcceleratorOp`.
+
+A spec is what a kernel is compiled for and its cache key: the shape and the requantisation,
+never the weights (kernel inputs). Every spec answers the same questions, so the partitioner,
+the kernel cache, the verification and the per-layer comparison call the interface and never
+ask which op it is: does it fit (`misfit`), the compiled kernel (`kernel`), its independent
+numpy int64 result (`reference`), its activations' shapes, its name and MACs for the report.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+import numpy as np
+
+from intrinsics.errors import CompileError
+from requantisation import Requant, rule
+from requantisation.add import AddParams, ScaledAddParams, add_ref, scaled_add_ref
+from requantisation.bounds import INT8_MIN
+from schedules import vta_eltwise, vta_ops, vta_pool
+from schedules import vta_workloads as wl
+from schedules.op_kernel import OpKernel
+from schedules.vta_conv2d import CONV2D, ConvShape
+from schedules.vta_dense import DENSE, DenseShape
+from schedules.vta_pool import PoolShape
+from vta_sim.config import Config
+from vta_sim.isa import MAX_PAD
+
+
+class AcceleratorOp(Protocol):
+    """What every offloaded op provides (ConvSpec, DenseSpec, PoolSpec, AddSpec)."""
+
+    op: str                                   # the report's name: conv2d, avg_pool, dense, max_pool, add
+
+    @property
+    def macs(self) -> int: ...               # multiply-accumulates counted for the model's total
+
+    def describe(self) -> str: ...           # the report's shape column
+
+    def input_shapes(self) -> list: ...      # the activations' plain shapes, in the kernel's order
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None: ...   # why it cannot be laid out
+
+    def kernel(self, cfg: Config, vthreads: int) -> OpKernel: ...     # compiled, any shape
+
+    def reference(self, *arrays) -> np.ndarray: ...                  # numpy int64, activations first
+
+
+def _refusal(choose: Callable[[], object]) -> str | None:
+    """The schedules' own reason a layout is refused (None: it fits), without compiling."""
+    try:
+        choose()
+    except CompileError as exc:      # the reason the report gives for keeping the op on the CPU
+        return str(exc)
+    return None
+
+
+class _HostPadded:
+    """Convs and max-pools whose padding the host may do instead of the DMA.
+
+    The DMA pads with 0, at most isa.MAX_PAD per side. Where padding must hold something else
+    (a conv input's zero point; a max-pool's -128, the int8 minimum, so that padding never wins
+    a max) or is wider, the host pads the input in DRAM and the kernel runs unpadded."""
+
+    extra = 0          # rows and columns the host adds at the bottom and right (ceil_mode pools)
+
+    def host_value(self) -> int | None:
+        raise NotImplementedError
+
+    def kernel_shape(self):
+        """The shape the kernel computes: the spec's, or its host-padded input with no padding."""
+        s = self.shape
+        if self.host_value() is None:
+            return s
+        grow = 2 * s.pad + self.extra
+        return dataclasses.replace(s, h=s.h + grow, w=s.w + grow, pad=0)
+
+    def padded(self, x: np.ndarray) -> np.ndarray:
+        """The input as the kernel reads it (host-padded where the DMA cannot pad)."""
+        value = self.host_value()
+        if value is None:
+            return x
+        pad, extra = self.shape.pad, self.extra
+        return np.pad(x, ((0, 0), (0, 0), (pad, pad + extra), (pad, pad + extra)), constant_values=value)
+
+    def _host_padded(self, kernel: OpKernel) -> OpKernel:
+        if self.host_value() is None:
+            return kernel
+        pack = kernel.pack
+        return dataclasses.replace(kernel, pack=lambda x, *rest: pack(self.padded(x), *rest))
+
+
+@dataclass(frozen=True)
+class ConvSpec(_HostPadded):
+    shape: ConvShape
+    requant: Requant
+    pad_value: int = 0        # the input's zero point: what padding holds
+    op: str = "conv2d"        # "avg_pool": graph.qdq's average pool, a depthwise conv of ones
+
+    @property
+    def macs(self) -> int:
+        return self.shape.macs()
+
+    def describe(self) -> str:
+        s = self.shape
+        kind = "" if s.groups == 1 else " dw" if s.groups == s.ic else f" g{s.groups}"
+        return f"{s.k}x{s.k}/{s.stride}{kind} {s.ic}->{s.oc} {s.h}x{s.w}"
+
+    def input_shapes(self) -> list:
+        s = self.shape
+        return [(s.n, s.ic, s.h, s.w)]
+
+    def host_value(self) -> int | None:
+        return self.pad_value if self.pad_value or self.shape.pad > MAX_PAD else None
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        return _refusal(lambda: CONV2D.choose_tiles(cfg, self.kernel_shape(), vthreads, self.requant))
+
+    def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
+        s = self.kernel_shape()
+        return self._host_padded(vta_ops.conv2d_kernel(cfg, s.n, s.h, s.w, s.ic, s.oc, s.k, s.pad, s.stride,
+                                                       self.requant, vthreads=vthreads, groups=s.groups))
+
+    def reference(self, x, w, b, *channel) -> np.ndarray:
+        s = self.kernel_shape()
+        return rule.reference(wl.conv2d_acc(self.padded(x), w, b, s.pad, s.stride, s.groups), self.requant, channel)
+
+
+@dataclass(frozen=True)
+class DenseSpec:
+    shape: DenseShape
+    requant: Requant
+    op: str = field(default="dense", init=False)
+
+    @property
+    def macs(self) -> int:
+        return self.shape.macs()
+
+    def describe(self) -> str:
+        s = self.shape
+        return f"{s.m}x{s.k} . {s.k}x{s.n}"
+
+    def input_shapes(self) -> list:
+        return [(self.shape.m, self.shape.k)]
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        return _refusal(lambda: DENSE.choose_tiles(cfg, self.shape, vthreads, self.requant))
+
+    def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
+        s = self.shape
+        return vta_ops.dense_kernel(cfg, s.m, s.k, s.n, self.requant, vthreads=vthreads)
+
+    def reference(self, x, w, b, *channel) -> np.ndarray:
+        return rule.reference(wl.dense_acc(x, w, b), self.requant, channel)
+
+
+@dataclass(frozen=True)
+class PoolSpec(_HostPadded):
+    shape: PoolShape
+    ceil_extra: int = 0       # ceil_mode: rows/columns of -128 the host adds at the bottom/right
+    op: str = field(default="max_pool", init=False)
+    macs = 0
+
+    @property
+    def extra(self) -> int:
+        return self.ceil_extra
+
+    def describe(self) -> str:
+        s = self.shape
+        return f"{s.k}x{s.k}/{s.stride} pad {s.pad}{' ceil' if self.ceil_extra else ''} {s.c}x{s.h}x{s.w}"
+
+    def input_shapes(self) -> list:
+        s = self.shape
+        return [(s.n, s.c, s.h, s.w)]
+
+    def host_value(self) -> int | None:
+        return INT8_MIN if self.shape.pad or self.ceil_extra else None
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        return _refusal(lambda: vta_pool.plan(cfg, self.kernel_shape()))
+
+    def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
+        s = self.kernel_shape()
+        return self._host_padded(vta_pool.max_pool_kernel(cfg, s.n, s.c, s.h, s.w, s.k, s.stride, s.pad))
+
+    def reference(self, x) -> np.ndarray:
+        s = self.kernel_shape()
+        return vta_pool.max_pool_ref(self.padded(x), s.k, s.stride, s.pad)
+
+
+@dataclass(frozen=True)
+class AddSpec:
+    shape: tuple              # (n, c, h, w)
+    params: AddParams | ScaledAddParams
+    op: str = field(default="add", init=False)
+    macs = 0
+
+    def describe(self) -> str:
+        p, (_, c, h, w) = self.params, self.shape
+        if isinstance(p, ScaledAddParams):
+            return f"(a{-p.zero_a:+d})Ma+(b{-p.zero_b:+d})Mb {c}x{h}x{w}"
+        return f"(a<<{p.shift_a}) + (b<<{p.shift_b}) >> {p.shift} {c}x{h}x{w}"
+
+    def input_shapes(self) -> list:
+        return [self.shape, self.shape]
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        return None      # an add is cut into as many flat tiles as it needs: it always fits
+
+    def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
+        return vta_eltwise.eltwise_kernel(cfg, self.shape, self.params)
+
+    def reference(self, a, b) -> np.ndarray:
+        p = self.params
+        if isinstance(p, ScaledAddParams):
+            return scaled_add_ref(a, b, p)
+        return add_ref(a, b, p.shift_a, p.shift_b, p.shift, p.lo, p.hi)
