@@ -126,6 +126,12 @@ def _saturation_bounds(reach, m_hi, m_lo, r: ScaledRequant) -> tuple:
     return a_min, a_max
 
 
+def saturating_multiplier(zero_point: int, lo: int, hi: int) -> int:
+    """The least multiplier M for which every accumulator a != 0 saturates: round(a M) + zp is
+    past hi for a >= 1 and past lo for a <= -1, whatever the rounding."""
+    return max(hi - zero_point, zero_point - lo) + 1
+
+
 def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN, hi: int = INT8_MAX,
            acc_bound=None, ties_even: bool = False) -> tuple[ScaledRequant, ChannelParams]:
     """The fixed-point form of per-channel real multipliers (see the module docstring).
@@ -135,14 +141,19 @@ def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN, hi: int = INT8_
     of tiny multipliers, which would otherwise saturate only past int32. Without it the
     accumulator may take any int32 value.
 
+    A multiplier of `saturating_multiplier(zero_point, lo, hi)` or more saturates every non-zero
+    accumulator (an output scale near 0), so it is encoded as that value: the same result for
+    every integer accumulator, and no multiplier is too large to encode.
+
     Refuses (CompileError, naming the channel) a multiplier that is negative or not finite, and
-    multipliers so small (without a bound) or so large that no split keeps the products within
-    int32. Channels with multiplier 0 (all-zero weights) give zp."""
+    multipliers so small (without a bound) that no split keeps the products within int32.
+    Channels with multiplier 0 (all-zero weights) give zp."""
     mult = np.asarray(multipliers, np.float64).reshape(-1)
     bad = np.flatnonzero(~np.isfinite(mult) | (mult < 0))
     if bad.size:
         raise CompileError(f"requantisation multiplier {mult[bad[0]]!r} of channel {bad[0]} is not a "
                            "finite non-negative number")
+    mult = np.minimum(mult, saturating_multiplier(zero_point, lo, hi))
     limit = ACC_LIMIT if acc_bound is None else np.minimum(
         np.broadcast_to(np.asarray(acc_bound, np.float64), mult.shape), ACC_LIMIT)
     if np.any(np.asarray(limit) < 0):
