@@ -33,15 +33,7 @@ def as_image(dram) -> np.ndarray:
 
 
 def check_program(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: int) -> tuple:
-    """Decode and statically check a program; returns (instructions, module number of each)."""
-    distinct, modules, which = check_distinct(cfg, image, insn_addr, insn_count)
-    which = which.tolist()
-    return [distinct[k] for k in which], [modules[k] for k in which]
-
-
-def check_distinct(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: int) -> tuple:
-    """Decode and statically check a program; returns its distinct instructions, the module
-    number of each, and which of them each position of the program holds (an int array).
+    """Decode and statically check a program; returns (instructions, module number of each).
 
     Programs repeat the same instruction words many times over, so each distinct word is decoded
     and checked once, and its occurrences share one (read-only) instruction object. The error
@@ -85,7 +77,8 @@ def check_distinct(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: i
         i = min(errors)
         exc, insn = errors[i]
         raise type(exc)(exc.reason, index=i, disasm=isa.disasm(insn)) from None
-    return distinct, modules, which
+    which = which.tolist()
+    return [distinct[k] for k in which], [modules[k] for k in which]
 
 
 def _check_insn(cfg: Config, insn: isa.Insn, dram_bytes: int) -> str:
@@ -173,12 +166,11 @@ class Simulator:
         if self.engine == "reference" or trace or progress is not None:
             return self._run_reference(dram, insn_addr, insn_count, trace, progress)
         image = as_image(dram)
-        distinct, modules, which = check_distinct(self.cfg, image, insn_addr, insn_count)
-        done = compiled.run(self.cfg, image, distinct, modules, which, insn_addr)
-        if done is None:   # refused at run time: the reference raises its exact error
+        done = compiled.run(self.cfg, image, insn_addr, insn_count)
+        if done is None:   # refused: the reference raises its exact error
             self._run_reference(dram, insn_addr, insn_count, False, None)
             raise RuntimeError(f"the compiled engine refused a program that the reference engine runs "
-                               f"(insn_addr={insn_addr:#x}, insn_count={insn_count}): a bug in vta_sim/native/engine.c")
+                               f"(insn_addr={insn_addr:#x}, insn_count={insn_count}): a bug in vta_sim/compiled.py or native/engine.c")
         cycles, stats = done
         return RunResult(dram=image, cycles=cycles, stats=stats, trace=None, backend=self.name)
 

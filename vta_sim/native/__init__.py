@@ -30,7 +30,7 @@ SOURCES = tuple(Path(__file__).resolve().parent / name for name in ("loops.c", "
 BUILD_ROOT = cache_dir("sim", "VTA_SIM_BUILD")
 #: The ALU's shift cap comes from isa, as the RTL's comes from its generated header.
 #: engine.c's column, parameter and statistic layout and ISA numbers come from layout.py.
-CFLAGS = ["-O2", "-fPIC", "-shared", "-std=c99", f"-DVTA_ALU_SHIFT_CAP={isa.ALU_SHIFT_CAP}", *layout.defines()]
+CFLAGS = ["-O3", "-fPIC", "-shared", "-std=c99", f"-DVTA_ALU_SHIFT_CAP={isa.ALU_SHIFT_CAP}", *layout.defines()]
 
 
 class NativeBuildError(VTAError):
@@ -119,10 +119,10 @@ def alu(acc: np.ndarray, a: np.ndarray, s: np.ndarray, opcode: int, imm: int | N
 
 
 def run_program(params: np.ndarray, insns: np.ndarray, dram: np.ndarray, sram: dict, stats: np.ndarray) -> int:
-    """engine.c's vta_run: a whole program (int64 rows of layout.COLUMNS) on `dram` and the
+    """engine.c's vta_run: a whole program (int64, one row per column of layout.COLUMNS) on `dram` and the
     SRAMs in place; fills `stats` (layout.STATS). Returns 0 or a layout.ERRORS code."""
     _check((params, np.int64), (insns, np.int64), (dram, np.uint8), (stats, np.int64), (sram["inp"], np.int8),
            (sram["wgt"], np.int8), (sram["acc"], np.int32), (sram["out"], np.int8), (sram["uop"], np.uint32))
-    return _lib().vta_run(params.ctypes.data, insns.ctypes.data, len(insns), dram.ctypes.data,
+    return _lib().vta_run(params.ctypes.data, insns.ctypes.data, insns.shape[1], dram.ctypes.data,
                           *(sram[name].ctypes.data for name in ("inp", "wgt", "acc", "out", "uop")),
                           stats.ctypes.data)

@@ -53,6 +53,7 @@ typedef struct {
     int64_t *w_seq[3], *r_seq[3];                      /* hazard tracking of INP, WGT, OUT */
     int64_t *stats;
     int64_t ia[CHUNK], is[CHUNK], iw[CHUNK];
+    int64_t *stamp, *dsts, stamp_now;                  /* ACC entries a loop nest writes, once each */
 } machine_t;
 
 enum { SH_INP, SH_WGT, SH_OUT };
@@ -143,43 +144,58 @@ static int check_ranges(machine_t *m, const int64_t *c, int gemm)
     return 0;
 }
 
-static int exec_loop(machine_t *m, const int64_t *c, const int64_t *vc, int gemm)
+/* The GEMM/ALU loop nest: index chunks through loops.c's kernels; hazards on INP/WGT per
+ * iteration; the distinct destinations (stamped) checked against OUT's readers and mirrored into
+ * OUT once, after the nest (OUT holds the final value of each written ACC entry). */
+static void flush(machine_t *m, const int64_t *c, int gemm, int64_t n)
 {
     const int64_t *p = m->p;
-    int64_t bgn = c[VTA_COL_UOP_BGN], nu = c[VTA_COL_UOP_END] - bgn, io = c[VTA_COL_ITER_OUT],
-            ii = c[VTA_COL_ITER_IN], lanes = p[VTA_P_ACC_LANES];
-    if (io * ii * nu == 0) return 0;
+    if (gemm) {
+        vta_gemm((uint32_t *)m->acc, m->inp, m->wgt, m->ia, m->is, m->iw, n, p[VTA_P_BATCH], p[VTA_P_BLOCK_IN],
+                 p[VTA_P_BLOCK_OUT]);
+        m->stats[VTA_S_GEMM_COUNTER] += n;
+    } else {
+        vta_alu(m->acc, m->ia, m->is, n, p[VTA_P_ACC_LANES], (int)c[VTA_COL_ALU_OP], (int)c[VTA_COL_USE_IMM],
+                (int32_t)c[VTA_COL_IMM]);
+        m->stats[VTA_S_ALU_COUNTER] += n;
+    }
+}
+
+static int exec_loop(machine_t *m, const int64_t *c, const int64_t *vc, int gemm)
+{
+    int64_t bgn = c[VTA_COL_UOP_BGN], end = c[VTA_COL_UOP_END], io = c[VTA_COL_ITER_OUT], ii = c[VTA_COL_ITER_IN],
+            lanes = m->p[VTA_P_ACC_LANES];
+    if (io * ii * (end - bgn) == 0) return 0;
     if (check_ranges(m, c, gemm)) return 1;
+    const int64_t *ud = m->uop_f[0], *us = m->uop_f[1], *uw = m->uop_f[2];
     int reset = (int)c[VTA_COL_RESET];
-    int64_t n = 0;
+    int64_t n = 0, nd = 0, stamp = ++m->stamp_now;
     for (int64_t i = 0; i < io; i++)
-        for (int64_t j = 0; j < ii; j++)
-            for (int64_t u = bgn; u < bgn + nu; u++) {
-                m->ia[n] = m->uop_f[0][u] + i * c[VTA_COL_DST_FACTOR_OUT] + j * c[VTA_COL_DST_FACTOR_IN];
-                m->is[n] = m->uop_f[1][u] + i * c[VTA_COL_SRC_FACTOR_OUT] + j * c[VTA_COL_SRC_FACTOR_IN];
-                m->iw[n] = m->uop_f[2][u] + i * c[VTA_COL_WGT_FACTOR_OUT] + j * c[VTA_COL_WGT_FACTOR_IN];
-                if (++n < CHUNK && !(i == io - 1 && j == ii - 1 && u == bgn + nu - 1)) continue;
-                if (reset) {
-                    for (int64_t k = 0; k < n; k++) memset(m->acc + m->ia[k] * lanes, 0, lanes * 4);
-                } else if (gemm) {
-                    for (int64_t k = 0; k < n; k++)
-                        if (check_read(m, SH_INP, m->is[k], vc) || check_read(m, SH_WGT, m->iw[k], vc)) return 1;
-                    vta_gemm((uint32_t *)m->acc, m->inp, m->wgt, m->ia, m->is, m->iw, n, p[VTA_P_BATCH],
-                             p[VTA_P_BLOCK_IN], p[VTA_P_BLOCK_OUT]);
-                    m->stats[VTA_S_GEMM_COUNTER] += n;
-                } else {
-                    vta_alu(m->acc, m->ia, m->is, n, lanes, (int)c[VTA_COL_ALU_OP], (int)c[VTA_COL_USE_IMM],
-                            (int32_t)c[VTA_COL_IMM]);
-                    m->stats[VTA_S_ALU_COUNTER] += n;
+        for (int64_t j = 0; j < ii; j++) {
+            int64_t da = i * c[VTA_COL_DST_FACTOR_OUT] + j * c[VTA_COL_DST_FACTOR_IN],
+                    sa = i * c[VTA_COL_SRC_FACTOR_OUT] + j * c[VTA_COL_SRC_FACTOR_IN],
+                    wa = i * c[VTA_COL_WGT_FACTOR_OUT] + j * c[VTA_COL_WGT_FACTOR_IN];
+            for (int64_t u = bgn; u < end; u++) {
+                int64_t a = ud[u] + da;
+                if (m->stamp[a] != stamp) m->stamp[a] = stamp, m->dsts[nd++] = a;
+                if (reset) continue;
+                m->ia[n] = a, m->is[n] = us[u] + sa;
+                if (gemm) {
+                    m->iw[n] = uw[u] + wa;
+                    if (check_read(m, SH_INP, m->is[n], vc) || check_read(m, SH_WGT, m->iw[n], vc)) return 1;
                 }
-                for (int64_t k = 0; k < n; k++) {            /* OUT mirrors the written ACC entries */
-                    if (check_write(m, SH_OUT, m->ia[k], vc)) return 1;
-                    const int32_t *a = m->acc + m->ia[k] * lanes;
-                    int8_t *o = m->out + m->ia[k] * lanes;
-                    for (int64_t l = 0; l < lanes; l++) o[l] = (int8_t)(uint8_t)(uint32_t)a[l];
-                }
-                n = 0;
+                if (++n == CHUNK) flush(m, c, gemm, n), n = 0;
             }
+        }
+    if (n) flush(m, c, gemm, n);
+    for (int64_t k = 0; k < nd; k++) {
+        int64_t e = m->dsts[k];
+        if (check_write(m, SH_OUT, e, vc)) return 1;
+        int32_t *a = m->acc + e * lanes;
+        int8_t *o = m->out + e * lanes;
+        if (reset) memset(a, 0, lanes * sizeof *a);
+        for (int64_t l = 0; l < lanes; l++) o[l] = (int8_t)(uint8_t)(uint32_t)a[l];
+    }
     return 0;
 }
 
@@ -281,7 +297,9 @@ static int less(const int64_t *a, const int64_t *b)
     return a[0] != b[0] ? a[0] < b[0] : a[1] != b[1] ? a[1] < b[1] : a[2] < b[2];
 }
 
-/* Runs `n` instructions (rows of VTA_NCOLS columns); fills stats[VTA_S_*]. Returns 0, or
+#define AT(idx, col) insns[(int64_t)(col) * n + (idx)]
+
+/* Runs `n` instructions (`insns`: VTA_NCOLS columns of n, column-major); fills stats[VTA_S_*]. Returns 0, or
  * VTA_ERR_* with stats[VTA_S_ERR_INDEX] the instruction (the deadlock: -1). */
 int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt,
             int32_t *acc, int8_t *out, uint32_t *uop, int64_t *stats)
@@ -297,6 +315,8 @@ int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, in
         m.r_seq[k] = calloc(depths[k], sizeof(int64_t));
         m.uop_f[k] = calloc(p[VTA_P_DEPTH_UOP], sizeof(int64_t));
     }
+    m.stamp = calloc(p[VTA_P_DEPTH_ACC], sizeof(int64_t));
+    m.dsts = malloc(p[VTA_P_DEPTH_ACC] * sizeof(int64_t));
     module_t mods[3];
     memset(mods, 0, sizeof mods);
     for (int k = 0; k < 3; k++) {
@@ -322,7 +342,7 @@ int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, in
                 best[0] = MAX(MAX(now, fetch_t), port_free), best[1] = 3, best[2] = p[VTA_P_PORT_PRIORITY + 3];
                 action = A_FETCH_GRANT, have = 1;
             } else {
-                module_t *q = &mods[insns[fetch_k * VTA_NCOLS + VTA_COL_MODULE]];
+                module_t *q = &mods[AT(fetch_k, VTA_COL_MODULE)];
                 if (q->qlen < qdepth) {
                     int64_t t = MAX(now, fetch_t + FD);
                     if (q->qlen == qdepth - 1) t = MAX(t, q->last_issue + QD);
@@ -334,14 +354,13 @@ int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, in
         for (int k = 0; k < 3; k++) {
             module_t *mod = &mods[k];
             if (!mod->has_nxt && mod->qlen) {
-                int64_t idx = mod->qidx[mod->qhead];
-                const int64_t *c = insns + idx * VTA_NCOLS;
+                int64_t idx = mod->qidx[mod->qhead], npop = AT(idx, VTA_COL_NPOP);
                 int ready = 1;
-                for (int j = 0; j < c[VTA_COL_NPOP]; j++) ready &= tlen[c[VTA_COL_POP0 + j]] > 0;
+                for (int j = 0; j < npop; j++) ready &= tlen[AT(idx, VTA_COL_POP0 + j)] > 0;
                 if (ready) {
                     int64_t t = MAX(MAX(now, mod->qenq[mod->qhead] + QD), mod->n_free);
-                    for (int j = 0; j < c[VTA_COL_NPOP]; j++) {
-                        int q = (int)c[VTA_COL_POP0 + j];
+                    for (int j = 0; j < npop; j++) {
+                        int q = (int)AT(idx, VTA_COL_POP0 + j);
                         t = MAX(t, tok[q][thead[q]].t + TD);
                     }
                     key[0] = t, key[1] = 2, key[2] = k;
@@ -359,7 +378,7 @@ int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, in
             } else if (mod->phase == RUN) {
                 key[0] = MAX(now, mod->done), key[1] = 0, key[2] = k, act = A_DONE;
             } else {
-                int q = (int)insns[mod->idx * VTA_NCOLS + VTA_COL_PUSH0 + mod->push];
+                int q = (int)AT(mod->idx, VTA_COL_PUSH0 + mod->push);
                 if (tlen[q] >= tdepth) continue;
                 key[0] = tlen[q] < tdepth - 1 ? now : MAX(now, last_pop[q] + TD), key[1] = 0, key[2] = k;
                 act = A_PUSHED;
@@ -382,7 +401,7 @@ int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, in
             fetch_req = 0;
         } else if (action == A_FETCH_ENQUEUE) {
             stats[VTA_S_FETCH_STALL_QUEUE] += t - fetch_t - FD;
-            module_t *q = &mods[insns[fetch_k * VTA_NCOLS + VTA_COL_MODULE]];
+            module_t *q = &mods[AT(fetch_k, VTA_COL_MODULE)];
             int64_t slot = (q->qhead + q->qlen++) % qdepth;
             q->qidx[slot] = fetch_k, q->qenq[slot] = t;
             fetch_k++, fetch_req = 1, fetch_t = t;
@@ -391,10 +410,9 @@ int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, in
             bm->qhead = (bm->qhead + 1) % qdepth, bm->qlen--;
             int64_t wait = t - MAX(enq + QD, bm->n_free);
             bm->stall_token += wait;
-            const int64_t *c = insns + idx * VTA_NCOLS;
             int64_t vc[3] = {0, 0, 0};
-            for (int j = 0; j < c[VTA_COL_NPOP]; j++) {
-                int q = (int)c[VTA_COL_POP0 + j];
+            for (int j = 0; j < AT(idx, VTA_COL_NPOP); j++) {
+                int q = (int)AT(idx, VTA_COL_POP0 + j);
                 token_t *tk = &tok[q][thead[q]];
                 thead[q] = (thead[q] + 1) % tdepth, tlen[q]--;
                 last_pop[q] = t;
@@ -408,7 +426,8 @@ int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, in
             bm->has_nxt = 0, bm->n_free = t;
             for (int v = 0; v < 3; v++) bm->vc[v] = MAX(bm->vc[v], bm->nxt_vc[v]);
             bm->vc[num] = ++bm->seq;
-            const int64_t *c = insns + idx * VTA_NCOLS;
+            int64_t c[VTA_NCOLS];
+            for (int col = 0; col < VTA_NCOLS; col++) c[col] = AT(idx, col);
             if (execute(&m, c, bm->vc)) {
                 err = VTA_ERR_EXECUTE;
                 stats[VTA_S_ERR_INDEX] = idx;
@@ -424,17 +443,17 @@ int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, in
         } else if (action == A_DONE) {
             bm->busy += bm->body;
             bm->last_push = t;
-            if (insns[bm->idx * VTA_NCOLS + VTA_COL_NPUSH]) bm->phase = PUSH;
+            if (AT(bm->idx, VTA_COL_NPUSH)) bm->phase = PUSH;
             else goto retire;
         } else {                                        /* a push lands */
-            int q = (int)insns[bm->idx * VTA_NCOLS + VTA_COL_PUSH0 + bm->push];
+            int q = (int)AT(bm->idx, VTA_COL_PUSH0 + bm->push);
             token_t *tk = &tok[q][(thead[q] + tlen[q]++) % tdepth];
             tk->t = t;
             memcpy(tk->vc, bm->vc, sizeof tk->vc);
             bm->push++;
             bm->stall_push += t - bm->last_push;
             bm->last_push = t;
-            if (bm->push == insns[bm->idx * VTA_NCOLS + VTA_COL_NPUSH]) goto retire;
+            if (bm->push == AT(bm->idx, VTA_COL_NPUSH)) goto retire;
         }
         continue;
     retire:                                             /* timing.py Engine._retire */
@@ -450,6 +469,7 @@ int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, in
         free(m.w_seq[k]), free(m.r_seq[k]), free(m.uop_f[k]);
     }
     for (int q = 0; q < VTA_NQUEUES; q++) free(tok[q]);
+    free(m.stamp), free(m.dsts);
     stats[VTA_S_CYCLES] = end;
     return (int)err;
 }

@@ -100,13 +100,27 @@ static inline int32_t alu_lane(int op, int32_t x, int32_t y)
     }
 }
 
+/* One loop per op and operand kind, so that the lane loop holds no switch. */
+#define ALU_LOOP(OP, Y)                                                                   \
+    for (int64_t k = 0; k < n; k++) {                                                    \
+        int32_t *dst = acc + a[k] * lanes;                                               \
+        const int32_t *src = acc + s[k] * lanes;                                         \
+        (void)src;                                                                       \
+        for (int64_t l = 0; l < lanes; l++) dst[l] = alu_lane(OP, dst[l], Y);            \
+    }
+#define ALU_CASE(OP)                                                                      \
+    case OP:                                                                             \
+        if (use_imm) { ALU_LOOP(OP, imm) } else { ALU_LOOP(OP, src[l]) }                 \
+        break;
+
 void vta_alu(int32_t *acc, const int64_t *a, const int64_t *s, int64_t n, int64_t lanes, int op, int use_imm,
              int32_t imm)
 {
-    for (int64_t k = 0; k < n; k++) {
-        int32_t *dst = acc + a[k] * lanes;
-        const int32_t *src = acc + s[k] * lanes;
-        for (int64_t l = 0; l < lanes; l++)
-            dst[l] = alu_lane(op, dst[l], use_imm ? imm : src[l]);
+    switch (op) {
+    ALU_CASE(VTA_ALU_MIN)
+    ALU_CASE(VTA_ALU_MAX)
+    ALU_CASE(VTA_ALU_ADD)
+    ALU_CASE(VTA_ALU_MUL)
+    default: ALU_CASE(VTA_ALU_SHR)
     }
 }
