@@ -84,7 +84,7 @@ def _lib():
         lib.vta_gemm.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64]
         lib.vta_alu.argtypes = [ptr, ptr, ptr, i64, i64, i32, i32, i32]
         lib.vta_gemm.restype = lib.vta_alu.restype = None
-        lib.vta_run.argtypes = [ptr, ptr, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
+        lib.vta_run.argtypes = [ptr, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
         lib.vta_run.restype = ctypes.c_int
         _LIB = lib
     return _LIB
@@ -118,11 +118,11 @@ def alu(acc: np.ndarray, a: np.ndarray, s: np.ndarray, opcode: int, imm: int | N
                    int(imm is not None), imm or 0)
 
 
-def run_program(params: np.ndarray, insns: np.ndarray, dram: np.ndarray, sram: dict, stats: np.ndarray) -> int:
-    """engine.c's vta_run: a whole program (int64, one row per column of layout.COLUMNS) on `dram` and the
-    SRAMs in place; fills `stats` (layout.STATS). Returns 0 or a layout.ERRORS code."""
-    _check((params, np.int64), (insns, np.int64), (dram, np.uint8), (stats, np.int64), (sram["inp"], np.int8),
+def run_program(params: np.ndarray, count: int, dram: np.ndarray, sram: dict, stats: np.ndarray) -> int:
+    """engine.c's vta_run: the program of `count` instructions in `dram` (where params says), on
+    `dram` and the SRAMs in place; fills `stats` (layout.STATS). Returns 0 or a layout.ERRORS code."""
+    _check((params, np.int64), (dram, np.uint8), (stats, np.int64), (sram["inp"], np.int8),
            (sram["wgt"], np.int8), (sram["acc"], np.int32), (sram["out"], np.int8), (sram["uop"], np.uint32))
-    return _lib().vta_run(params.ctypes.data, insns.ctypes.data, insns.shape[1], dram.ctypes.data,
+    return _lib().vta_run(params.ctypes.data, count, dram.ctypes.data,
                           *(sram[name].ctypes.data for name in ("inp", "wgt", "acc", "out", "uop")),
                           stats.ctypes.data)

@@ -297,13 +297,81 @@ static int less(const int64_t *a, const int64_t *b)
     return a[0] != b[0] ? a[0] < b[0] : a[1] != b[1] ? a[1] < b[1] : a[2] < b[2];
 }
 
-#define AT(idx, col) insns[(int64_t)(col) * n + (idx)]
-
-/* Runs `n` instructions (`insns`: VTA_NCOLS columns of n, column-major); fills stats[VTA_S_*]. Returns 0, or
- * VTA_ERR_* with stats[VTA_S_ERR_INDEX] the instruction (the deadlock: -1). */
-int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt,
-            int32_t *acc, int8_t *out, uint32_t *uop, int64_t *stats)
+/* ------------------------------------------------------------------ decoding and static checks */
+/* Decodes the n words at p[VTA_P_INSN_ADDR] into rows of VTA_NCOLS and applies
+ * simulator.check_program's refusals (any of them: the reference words the first). Returns 1 on
+ * a refusal. */
+static int decode(const int64_t *p, const uint8_t *dram, int64_t n, int64_t *rows)
 {
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t w[2];
+        memcpy(w, dram + p[VTA_P_INSN_ADDR] + i * VTA_INSN_BYTES, sizeof w);
+        int64_t fmt = p[VTA_P_FORMAT_OF_OPCODE + (w[0] & 7)];
+        if (fmt < 0) return 1;                                          /* illegal opcode */
+        int64_t *c = rows + i * VTA_NCOLS;
+        for (int f = 0; f < VTA_NFIELDS; f++) {
+            int64_t k = fmt * VTA_NFIELDS + f, lo = p[VTA_P_FIELD_LO + k], width = p[VTA_P_FIELD_WIDTH + k];
+            uint64_t v = width ? (w[lo / 64] >> (lo % 64)) & ((UINT64_C(1) << width) - 1) : 0;
+            if (width && p[VTA_P_FIELD_SIGNED + k] && (v >> (width - 1))) v -= UINT64_C(1) << width;
+            c[f] = (int64_t)v;
+        }
+        int64_t op = c[VTA_COL_OPCODE], mt = c[VTA_COL_MEMORY_TYPE];
+        if ((op == VTA_OP_FINISH) != (i == n - 1)) return 1;           /* FINISH last, and only there */
+        int mem = op == VTA_OP_LOAD || op == VTA_OP_STORE;
+        if (mem) {
+            if (mt < 0 || mt > 7 || !p[VTA_P_ELEM_BYTES + mt] || c[VTA_COL_UNUSED]) return 1;
+            if ((op == VTA_OP_STORE) != (mt == VTA_MEM_OUT)) return 1;
+        }
+        c[VTA_COL_MODULE] = op == VTA_OP_LOAD ? p[VTA_P_LOAD_MODULE + mt] : op == VTA_OP_STORE ? VTA_STORE : VTA_COMPUTE;
+        if (c[VTA_COL_MODULE] < 0) return 1;
+        /* token queues in flag order (isa.FLAGS: pop_prev, pop_next, push_prev, push_next) */
+        c[VTA_COL_NPOP] = c[VTA_COL_NPUSH] = 0;
+        for (int f = 0; f < 4; f++) {
+            if (!c[VTA_COL_POP_PREV + f]) continue;
+            int64_t q = p[VTA_P_FLAG_QUEUE + c[VTA_COL_MODULE] * 4 + f];
+            if (q < 0) return 1;                                        /* illegal in this module */
+            if (f < 2) c[VTA_COL_POP0 + c[VTA_COL_NPOP]++] = q;
+            else c[VTA_COL_PUSH0 + c[VTA_COL_NPUSH]++] = q;
+        }
+        if (op == VTA_OP_ALU) {
+            c[VTA_COL_ALU_OP] = p[VTA_P_ALU_CODE + c[VTA_COL_ALU_OPCODE]];
+            if (c[VTA_COL_ALU_OP] < 0) return 1;
+        }
+        if (op == VTA_OP_ALU || op == VTA_OP_GEMM) {
+            if (c[VTA_COL_UOP_END] > p[VTA_P_DEPTH_UOP] || c[VTA_COL_UOP_BGN] > c[VTA_COL_UOP_END]) return 1;
+        }
+        int64_t x = c[VTA_COL_X_SIZE], y = c[VTA_COL_Y_SIZE];
+        if (!mem || !x) continue;
+        int64_t y0 = c[VTA_COL_Y_PAD_0], y1 = c[VTA_COL_Y_PAD_1], x0 = c[VTA_COL_X_PAD_0], x1 = c[VTA_COL_X_PAD_1];
+        int pads = y0 || y1 || x0 || x1;
+        int64_t entries;
+        if (op == VTA_OP_STORE) {
+            if (pads) return 1;
+            entries = y * x;
+        } else {
+            if (mt == VTA_MEM_UOP && (y != 1 || pads)) return 1;
+            entries = (y0 + y + y1) * (x0 + x + x1);
+        }
+        if (c[VTA_COL_SRAM_BASE] + entries > p[VTA_P_MEM_DEPTH + mt]) return 1;
+        if (y && (c[VTA_COL_DRAM_BASE] + (y - 1) * c[VTA_COL_X_STRIDE] + x) * p[VTA_P_ELEM_BYTES + mt]
+                     > p[VTA_P_DRAM_BYTES]) return 1;
+    }
+    return 0;
+}
+
+#define AT(idx, col) insns[(idx) * VTA_NCOLS + (col)]
+
+/* Runs the program of `n` instructions at p[VTA_P_INSN_ADDR] in `dram`; fills stats[VTA_S_*].
+ * Returns 0, or VTA_ERR_* with stats[VTA_S_ERR_INDEX] the instruction (deadlock, refusal: -1). */
+int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt, int32_t *acc, int8_t *out,
+            uint32_t *uop, int64_t *stats)
+{
+    int64_t *insns = malloc(n * VTA_NCOLS * sizeof(int64_t));
+    if (decode(p, dram, n, insns)) {
+        free(insns);
+        stats[VTA_S_ERR_INDEX] = -1;
+        return VTA_ERR_STATIC;
+    }
     const int64_t qdepth = p[VTA_P_CMD_QUEUE_DEPTH], tdepth = p[VTA_P_TOKEN_DEPTH];
     const int64_t FD = p[VTA_P_FETCH_DECODE], QD = p[VTA_P_QUEUE_DELAY], TD = p[VTA_P_TOKEN_DELAY],
                   ID = p[VTA_P_ISSUE_DELAY];
@@ -469,7 +537,7 @@ int vta_run(const int64_t *p, const int64_t *insns, int64_t n, uint8_t *dram, in
         free(m.w_seq[k]), free(m.r_seq[k]), free(m.uop_f[k]);
     }
     for (int q = 0; q < VTA_NQUEUES; q++) free(tok[q]);
-    free(m.stamp), free(m.dsts);
+    free(m.stamp), free(m.dsts), free(insns);
     stats[VTA_S_CYCLES] = end;
     return (int)err;
 }
