@@ -40,8 +40,15 @@ def _field_tables(cfg: Config) -> dict:
     return tables
 
 
+def _delays() -> dict:
+    """timing.py's hand-off delays, read at each run (a change to them must reach engine.c)."""
+    return {"fetch_decode": timing.FETCH_DECODE, "queue_delay": timing.QUEUE_DELAY, "token_delay": timing.TOKEN_DELAY,
+            "issue_delay": timing.ISSUE_DELAY, "request_delay": timing.REQUEST_DELAY,
+            "port_priority": tuple(timing.PORT_PRIORITY.get(agent, 0) for agent in range(layout.PARAMS["port_priority"]))}
+
+
 @lru_cache(maxsize=64)
-def _params(cfg: Config) -> np.ndarray:
+def _params(cfg: Config, delays: tuple) -> np.ndarray:
     bufs = cfg.buffers
     uop_fields = isa.layout(cfg)["uop"]
     module_num = {m: i for i, m in enumerate(MODULE_NAMES)}
@@ -49,8 +56,7 @@ def _params(cfg: Config) -> np.ndarray:
     values = {
         "dma_read_latency": cfg.DMA_READ_LATENCY, "dma_write_latency": cfg.DMA_WRITE_LATENCY,
         "gemm_pipeline": cfg.GEMM_PIPELINE, "alu_pipeline": cfg.ALU_PIPELINE,
-        "fetch_decode": timing.FETCH_DECODE, "queue_delay": timing.QUEUE_DELAY, "token_delay": timing.TOKEN_DELAY,
-        "issue_delay": timing.ISSUE_DELAY, "request_delay": timing.REQUEST_DELAY,
+        **dict(delays),
         "cmd_queue_depth": cfg.CMD_QUEUE_DEPTH, "token_depth": cfg.TOKEN_DEPTH, "bus_bytes": cfg.bus_bytes,
         "burst_boundary": cfg.burst_boundary,
         "batch": cfg.BATCH, "block_in": cfg.BLOCK_IN, "block_out": cfg.BLOCK_OUT,
@@ -59,7 +65,6 @@ def _params(cfg: Config) -> np.ndarray:
         "elem_bytes": [cfg.dram_elem_bytes(m) if m in MEM_NAMES else 0 for m in mems],
         "mem_depth": [bufs[_MEM_BUFFER[m]].depth if m in MEM_NAMES else 0 for m in mems],
         "uop_lo": [f.lo for f in uop_fields], "uop_mask": [f.mask for f in uop_fields],
-        "port_priority": [timing.PORT_PRIORITY.get(agent, 0) for agent in range(layout.PARAMS["port_priority"])],
         "format_of_opcode": [layout.FORMATS.index(isa.FORMAT_OF_OPCODE[op]) if op in isa.FORMAT_OF_OPCODE else -1
                              for op in range(layout.PARAMS["format_of_opcode"])],
         "load_module": [module_num.get(isa.module_of(isa.MemInsn(opcode=isa.OP_LOAD, memory_type=m)), -1)
@@ -77,7 +82,7 @@ def _params(cfg: Config) -> np.ndarray:
 
 def params(cfg: Config, insn_addr: int, dram_bytes: int) -> np.ndarray:
     """engine.c's parameter vector (layout.PARAMS) for a configuration and a program's place."""
-    out = _params(cfg).copy()
+    out = _params(cfg, tuple(_delays().items())).copy()
     out[_P["insn_addr"]], out[_P["dram_bytes"]] = insn_addr, dram_bytes
     return out
 

@@ -494,8 +494,7 @@ int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt
             bm->has_nxt = 0, bm->n_free = t;
             for (int v = 0; v < 3; v++) bm->vc[v] = MAX(bm->vc[v], bm->nxt_vc[v]);
             bm->vc[num] = ++bm->seq;
-            int64_t c[VTA_NCOLS];
-            for (int col = 0; col < VTA_NCOLS; col++) c[col] = AT(idx, col);
+            const int64_t *c = insns + idx * VTA_NCOLS;
             if (execute(&m, c, bm->vc)) {
                 err = VTA_ERR_EXECUTE;
                 stats[VTA_S_ERR_INDEX] = idx;
