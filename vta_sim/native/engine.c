@@ -1,14 +1,14 @@
-/* The compiled engine: one call runs a whole checked program through the timing model of
- * docs/timing.md and the semantics of spec section 5, with the hazard checks of
- * vta_sim/functional.py. It is a line-by-line port of vta_sim/timing.py's Engine and
- * vta_sim/functional.py's Machine (the readable reference; both must give identical cycles,
- * statistics and DRAM). Every number it uses arrives at run time in `par` (VTA_P_*) or as a -D
- * built from the Python constants (VTA_COL_*, VTA_S_*, VTA_OP_*, VTA_MEM_*, module numbers):
- * vta_sim/native/layout.py is their one definition.
+/* The compiled engine: one call decodes a whole program, applies the static checks of
+ * vta_sim/simulator.py's check_program, and runs it through the timing model of docs/timing.md
+ * and the semantics of spec section 5 with the hazard checks of vta_sim/functional.py. It is a
+ * line-by-line port of vta_sim/timing.py's Engine and vta_sim/functional.py's Machine (the
+ * readable reference; both give identical cycles, statistics, DRAM and refusals). Every number
+ * about the machine arrives at run time in `p` (slots VTA_P_*, filled by vta_sim/compiled.py);
+ * the slot layout and the ISA's numbers are -D macros from vta_sim/native/layout.py.
  *
- * On a run-time refusal (deadlock, an SRAM index outside its buffer, a hazard) it stops and
- * reports the kind and the instruction; vta_sim/compiled.py then replays the program through
- * the reference to raise the reference's exact error. */
+ * On a refusal (static, a deadlock, an SRAM index outside its buffer, a hazard) it stops and
+ * says so; the Simulator then replays the program through the reference, which raises its
+ * exact error. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +35,7 @@ typedef struct {
     int64_t *qidx, *qenq, qhead, qlen;                 /* instruction queue ring (CMD_QUEUE_DEPTH) */
     int phase, has_nxt;
     int64_t free, seq, n_free, last_issue, vc[3];
-    int64_t nxt_idx, nxt_enq, nxt_issue, nxt_wait, nxt_vc[3];
+    int64_t nxt_idx, nxt_issue, nxt_vc[3];             /* the issue register */
     /* the running instruction */
     int64_t idx, t, seg, nseg, body, done, push, last_push;
     seg_t *segs;
@@ -487,7 +487,7 @@ int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt
                 for (int v = 0; v < 3; v++) vc[v] = MAX(vc[v], tk->vc[v]);
             }
             bm->last_issue = t;
-            bm->has_nxt = 1, bm->nxt_idx = idx, bm->nxt_enq = enq, bm->nxt_issue = t, bm->nxt_wait = wait;
+            bm->has_nxt = 1, bm->nxt_idx = idx, bm->nxt_issue = t;
             memcpy(bm->nxt_vc, vc, sizeof vc);
         } else if (action == A_BEGIN) {                 /* timing.py Engine._begin */
             int64_t idx = bm->nxt_idx, num = bm - mods;
