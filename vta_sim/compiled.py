@@ -95,7 +95,10 @@ def run(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: int):
         return None
     sram = {name: np.zeros((b.depth, *b.shape), dtype=b.dtype) for name, b in cfg.buffers.items()}
     stats = np.zeros(layout.size(layout.STATS), dtype=np.int64)
-    if native.run_program(params(cfg, insn_addr, image.size), insn_count, image, sram, stats):
+    err = native.run_program(params(cfg, insn_addr, image.size), insn_count, image, sram, stats)
+    if err == layout.ERRORS["memory"]:
+        raise MemoryError(f"the compiled engine could not allocate its tables for {insn_count} instructions")
+    if err:
         return None
     values = stats.tolist()
     functional = dict.fromkeys(FUNCTIONAL_STATS, 0)

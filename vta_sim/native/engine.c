@@ -221,7 +221,9 @@ static void add_seg(module_t *mod, int64_t port, int64_t cycles)
     if (!port && !cycles) return;
     if (mod->nseg == mod->seg_cap) {
         mod->seg_cap = mod->seg_cap ? 2 * mod->seg_cap : 64;
-        mod->segs = realloc(mod->segs, mod->seg_cap * sizeof(seg_t));
+        seg_t *grown = realloc(mod->segs, mod->seg_cap * sizeof(seg_t));
+        if (!grown) abort();   /* at most a few segments per SRAM entry: a few hundred KiB */
+        mod->segs = grown;
     }
     mod->segs[mod->nseg].port = port;
     mod->segs[mod->nseg++].cycles = cycles;
@@ -367,6 +369,7 @@ int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt
             uint32_t *uop, int64_t *stats)
 {
     int64_t *insns = malloc(n * VTA_NCOLS * sizeof(int64_t));
+    if (!insns) return VTA_ERR_MEMORY;
     if (decode(p, dram, n, insns)) {
         free(insns);
         stats[VTA_S_ERR_INDEX] = -1;
@@ -398,8 +401,12 @@ int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt
         tok[q] = malloc(tdepth * sizeof(token_t));
         last_pop[q] = -1;
     }
+    int fits = m.stamp && m.dsts;
+    for (int k = 0; k < 3; k++) fits &= m.w_seq[k] && m.r_seq[k] && m.uop_f[k] && mods[k].qidx && mods[k].qenq;
+    for (int q = 0; q < VTA_NQUEUES; q++) fits &= tok[q] != NULL;
+    int64_t end = fits ? -1 : 0, err = fits ? 0 : VTA_ERR_MEMORY;   /* no room: skip the run, free */
     const int64_t port_prio[3] = {p[VTA_P_PORT_PRIORITY + VTA_LOAD], p[VTA_P_PORT_PRIORITY + VTA_COMPUTE], 0};
-    int64_t now = 0, port_free = 0, fetch_k = 0, fetch_t = 0, end = -1, err = 0;
+    int64_t now = 0, port_free = 0, fetch_k = 0, fetch_t = 0;
     int fetch_req = 1;
     while (end < 0) {
         int64_t best[3] = {0, 0, 0}, key[3];

@@ -41,7 +41,7 @@ STATS = {"load_bytes": 6, "store_bytes": 1, "gemm_counter": 1, "alu_counter": 1,
          "module": 3 * 5, "fetch_stall_queue": 1, "fetch_stall_port": 1, "cycles": 1, "err_index": 1}
 PER_MODULE = 5   # busy, stall_token, stall_port, stall_push, instruction count
 #: What vta_run returns.
-ERRORS = {"deadlock": 1, "execute": 2, "static": 3}
+ERRORS = {"deadlock": 1, "execute": 2, "static": 3, "memory": 4}
 
 
 def offsets(widths: dict) -> dict:
