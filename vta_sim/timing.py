@@ -19,15 +19,6 @@ from .result import TIMING_STATS
 from .functional import COMPUTE, LOAD, MODULE_NAMES
 
 _FLAG_QUEUE = {MODULE_NAMES.index(m): q for m, q in isa.DEP_QUEUES.items()}
-
-
-def flag_queues(insn, num: int, kind: str) -> tuple:
-    """The token queues (by name) an instruction of module `num` pops or pushes (`kind`), in
-    flag order: push_prev before push_next."""
-    table = _FLAG_QUEUE[num]
-    return tuple(table[f] for f in isa.FLAGS if f.startswith(kind) and getattr(insn, f))
-
-
 FETCH = 3  # fetch is the fourth agent; read-port priority: fetch > compute > load
 PORT_PRIORITY = {FETCH: 0, COMPUTE: 1, LOAD: 2}
 
@@ -159,13 +150,13 @@ class Engine:
         self.tokens = {q.name: deque() for q in isa.TOKEN_QUEUES}  # each: deque of (push cycle, vc snapshot)
         self.last_pop = {q.name: -1 for q in isa.TOKEN_QUEUES}
         # Token queues each instruction pops and pushes, by name, decided once per flag pattern.
-        by_flags = {}
+        flag_queues = {}
         self.pops, self.pushes = [], []
         for insn, num in zip(insns, modules):
             key = (num, insn.pop_prev, insn.pop_next, insn.push_prev, insn.push_next)
-            if key not in by_flags:
-                by_flags[key] = (flag_queues(insn, num, "pop"), flag_queues(insn, num, "push"))
-            pops, pushes = by_flags[key]
+            if key not in flag_queues:
+                flag_queues[key] = (self._queues(insn, num, "pop"), self._queues(insn, num, "push"))
+            pops, pushes = flag_queues[key]
             self.pops.append(pops)
             self.pushes.append(pushes)
         self._segment_cache = {}
@@ -177,6 +168,10 @@ class Engine:
         self.progress = progress
 
     # ------------------------------------------------------------------ helpers
+    def _queues(self, insn, num, kind: str) -> tuple:
+        table = _FLAG_QUEUE[num]
+        return tuple(table[f] for f in isa.FLAGS if f.startswith(kind) and getattr(insn, f))
+
     def _segments(self, insn) -> tuple:
         """The instruction's work as ((needs read port, cycles), ...) and their total cycles.
 
