@@ -5,7 +5,7 @@ numpy's batched 1x8 by 8x8 products run at well under 1 G multiply-accumulates/s
 runs them several times faster, and its wrapping 32-bit sums make repeated destinations need no
 sorting. The ALU loop runs iterations in program order, which is the spec's semantics whatever
 the iterations share. The library is built with $CC (default gcc) on first use into $VTA_SIM_BUILD (default
-sim/ in the cache root, vta_sim.paths), keyed by a hash of the source and the options, and reused; a
+sim/ in the cache root, vta_sim.paths), keyed by a hash of the sources and the options, and reused; a
 second process waits for the first build. A build failure raises `NativeBuildError`.
 """
 from __future__ import annotations

@@ -1,10 +1,11 @@
 /* The micro-op loop nests of GEMM and ALU instructions (spec section 5), called by
- * vta_sim/native/__init__.py through ctypes.
+ * vta_sim/native/__init__.py through ctypes and by engine.c.
  *
  * GEMM: acc[a[k]] += inp[s[k]] x wgt[w[k]]^T for k = 0..n-1, in 32-bit two's complement. Sums are
  * taken modulo 2^32, so repeated destinations accumulate exactly in any order, as the
  * hardware's wrapping adds do. On x86-64, BLOCK_IN = BLOCK_OUT = 8 uses SSE2: int8 widened to
- * int16, pmaddwd (pairs of int8 products never overflow int32) and a transposed add. */
+ * int16, pmaddwd (pairs of int8 products never overflow int32) and a transposed add; with
+ * BATCH > 1 and a CPU that has AVX2 (checked at run time), two batch rows per register. */
 #include <stdint.h>
 
 static void gemm_any(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t *a, const int64_t *s,
