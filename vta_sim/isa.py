@@ -306,26 +306,6 @@ def encode_program(insns, cfg: Config) -> bytes:
     return b"".join(encode(i, cfg) for i in insns)
 
 
-def field_columns(words: np.ndarray, cfg: Config) -> dict:
-    """Vectorised: {format: {field: int64 array}} of (n, 2) uint64 instruction words, every
-    format's fields read from every word (whatever its opcode)."""
-    halves = [np.ascontiguousarray(words[:, k]) for k in range(2)]   # aligned and contiguous: fast
-    columns, seen = {}, {}            # seen: a field's bits, read once for every format holding it
-    for fmt, fields in layout(cfg).items():
-        if fmt == "uop":
-            continue
-        cols = {}
-        for f in fields:
-            if f not in seen:
-                v = ((halves[f.lo // 64] >> np.uint64(f.lo % 64)) & np.uint64(f.mask)).astype(np.int64)
-                if f.signed:
-                    v = np.where(v >> (f.width - 1), v - (1 << f.width), v)
-                seen[f] = v
-            cols[f.name] = seen[f]
-        columns[fmt] = cols
-    return columns
-
-
 def decode_program(data, cfg: Config) -> list:
     """Decode a whole instruction stream at once (vectorised field extraction).
 
@@ -340,7 +320,18 @@ def decode_program(data, cfg: Config) -> list:
     if bad.size:
         i = int(bad[0])
         raise EncodingError(f"illegal opcode {opcodes[i]}", index=i, disasm=disasm_word(words[i]))
-    columns = {fmt: {name: v.tolist() for name, v in cols.items()} for fmt, cols in field_columns(words, cfg).items()}
+    columns = {}
+    for fmt, fields in layout(cfg).items():
+        if fmt == "uop":
+            continue
+        cols = {}
+        for f in fields:
+            w = words[:, f.lo // 64]
+            v = ((w >> np.uint64(f.lo % 64)) & np.uint64(f.mask)).astype(np.int64)
+            if f.signed:
+                v = np.where(v >> (f.width - 1), v - (1 << f.width), v)
+            cols[f.name] = v.tolist()
+        columns[fmt] = cols
     out = []
     for i, op in enumerate(opcodes.tolist()):
         cls = _CLASS_BY_OPCODE[op]
