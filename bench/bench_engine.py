@@ -7,6 +7,7 @@ Each workload is compiled (through the kernel cache, graph.cache) and run once w
 backend that keeps every program it is handed; then only `Simulator.run` over those programs is
 timed, best of `--repeats`, as wall time and as CPU time (`time.process_time`, less sensitive to
 other jobs on a shared machine). Cycles, statistics and DRAM are checked equal on every repeat.
+`VTA_SIM_ENGINE=reference` times the Python reference engine instead of the compiled one.
 """
 from __future__ import annotations
 

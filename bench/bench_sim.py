@@ -9,6 +9,7 @@
 4. The double-buffered 64x4096x128 GEMM of vta_sim/blocked_gemm.py (1x8x8, 2 vthreads): the
    issue's acceptance program (target: >= 3 M cycles/s).
 Only `Simulator.run` is timed (not building the program); best of 3 runs, wall and CPU time.
+`VTA_SIM_ENGINE=reference` times the Python reference engine instead of the compiled one.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ MODULE_NAMES = isa.MODULES
 LOAD, COMPUTE, STORE = (MODULE_NAMES.index(m) for m in (isa.LOAD_MODULE, isa.COMPUTE_MODULE,
                                                         isa.STORE_MODULE))  # vector-clock positions
 _SRAM_OF_MEM = {MEM_INP: "inp", MEM_WGT: "wgt", MEM_ACC: "acc", MEM_ACC_8BIT: "acc", MEM_UOP: "uop"}
-_LOAD_STAT = {mem: f"{name}_load_nbytes" for mem, name in _SRAM_OF_MEM.items()}  # ACC_8BIT counts as acc
+LOAD_STAT = {mem: f"{name}_load_nbytes" for mem, name in _SRAM_OF_MEM.items()}  # ACC_8BIT counts as acc
 _CHUNK = 1 << 18  # iterations materialised at once: bounds memory on huge loop nests
 _NEST_CACHE_SIZE = 64  # memoised loop nests (each at most one chunk of index arrays)
 
@@ -124,7 +124,7 @@ class Machine:
             self._nest_cache.clear()
             for dst, src in zip(self.uop_fields, isa.decode_uops(self.sram["uop"][lo:hi], cfg)):
                 dst[lo:hi] = src
-        self.stats[_LOAD_STAT[mem]] += insn.x_size * insn.y_size * elem
+        self.stats[LOAD_STAT[mem]] += insn.x_size * insn.y_size * elem
 
     def execute_store(self, insn: isa.MemInsn, vc) -> None:
         if insn.x_size == 0:

@@ -228,6 +228,8 @@ class Uop:
 
 _CLASS_BY_OPCODE = {OP_LOAD: MemInsn, OP_STORE: MemInsn, OP_GEMM: GemmInsn, OP_FINISH: FinishInsn,
                     OP_ALU: AluInsn}
+#: Opcode -> the name of its format in layout(cfg).
+FORMAT_OF_OPCODE = {op: cls.FORMAT for op, cls in _CLASS_BY_OPCODE.items()}
 
 
 # ------------------------------------------------------------------------------ encode / decode

@@ -6,11 +6,13 @@ instructions through the modules and the functional machine applies each one.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
-from . import isa
+from . import compiled, isa
 from .config import MEM_NAMES, MEM_OUT, MEM_UOP, Config
-from .errors import EncodingError, MemoryAccessError, ProgramError, VTAError
+from .errors import ConfigError, EncodingError, MemoryAccessError, ProgramError, VTAError
 from .functional import MODULE_NAMES, Machine
 from .result import RunResult
 from .timing import Engine
@@ -137,15 +139,42 @@ def _check_mem(cfg: Config, insn: isa.MemInsn, dram_bytes: int) -> None:
                                     f"({name} elements of {elem} B from element {insn.dram_base})")
 
 
+#: The engines: "compiled" (vta_sim.compiled, C) and "reference" (timing.Engine + functional.Machine).
+ENGINES = ("compiled", "reference")
+#: Chooses the engine when the Simulator is not told; the compiled one by default.
+ENGINE_ENV = "VTA_SIM_ENGINE"
+
+
 class Simulator:
-    """Bit-exact functional simulator with the cycle model of docs/timing.md."""
+    """Bit-exact functional simulator with the cycle model of docs/timing.md.
+
+    `engine` (default: $VTA_SIM_ENGINE, else "compiled") picks the implementation; both give
+    identical cycles, statistics, DRAM and errors. Traces and progress reports always come from
+    the reference engine."""
 
     name = "sim"
 
-    def __init__(self, cfg: Config | str | None = None):
+    def __init__(self, cfg: Config | str | None = None, engine: str | None = None):
         self.cfg = Config.load(cfg)
+        engine = engine or os.environ.get(ENGINE_ENV) or ENGINES[0]
+        if engine not in ENGINES:
+            raise ConfigError(f"unknown simulator engine {engine!r} (from {ENGINE_ENV} or engine=): "
+                              f"give one of {', '.join(ENGINES)}")
+        self.engine = engine
 
     def run(self, dram, insn_addr: int, insn_count: int, trace: bool = False, progress=None) -> RunResult:
+        if self.engine == "reference" or trace or progress is not None:
+            return self._run_reference(dram, insn_addr, insn_count, trace, progress)
+        image = as_image(dram)
+        done = compiled.run(self.cfg, image, insn_addr, insn_count)
+        if done is None:   # refused: the reference raises its exact error
+            self._run_reference(dram, insn_addr, insn_count, False, None)
+            raise RuntimeError(f"the compiled engine refused a program that the reference engine runs "
+                               f"(insn_addr={insn_addr:#x}, insn_count={insn_count}): a bug in vta_sim/compiled.py or native/engine.c")
+        cycles, stats = done
+        return RunResult(dram=image, cycles=cycles, stats=stats, trace=None, backend=self.name)
+
+    def _run_reference(self, dram, insn_addr: int, insn_count: int, trace: bool, progress) -> RunResult:
         cfg = self.cfg
         image = as_image(dram)
         insns, modules = check_program(cfg, image, insn_addr, insn_count)

@@ -20,7 +20,7 @@ from .functional import COMPUTE, LOAD, MODULE_NAMES
 
 _FLAG_QUEUE = {MODULE_NAMES.index(m): q for m, q in isa.DEP_QUEUES.items()}
 FETCH = 3  # fetch is the fourth agent; read-port priority: fetch > compute > load
-_PORT_PRIORITY = {FETCH: 0, COMPUTE: 1, LOAD: 2}
+PORT_PRIORITY = {FETCH: 0, COMPUTE: 1, LOAD: 2}
 
 
 @lru_cache(maxsize=4096)
@@ -236,7 +236,7 @@ class Engine:
         qdepth, tdepth = self.cfg.CMD_QUEUE_DEPTH, self.cfg.TOKEN_DEPTH
         fetch_cycles = [sum(self.dma.read_bursts(self.insn_addr + k * isa.INSN_BYTES, isa.INSN_BYTES))
                         for k in range(n)]
-        fetch_priority = _PORT_PRIORITY[FETCH]
+        fetch_priority = PORT_PRIORITY[FETCH]
         # the hot state lives in locals; written back to self for _deadlock and stats
         now = port_free = fetch_k = fetch_t = 0
         fetch_req = True
@@ -269,7 +269,7 @@ class Engine:
                         continue
                     key, act = (max(now, m.free, m.nxt[2] + ISSUE_DELAY), 1, m.num), _BEGIN
                 elif phase == _PORT:
-                    key, act = (max(now, m.current.t, port_free), 3, _PORT_PRIORITY[m.num]), _GRANT
+                    key, act = (max(now, m.current.t, port_free), 3, PORT_PRIORITY[m.num]), _GRANT
                 elif phase == _RUN:
                     key, act = (max(now, m.current.done), 0, m.num), _DONE
                 else:

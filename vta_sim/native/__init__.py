@@ -1,11 +1,11 @@
-"""The simulator's compiled inner loops: the GEMM and ALU micro-op loop nests in C (loops.c),
-through ctypes.
+"""The simulator's compiled code, through ctypes: the GEMM and ALU micro-op loop nests (loops.c)
+and the compiled engine that runs a whole program (engine.c, vta_sim.compiled).
 
 numpy's batched 1x8 by 8x8 products run at well under 1 G multiply-accumulates/s; the C loop
 runs them several times faster, and its wrapping 32-bit sums make repeated destinations need no
 sorting. The ALU loop runs iterations in program order, which is the spec's semantics whatever
 the iterations share. The library is built with $CC (default gcc) on first use into $VTA_SIM_BUILD (default
-sim/ in the cache root, vta_sim.paths), keyed by a hash of the source and the options, and reused; a
+sim/ in the cache root, vta_sim.paths), keyed by a hash of the sources and the options, and reused; a
 second process waits for the first build. A build failure raises `NativeBuildError`.
 """
 from __future__ import annotations
@@ -24,11 +24,13 @@ import numpy as np
 from .. import isa
 from ..errors import VTAError
 from ..paths import cache_dir
+from . import layout
 
-SOURCE = Path(__file__).resolve().parent / "loops.c"
+SOURCES = tuple(Path(__file__).resolve().parent / name for name in ("loops.c", "engine.c"))
 BUILD_ROOT = cache_dir("sim", "VTA_SIM_BUILD")
 #: The ALU's shift cap comes from isa, as the RTL's comes from its generated header.
-CFLAGS = ["-O2", "-fPIC", "-shared", "-std=c99", f"-DVTA_ALU_SHIFT_CAP={isa.ALU_SHIFT_CAP}"]
+#: engine.c's column, parameter and statistic layout and ISA numbers come from layout.py.
+CFLAGS = ["-O3", "-fPIC", "-shared", "-std=c99", f"-DVTA_ALU_SHIFT_CAP={isa.ALU_SHIFT_CAP}", *layout.defines()]
 
 
 class NativeBuildError(VTAError):
@@ -38,7 +40,7 @@ class NativeBuildError(VTAError):
 def library_path() -> Path:
     """Where the library of this source, compiler and options lives (built or not)."""
     cc = os.environ.get("CC", "gcc")
-    digest = hashlib.sha256(SOURCE.read_bytes() + repr((cc, CFLAGS)).encode()).hexdigest()[:12]
+    digest = hashlib.sha256(b"".join(s.read_bytes() for s in SOURCES) + repr((cc, CFLAGS)).encode()).hexdigest()[:12]
     return BUILD_ROOT / f"libvta_loops-{digest}.so"
 
 
@@ -49,7 +51,7 @@ def build() -> Path:
         return path
     cc = os.environ.get("CC", "gcc")
     if shutil.which(cc) is None:
-        raise NativeBuildError(f"the simulator's compiled loops (vta_sim/native/loops.c) need a C compiler: {cc!r} "
+        raise NativeBuildError(f"the simulator's compiled code (vta_sim/native/*.c) needs a C compiler: {cc!r} "
                                "is not on PATH (set $CC)")
     BUILD_ROOT.mkdir(parents=True, exist_ok=True)
     with open(BUILD_ROOT / f"{path.name}.lock", "w") as lock:
@@ -57,10 +59,10 @@ def build() -> Path:
         if not path.is_file():
             fd, scratch = tempfile.mkstemp(prefix=path.name + ".", dir=BUILD_ROOT)
             os.close(fd)
-            proc = subprocess.run([cc, *CFLAGS, "-o", scratch, str(SOURCE)], capture_output=True, text=True)
+            proc = subprocess.run([cc, *CFLAGS, "-o", scratch, *map(str, SOURCES)], capture_output=True, text=True)
             if proc.returncode != 0:
                 os.unlink(scratch)
-                raise NativeBuildError(f"building {SOURCE} with {cc} failed (exit {proc.returncode}):\n"
+                raise NativeBuildError(f"building {', '.join(s.name for s in SOURCES)} with {cc} failed (exit {proc.returncode}):\n"
                                        f"{(proc.stdout + proc.stderr)[-3000:]}")
             os.replace(scratch, path)   # atomic: a reader never sees half a library
             for old in BUILD_ROOT.glob("libvta_loops-*.so*"):   # other sources' builds and their locks
@@ -71,7 +73,7 @@ def build() -> Path:
 
 _LIB = None
 #: loops.c's VTA_ALU_* numbers of the ISA's ALU opcodes.
-_ALU_OPS = {isa.ALU_MIN: 0, isa.ALU_MAX: 1, isa.ALU_ADD: 2, isa.ALU_SHR: 3, isa.ALU_MUL: 4}
+ALU_CODES = {isa.ALU_MIN: 0, isa.ALU_MAX: 1, isa.ALU_ADD: 2, isa.ALU_SHR: 3, isa.ALU_MUL: 4}
 
 
 def _lib():
@@ -82,6 +84,8 @@ def _lib():
         lib.vta_gemm.argtypes = [ptr, ptr, ptr, ptr, ptr, ptr, i64, i64, i64, i64]
         lib.vta_alu.argtypes = [ptr, ptr, ptr, i64, i64, i32, i32, i32]
         lib.vta_gemm.restype = lib.vta_alu.restype = None
+        lib.vta_run.argtypes = [ptr, i64, ptr, ptr, ptr, ptr, ptr, ptr, ptr]
+        lib.vta_run.restype = ctypes.c_int
         _LIB = lib
     return _LIB
 
@@ -110,5 +114,15 @@ def alu(acc: np.ndarray, a: np.ndarray, s: np.ndarray, opcode: int, imm: int | N
 
     acc (depth, ...) int32 C-contiguous; a, s int64 indices, already range-checked."""
     _check((acc, np.int32), (a, np.int64), (s, np.int64))
-    _lib().vta_alu(acc.ctypes.data, a.ctypes.data, s.ctypes.data, a.size, acc[0].size, _ALU_OPS[opcode],
+    _lib().vta_alu(acc.ctypes.data, a.ctypes.data, s.ctypes.data, a.size, acc[0].size, ALU_CODES[opcode],
                    int(imm is not None), imm or 0)
+
+
+def run_program(params: np.ndarray, count: int, dram: np.ndarray, sram: dict, stats: np.ndarray) -> int:
+    """engine.c's vta_run: the program of `count` instructions in `dram` (where params says), on
+    `dram` and the SRAMs in place; fills `stats` (layout.STATS). Returns 0 or a layout.ERRORS code."""
+    _check((params, np.int64), (dram, np.uint8), (stats, np.int64), (sram["inp"], np.int8),
+           (sram["wgt"], np.int8), (sram["acc"], np.int32), (sram["out"], np.int8), (sram["uop"], np.uint32))
+    return _lib().vta_run(params.ctypes.data, count, dram.ctypes.data,
+                          *(sram[name].ctypes.data for name in ("inp", "wgt", "acc", "out", "uop")),
+                          stats.ctypes.data)

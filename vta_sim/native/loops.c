@@ -1,10 +1,11 @@
 /* The micro-op loop nests of GEMM and ALU instructions (spec section 5), called by
- * vta_sim/native/__init__.py through ctypes.
+ * vta_sim/native/__init__.py through ctypes and by engine.c.
  *
  * GEMM: acc[a[k]] += inp[s[k]] x wgt[w[k]]^T for k = 0..n-1, in 32-bit two's complement. Sums are
  * taken modulo 2^32, so repeated destinations accumulate exactly in any order, as the
  * hardware's wrapping adds do. On x86-64, BLOCK_IN = BLOCK_OUT = 8 uses SSE2: int8 widened to
- * int16, pmaddwd (pairs of int8 products never overflow int32) and a transposed add. */
+ * int16, pmaddwd (pairs of int8 products never overflow int32) and a transposed add; with
+ * BATCH > 1 and a CPU that has AVX2 (checked at run time), two batch rows per register. */
 #include <stdint.h>
 
 static void gemm_any(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t *a, const int64_t *s,
@@ -61,6 +62,56 @@ static void gemm_8x8(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const 
         }
     }
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+
+/* hsum4 on each 128-bit half: [r0..r3 sums of the low half | r0..r3 sums of the high half] */
+__attribute__((target("avx2"))) static inline __m256i hsum4_x2(__m256i r0, __m256i r1, __m256i r2, __m256i r3)
+{
+    __m256i x = _mm256_add_epi32(_mm256_unpacklo_epi32(r0, r1), _mm256_unpackhi_epi32(r0, r1));
+    __m256i y = _mm256_add_epi32(_mm256_unpacklo_epi32(r2, r3), _mm256_unpackhi_epi32(r2, r3));
+    return _mm256_add_epi32(_mm256_unpacklo_epi64(x, y), _mm256_unpackhi_epi64(x, y));
+}
+
+/* gemm_8x8 with two batch rows per 256-bit register (the same weight rows in both halves); an
+ * odd last row goes through the SSE2 code's arithmetic on one half. */
+__attribute__((target("avx2"))) static void gemm_8x8_avx2(uint32_t *acc, const int8_t *inp, const int8_t *wgt,
+                                                          const int64_t *a, const int64_t *s, const int64_t *w,
+                                                          int64_t n, int64_t batch)
+{
+    for (int64_t k = 0; k < n; k++) {
+        uint32_t *A = acc + a[k] * 8 * batch;
+        const int8_t *I = inp + s[k] * 8 * batch, *W = wgt + w[k] * 64;
+        __m256i row[8];   /* weight row o as int16, in both halves */
+        for (int o = 0; o < 8; o++)
+            row[o] = _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(W + 8 * o))));
+        int64_t b = 0;
+        for (; b + 1 < batch; b += 2) {
+            __m256i x = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(I + 8 * b)));   /* rows b, b+1 */
+            __m256i lo = hsum4_x2(_mm256_madd_epi16(x, row[0]), _mm256_madd_epi16(x, row[1]),
+                                  _mm256_madd_epi16(x, row[2]), _mm256_madd_epi16(x, row[3]));
+            __m256i hi = hsum4_x2(_mm256_madd_epi16(x, row[4]), _mm256_madd_epi16(x, row[5]),
+                                  _mm256_madd_epi16(x, row[6]), _mm256_madd_epi16(x, row[7]));
+            /* row b: [lo.low | hi.low], row b+1: [lo.high | hi.high] */
+            __m256i r0 = _mm256_permute2x128_si256(lo, hi, 0x20), r1 = _mm256_permute2x128_si256(lo, hi, 0x31);
+            __m256i *d0 = (__m256i *)(A + 8 * b), *d1 = (__m256i *)(A + 8 * (b + 1));
+            _mm256_storeu_si256(d0, _mm256_add_epi32(_mm256_loadu_si256(d0), r0));
+            _mm256_storeu_si256(d1, _mm256_add_epi32(_mm256_loadu_si256(d1), r1));
+        }
+        if (b < batch) {
+            __m256i x = _mm256_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(I + 8 * b)));   /* row b, zeros */
+            __m256i lo = hsum4_x2(_mm256_madd_epi16(x, row[0]), _mm256_madd_epi16(x, row[1]),
+                                  _mm256_madd_epi16(x, row[2]), _mm256_madd_epi16(x, row[3]));
+            __m256i hi = hsum4_x2(_mm256_madd_epi16(x, row[4]), _mm256_madd_epi16(x, row[5]),
+                                  _mm256_madd_epi16(x, row[6]), _mm256_madd_epi16(x, row[7]));
+            __m256i *d0 = (__m256i *)(A + 8 * b);
+            _mm256_storeu_si256(d0, _mm256_add_epi32(_mm256_loadu_si256(d0), _mm256_permute2x128_si256(lo, hi, 0x20)));
+        }
+    }
+}
+#endif
 #endif
 
 void vta_gemm(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t *a, const int64_t *s,
@@ -68,6 +119,12 @@ void vta_gemm(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t
 {
 #ifdef __SSE2__
     if (bi == 8 && bo == 8) {
+#ifdef HAVE_AVX2_PATH
+        if (batch > 1 && __builtin_cpu_supports("avx2")) {
+            gemm_8x8_avx2(acc, inp, wgt, a, s, w, n, batch);
+            return;
+        }
+#endif
         gemm_8x8(acc, inp, wgt, a, s, w, n, batch);
         return;
     }
@@ -100,13 +157,27 @@ static inline int32_t alu_lane(int op, int32_t x, int32_t y)
     }
 }
 
+/* One loop per op and operand kind, so that the lane loop holds no switch. */
+#define ALU_LOOP(OP, Y)                                                                   \
+    for (int64_t k = 0; k < n; k++) {                                                    \
+        int32_t *dst = acc + a[k] * lanes;                                               \
+        const int32_t *src = acc + s[k] * lanes;                                         \
+        (void)src;                                                                       \
+        for (int64_t l = 0; l < lanes; l++) dst[l] = alu_lane(OP, dst[l], Y);            \
+    }
+#define ALU_CASE(OP)                                                                      \
+    case OP:                                                                             \
+        if (use_imm) { ALU_LOOP(OP, imm) } else { ALU_LOOP(OP, src[l]) }                 \
+        break;
+
 void vta_alu(int32_t *acc, const int64_t *a, const int64_t *s, int64_t n, int64_t lanes, int op, int use_imm,
              int32_t imm)
 {
-    for (int64_t k = 0; k < n; k++) {
-        int32_t *dst = acc + a[k] * lanes;
-        const int32_t *src = acc + s[k] * lanes;
-        for (int64_t l = 0; l < lanes; l++)
-            dst[l] = alu_lane(op, dst[l], use_imm ? imm : src[l]);
+    switch (op) {
+    ALU_CASE(VTA_ALU_MIN)
+    ALU_CASE(VTA_ALU_MAX)
+    ALU_CASE(VTA_ALU_ADD)
+    ALU_CASE(VTA_ALU_MUL)
+    default: ALU_CASE(VTA_ALU_SHR)
     }
 }
