@@ -12,14 +12,13 @@ other jobs on a shared machine). Cycles, statistics and DRAM are checked equal o
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from pathlib import Path
 
 import numpy as np
 
 from graph.run import load_case, run_model
-from schedules.cli import layer_shape, run_vta
+from schedules.measure import layer_shape, run_vta
+from table import print_table, write_json
 from vta_sim import Simulator
 from vta_sim.config import Config
 
@@ -85,15 +84,12 @@ def main(argv=None):
     p.add_argument("--json")
     args = p.parse_args(argv)
     rows = [measure(name, args.repeats) for name in args.only.split(",")]
-    print(f"{'workload':<26} {'config':<6} {'progs':>5} {'insns':>7} {'cycles':>12} {'wall s':>7} {'cpu s':>7} "
-          f"{'insns/s':>9} {'Mcycles/s':>9}")
-    for r in rows:
-        print(f"{r['label']:<26} {r['config']:<6} {r['programs']:>5} {r['instructions']:>7,} {r['cycles']:>12,} "
-              f"{r['wall_s']:>7.3f} {r['cpu_s']:>7.3f} {r['insns_per_s']:>9,.0f} {r['cycles_per_s'] / 1e6:>9.2f}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(rows, indent=2))
-
+    print_table(rows, [("workload", 26, lambda r: r["label"]), ("config", 6, lambda r: r["config"]),
+                       ("progs", 5, lambda r: f"{r['programs']}"), ("insns", 7, lambda r: f"{r['instructions']:,}"),
+                       ("cycles", 12, lambda r: f"{r['cycles']:,}"), ("wall s", 7, lambda r: f"{r['wall_s']:.3f}"),
+                       ("cpu s", 7, lambda r: f"{r['cpu_s']:.3f}"), ("insns/s", 9, lambda r: f"{r['insns_per_s']:,.0f}"),
+                       ("Mcycles/s", 9, lambda r: f"{r['cycles_per_s'] / 1e6:.2f}")])
+    write_json(args.json, rows)
 
 if __name__ == "__main__":
     main()

@@ -14,7 +14,6 @@ Only `Simulator.run` is timed (not building the program); best of 3 runs, wall a
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ import numpy as np
 from vta_sim import Simulator, packing
 from vta_sim.blocked_gemm import blocked_gemm, random_operands
 from vta_sim.runtime import Runtime, UopKernel
+from table import print_table, write_json
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))  # scripts, not a package
 from blocked_conv2d import conv2d  # noqa: E402
@@ -84,14 +84,12 @@ def main(argv=None):
     rt = Runtime("1x8x8")
     blocked_gemm(rt, *random_operands(rt.cfg, 64, 4096, 128), vthreads=2)
     rows.append(row("double-buffered GEMM 64x4096x128", rt.last_program))
-    print(f"{'benchmark':<42} {'insns':>7} {'cycles':>12} {'wall s':>8} {'cpu s':>8} {'Mcycles/s':>10} {'insns/s':>9}")
-    for r in rows:
-        print(f"{r['bench']:<42} {r['instructions']:>7,} {r['cycles']:>12,} {r['wall_s']:>8.3f} {r['cpu_s']:>8.3f} "
-              f"{r['cycles_per_s'] / 1e6:>10.2f} {r['insns_per_s']:>9,.0f}")
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(rows, indent=2))
-
+    print_table(rows, [("benchmark", 42, lambda r: r["bench"]), ("insns", 7, lambda r: f"{r['instructions']:,}"),
+                       ("cycles", 12, lambda r: f"{r['cycles']:,}"), ("wall s", 8, lambda r: f"{r['wall_s']:.3f}"),
+                       ("cpu s", 8, lambda r: f"{r['cpu_s']:.3f}"),
+                       ("Mcycles/s", 10, lambda r: f"{r['cycles_per_s'] / 1e6:.2f}"),
+                       ("insns/s", 9, lambda r: f"{r['insns_per_s']:,.0f}")])
+    write_json(args.json, rows)
 
 if __name__ == "__main__":
     main()
