@@ -24,6 +24,7 @@ from schedules.vta_ops import Requant
 from schedules.vta_pool import PoolShape
 
 from .errors import GraphError
+from .qdq import static_shape
 
 
 
@@ -97,10 +98,6 @@ def _const(e) -> np.ndarray:
 
 def _prim(e) -> int:
     return int(e.value) if hasattr(e, "value") else int(e)
-
-
-def _shape(e) -> tuple:
-    return tuple(int(d) for d in e.ty.shape)
 
 
 def value_lookup(func, extra=None):
@@ -178,10 +175,10 @@ def read_spec(root, value_of=lambda e: e):
         x = root.args[0]
         if x.ty.dtype != "int8":
             raise _Unsupported(f"a {x.ty.dtype} max-pool: the accelerator pools int8")
-        n, c, h, w = _shape(x)
+        n, c, h, w = static_shape(x)
         pool, strides, pad = _ints(a.pool_size), _ints(a.strides), _ints(a.padding)
         _check_pool_attrs(pool, strides, pad, a)
-        oh, ow = _shape(root)[2:]
+        oh, ow = static_shape(root)[2:]
         shape = PoolShape(n, c, h, w, pool[0], strides[0], pad[0])
         # ceil_mode's last window may run past the padding: pad that far with -128 (never a max)
         extra = max(0, (oh - 1) * shape.stride + shape.k - (h + 2 * shape.pad)) if a.ceil_mode else 0
@@ -197,7 +194,7 @@ def read_spec(root, value_of=lambda e: e):
         padded = value_of(x)
         if op_name(padded) == "relax.nn.pad":           # an input zero point: pad with it
             x, pad, pad_value = padded.args[0], _explicit_pad(padded), int(padded.attrs.pad_value)
-        n, ic, h, w = _shape(x)
+        n, ic, h, w = static_shape(x)
         weight = _const(wgt)
         oc, _, kh, kw = weight.shape
         _check_conv_attrs(kh, kw, a, pad, ic, oc)
@@ -207,12 +204,12 @@ def read_spec(root, value_of=lambda e: e):
     if kind == "relax.matmul":
         x, wgt = acc.args
         weight = _const(wgt)                       # (K, N)
-        m, k = _shape(x)
+        m, k = static_shape(x)
         spec = DenseSpec(DenseShape(m, k, weight.shape[1]), requant)
         return spec, (np.ascontiguousarray(weight.T), *vectors)
     if kind == "relax.add":      # residual: add(a << ka, b << kb) + rnd, or add((a - za) m_a, (b - zb) m_b)
         terms = [value_of(t) for t in acc.args]
-        n, c, h, w = _shape(add_operands(acc, value_of)[0])
+        n, c, h, w = static_shape(add_operands(acc, value_of)[0])
         if isinstance(requant, ScaledRequant):
             (za, ma), (zb, mb) = ((-int(_const(value_of(t.args[0]).args[1])), int(_const(t.args[1])))
                                   for t in terms)
@@ -260,8 +257,11 @@ def conv_kind(call) -> str:
 
 def call_macs(call) -> int:
     """Multiply-accumulates of a conv2d or matmul call from its shapes (0 for other ops and for
-    average pools: a model's MACs are its convolutions' and dense layers')."""
+    average pools: a model's MACs are its convolutions' and dense layers'). A CPU layer whose
+    output shape TVM's frontend left unknown counts 0: its reason says so (qdq.static_shape)."""
     name = op_name(call)
+    if call.ty.shape is None:
+        return 0
     if name == "relax.nn.conv2d" and conv_kind(call) == "conv2d":
         _, per, kh, kw = (int(d) for d in call.args[1].ty.shape)
         return int(np.prod([int(d) for d in call.ty.shape])) * per * kh * kw

@@ -314,13 +314,26 @@ def _ints(values) -> list:
     return [int(v) for v in values]
 
 
+def static_shape(e) -> tuple:
+    """The dims of a tensor's shape, or a GraphError where TVM's frontend left them unknown."""
+    shape = e.ty.shape
+    if shape is None or not all(isinstance(d, (int, tvm.tirx.IntImm)) for d in shape):
+        raise GraphError(f"its input's shape {e.ty} is not known when the graph is built (a Slice or "
+                         "Reshape computed from Shape ops, as torch writes x.chunk; "
+                         "onnxruntime.quantization.quant_pre_process on the float model folds them)")
+    return tuple(int(d) for d in shape)
+
+
 def _plan_avg_pool(g: _Graph, q, pool):
     """An average pool as the integer graph computes it: the window sum is a depthwise conv of
     ones (its padding holds the input's zero point, the real zero), then the fixed-point
     requantisation by s_x / (s_y k^2) with -k^2 zp_x folded into the bias (docs/ops.md)."""
     x, sx, zx, _ = _dq_input(g, pool.args[0], "input", zero_point_ok=True)
     _single_use(g, q.args[0])
-    _, c, h, w = (int(d) for d in x.ty.shape)
+    try:
+        _, c, h, w = static_shape(x)
+    except GraphError as exc:
+        raise _Refusal(str(exc)) from None
     k, stride, pad = _pool_window(pool, h, w)
     sy, zy = _scalar(g, q.args[1], "output scale"), int(_scalar(g, q.args[2], "output zero point"))
     count = k * k
