@@ -25,6 +25,7 @@ the border, an op it does not map) stays in float on the CPU, and its `Decision`
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass
 
 import numpy as np
@@ -238,6 +239,9 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
         acc_bias = acc_bias + ((1 << (shift - 1)) if shift else 0)
         params = None
     else:
+        reach = -INT8_MIN * np.abs(weight.astype(np.int64)).sum(axis=reduce)
+        multipliers, acc_bias = _two_valued(multipliers, acc_bias, reach, int(zy), lo)
+        acc_bound = reach + np.abs(acc_bias)
         try:
             requant, params = fixed_point.choose(multipliers, int(zy), lo, INT8_MAX, acc_bound=acc_bound)
         except CompileError as exc:
@@ -246,6 +250,36 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
         raise _Refusal("its bias does not fit int32 at scale s_x*s_w")
     return _Plan(kind, dict(x=x, weight=weight, bias=acc_bias.astype(np.int32), requant=requant,
                             params=params, pad_value=zx, op=op, x_uint8=x_uint8, y_uint8=y_uint8))
+
+
+#: A bias' this large leaves the fixed-point sequence (products below 2^31) no room for M.
+HUGE_BIAS = 1 << 24
+
+
+def _two_valued(mult, bias, reach, zy: int, lo: int) -> tuple:
+    """(multipliers, biases) with the channels that output at most two values re-encoded exactly.
+
+    quantize_static keeps a bias in int32 by widening the weight scales when the input's scale
+    is tiny (GoogLeNet's and ShuffleNet's classifiers at 64x64 with random weights: 3e-14), so a
+    channel may have M = 6e-8 and bias' = 2^31: no fixed-point encoding fits. Over the channel's
+    accumulators (|acc| <= reach) its output clip(round(M (acc + bias')) + zy) then takes at
+    most two values n0, n0 + 1, stepping at acc = t. M' = 1/L (L > 2 reach, a power of two) and
+    bias'' = n0 L + L/2 - t give the same output for every such accumulator, with small products.
+    Only channels whose bias' exceeds HUGE_BIAS are touched."""
+    mult, bias, reach = (np.array(v, np.float64) for v in np.broadcast_arrays(mult, bias, reach))
+    low, high = lo - zy, INT8_MAX - zy                  # the output before + zy, where it clips
+    for c in np.flatnonzero((np.abs(bias) > HUGE_BIAS) & (mult > 0)):
+        m, b, r = Fraction(float(mult[c])), int(bias[c]), int(reach[c])
+
+        def out(acc):
+            return min(max(math.floor(m * (acc + b) + Fraction(1, 2)), low - 1), high + 1)
+        n0, n1 = out(-r), out(r)
+        if n1 - n0 > 1:
+            continue
+        step = r + 1 if n1 == n0 else math.ceil((n0 + Fraction(1, 2)) / m - b)
+        size = 1 << (2 * r + 1).bit_length()
+        mult[c], bias[c] = 1 / size, n0 * size + size // 2 - step
+    return mult, bias
 
 
 def _common_pow2_shift(multipliers: np.ndarray) -> int | None:

@@ -1,10 +1,17 @@
 """Forms torchvision's exporters write that the hand-built models of test_graph.py do not."""
+import math
+from fractions import Fraction
+
 import numpy as np
+import pytest
 from onnx import numpy_helper
 
+from graph import qdq
 from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
+from schedules import fixed_point
+from vta_sim.config import INT8_MAX, INT8_MIN
 
 
 def test_a_mean_over_h_and_w_without_keepdims_is_a_global_pool_on_the_accelerator():
@@ -51,3 +58,36 @@ def test_a_conv_after_a_shape_computed_reshape_stays_on_the_cpu_with_the_reason(
     assert first["target"] == "vta"
     assert second["target"] == "cpu" and "is not known when the graph is built" in second["reason"]
     assert result.verified
+
+
+def test_a_classifier_on_a_vanishing_input_runs_on_the_accelerator_exactly():
+    """GoogLeNet's and ShuffleNet's fc at 64x64 with random weights: the input's scale is tiny,
+    quantize_static widens the weight scales to keep the int32 bias, and some channels get
+    M ~ 1e-8 with bias' ~ 2^31, which no fixed-point encoding holds. Those channels output at
+    most two values over their accumulator range and are re-encoded exactly (qdq._two_valued)."""
+    rng = np.random.default_rng(8)
+    b = OnnxBuilder("tiny", (1, 4, 4, 4))
+    x = b.conv("input", rng.normal(0, 1e-12, (8, 4, 3, 3)), np.zeros(8), pad=1)
+    model = b.build(b.dense(b.flatten(x), rng.normal(0, .01, (6, 128)), rng.normal(0, .1, 6)))
+    qdq = quantizer_named("onnxruntime-per-channel")(model, rng.random((8, 4, 4, 4), dtype=np.float32))
+    result = run_model(ModelCase("tiny", qdq, rng.random((4, 4, 4, 4), dtype=np.float32)), "1x8x8",
+                       compare_onnxruntime=True)
+    dense = next(r for r in result.layers if r["op"] == "dense")
+    assert dense["target"] == "vta", dense.get("reason")
+    assert dense["onnxruntime"]["identical_fraction"] == 1.0
+    assert result.verified and result.onnxruntime["identical_fraction"] == 1.0
+
+
+@pytest.mark.parametrize("mult, bias, zy", [(6.16e-8, 2_067_000_000, -3), (6.16e-8, -2_100_000_000, 5),
+                                            (1.19e-12, 2_147_000_000, 0), (2e-9, 1_500_000_000, 120),
+                                            (6.16e-8, 170_454_545, -20)])     # steps near acc = 0
+def test_two_valued_channels_keep_every_output(mult, bias, zy):
+    """Against the real multiplier in exact arithmetic, every accumulator of the range."""
+    reach = 4000
+    m, b = qdq._two_valued(np.array([mult]), np.array([float(bias)]), np.array([reach]), zy, INT8_MIN)
+    r, params = fixed_point.choose(m, zy, INT8_MIN, INT8_MAX, acc_bound=reach + np.abs(b))
+    acc = np.arange(-reach, reach + 1)
+    got = fixed_point.requantize_ref(acc + int(b[0]), r, params, axis=0)
+    want = [min(max(math.floor(Fraction(mult) * (a + bias) + Fraction(1, 2)) + zy, INT8_MIN), INT8_MAX)
+            for a in acc.tolist()]
+    assert got.tolist() == want and m[0] != mult
