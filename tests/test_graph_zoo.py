@@ -3,10 +3,12 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import onnx
 import pytest
 from onnx import numpy_helper
 
 from graph import qdq
+from graph.errors import GraphError
 from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
@@ -91,3 +93,30 @@ def test_two_valued_channels_keep_every_output(mult, bias, zy):
     want = [min(max(math.floor(Fraction(mult) * (a + bias) + Fraction(1, 2)) + zy, INT8_MIN), INT8_MAX)
             for a in acc.tolist()]
     assert got.tolist() == want and m[0] != mult
+
+
+def test_a_concat_of_shape_computed_chunks_is_refused_naming_the_pre_processing(tmp_path):
+    """ShuffleNetV2 as torch exports it: x.chunk's halves concatenated again. TVM cannot compile
+    the Concat of unknown shapes; the refusal names onnxruntime's quant_pre_process, after which
+    the model runs."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    rng = np.random.default_rng(11)
+    b = OnnxBuilder("shuffle", (1, 8, 4, 4))
+    x = b.relu(b.conv("input", rng.normal(0, .3, (8, 8, 1, 1)), rng.normal(0, .1, 8)))
+    b.inits += [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("one", [1]), ("two", [2]))]
+    half = b.node("Div", [b.node("Add", [b.node("Gather", [b.node("Shape", [x]), "one"], axis=0), "one"]), "two"])
+    left = b.node("Slice", [x, b.node("Mul", [half, b.node("Sub", [half, half])]), half, "one"])
+    right = b.relu(b.conv(b.node("Slice", [x, half, b.node("Mul", [half, "two"]), "one"]),
+                          rng.normal(0, .3, (4, 4, 3, 3)), rng.normal(0, .1, 4), pad=1))
+    y = b.node("ReduceMean", [b.node("Concat", [left, right], axis=1)], axes=[2, 3], keepdims=0)
+    model = b.build(b.dense(y, rng.normal(0, .3, (5, 8)), rng.normal(0, .1, 5)))
+    calibration, x = rng.random((8, 8, 4, 4), dtype=np.float32), rng.random((1, 8, 4, 4), dtype=np.float32)
+    with pytest.raises(GraphError, match="quant_pre_process"):
+        run_model(ModelCase("shuffle", quantizer_named("onnxruntime")(model, calibration), x), "1x8x8")
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1     # batch 1, as torch exports
+    onnx.save(model, tmp_path / "exported.onnx")
+    quant_pre_process(tmp_path / "exported.onnx", tmp_path / "pre.onnx", skip_symbolic_shape=True)
+    fixed = onnx.load(tmp_path / "pre.onnx")
+    result = run_model(ModelCase("shuffle", quantizer_named("onnxruntime")(fixed, calibration), x), "1x8x8")
+    assert result.verified and all(r["target"] == "vta" for r in result.layers if r["op"] == "conv2d")
