@@ -24,6 +24,7 @@ the border, an op it does not map) stays in float on the CPU, and its `Decision`
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from fractions import Fraction
 from dataclasses import dataclass
@@ -240,10 +241,11 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
         params = None
     else:
         reach = -INT8_MIN * np.abs(weight.astype(np.int64)).sum(axis=reduce)
-        multipliers, acc_bias = _two_valued(multipliers, acc_bias, reach, int(zy), lo)
+        multipliers, acc_bias, bounds = _two_valued(multipliers, acc_bias, reach, int(zy), lo)
         acc_bound = reach + np.abs(acc_bias)
         try:
             requant, params = fixed_point.choose(multipliers, int(zy), lo, INT8_MAX, acc_bound=acc_bound)
+            params = _clamped(params, bounds)
         except CompileError as exc:
             raise _Refusal(f"its requantisation multipliers cannot be encoded: {exc}") from None
     if np.abs(acc_bias).max(initial=0) >= 2 ** 31:
@@ -257,17 +259,19 @@ HUGE_BIAS = 1 << 24
 
 
 def _two_valued(mult, bias, reach, zy: int, lo: int) -> tuple:
-    """(multipliers, biases) with the channels that output at most two values re-encoded exactly.
+    """(multipliers, biases, {channel: clamp bounds}): the channels that output at most two
+    values re-encoded exactly.
 
     quantize_static keeps a bias in int32 by widening the weight scales when the input's scale
     is tiny (GoogLeNet's and ShuffleNet's classifiers at 64x64 with random weights: 3e-14), so a
-    channel may have M = 6e-8 and bias' = 2^31: no fixed-point encoding fits. Over the channel's
-    accumulators (|acc| <= reach) its output clip(round(M (acc + bias')) + zy) then takes at
-    most two values n0, n0 + 1, stepping at acc = t. M' = 1/L (L > 2 reach, a power of two) and
-    bias'' = n0 L + L/2 - t give the same output for every such accumulator, with small products.
+    channel may have M = 3e-8 and bias' near 2^31: no fixed-point encoding fits. Over the
+    channel's accumulators (|acc| <= reach) its output clip(round(M (acc + bias')) + zy) then
+    takes at most two values n0, n0 + 1, stepping at acc = t: M' = 1, bias'' = n0 + 1 - t and the
+    sequence's clamp to [n0, n0 + 1] (`_clamped`) give the same output for every accumulator.
     Only channels whose bias' exceeds HUGE_BIAS are touched."""
     mult, bias, reach = (np.array(v, np.float64) for v in np.broadcast_arrays(mult, bias, reach))
     low, high = lo - zy, INT8_MAX - zy                  # the output before + zy, where it clips
+    bounds = {}
     for c in np.flatnonzero((np.abs(bias) > HUGE_BIAS) & (mult > 0)):
         m, b, r = Fraction(float(mult[c])), int(bias[c]), int(reach[c])
 
@@ -277,9 +281,16 @@ def _two_valued(mult, bias, reach, zy: int, lo: int) -> tuple:
         if n1 - n0 > 1:
             continue
         step = r + 1 if n1 == n0 else math.ceil((n0 + Fraction(1, 2)) / m - b)
-        size = 1 << (2 * r + 1).bit_length()
-        mult[c], bias[c] = 1 / size, n0 * size + size // 2 - step
-    return mult, bias
+        mult[c], bias[c], bounds[int(c)] = 1.0, n0 + 1 - step, (n0, n0 + 1)
+    return mult, bias, bounds
+
+
+def _clamped(params: fixed_point.ChannelParams, bounds: dict) -> fixed_point.ChannelParams:
+    """`params` with the clamp bounds of `_two_valued`'s channels."""
+    a_min, a_max = params.a_min.copy(), params.a_max.copy()
+    for c, (first, last) in bounds.items():
+        a_min[c], a_max[c] = first, last
+    return dataclasses.replace(params, a_min=a_min, a_max=a_max)
 
 
 def _common_pow2_shift(multipliers: np.ndarray) -> int | None:

@@ -80,19 +80,32 @@ def test_a_classifier_on_a_vanishing_input_runs_on_the_accelerator_exactly():
     assert result.verified and result.onnxruntime["identical_fraction"] == 1.0
 
 
-@pytest.mark.parametrize("mult, bias, zy", [(6.16e-8, 2_067_000_000, -3), (6.16e-8, -2_100_000_000, 5),
-                                            (1.19e-12, 2_147_000_000, 0), (2e-9, 1_500_000_000, 120),
-                                            (6.16e-8, 170_454_545, -20)])     # steps near acc = 0
-def test_two_valued_channels_keep_every_output(mult, bias, zy):
-    """Against the real multiplier in exact arithmetic, every accumulator of the range."""
-    reach = 4000
-    m, b = qdq._two_valued(np.array([mult]), np.array([float(bias)]), np.array([reach]), zy, INT8_MIN)
+def _real(mult: float, bias: int, zy: int, acc: int) -> int:
+    """The output under the real multiplier, in exact arithmetic."""
+    return min(max(math.floor(Fraction(mult) * (acc + bias) + Fraction(1, 2)) + zy, INT8_MIN), INT8_MAX)
+
+
+@pytest.mark.parametrize("mult, bias, zy, reach", [
+    (6.16e-8, 2_067_000_000, -3, 4000), (6.16e-8, -2_100_000_000, 5, 4000), (1.19e-12, 2_147_000_000, 0, 4000),
+    (2e-9, 1_500_000_000, 120, 4000), (6.16e-8, 170_454_545, -20, 4000),      # a step near acc = 0
+    (2.98e-8, 2_100_000_000, -1, 8_400_000)])      # ShuffleNet's fc: 1024 inputs, weights up to 64
+def test_two_valued_channels_keep_every_output(mult, bias, zy, reach):
+    """Against the real multiplier in exact arithmetic: every accumulator of a small range; of a
+    large one, 20,001 spread over it and every one within 2,000 of where the output steps."""
+    m, b, bounds = qdq._two_valued(np.array([mult]), np.array([float(bias)]), np.array([reach]), zy, INT8_MIN)
     r, params = fixed_point.choose(m, zy, INT8_MIN, INT8_MAX, acc_bound=reach + np.abs(b))
-    acc = np.arange(-reach, reach + 1)
+    params = qdq._clamped(params, bounds)
+    if reach <= 4000:
+        acc = np.arange(-reach, reach + 1)
+    else:
+        first, top = -reach, reach       # bisection on the monotone real output for its step
+        while top - first > 1:
+            middle = (first + top) // 2
+            first, top = (middle, top) if _real(mult, bias, zy, middle) == _real(mult, bias, zy, -reach) else (first, middle)
+        acc = np.unique(np.concatenate([np.linspace(-reach, reach, 20_001).astype(np.int64),
+                                        np.clip(np.arange(top - 2000, top + 2001), -reach, reach)]))
     got = fixed_point.requantize_ref(acc + int(b[0]), r, params, axis=0)
-    want = [min(max(math.floor(Fraction(mult) * (a + bias) + Fraction(1, 2)) + zy, INT8_MIN), INT8_MAX)
-            for a in acc.tolist()]
-    assert got.tolist() == want and m[0] != mult
+    assert got.tolist() == [_real(mult, bias, zy, a) for a in acc.tolist()] and bounds
 
 
 def test_a_concat_of_shape_computed_chunks_is_refused_naming_the_pre_processing(tmp_path):
