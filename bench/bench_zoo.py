@@ -2,7 +2,7 @@
 MACs on VTA-8, cycles per frame, and agreement with onnxruntime per layer and at the output.
 
     python bench/bench_zoo.py [--size 64|224] [--quantizers onnxruntime,onnxruntime-per-channel]
-                              [--onnx-dir build/zoo] [--models resnet18,...] [--json-dir DIR]
+                              [--onnx-dir build/zoo] [--models resnet18,...] [--json-dir DIR] [--pre-process]
     python bench/bench_zoo.py --depthwise      # MobileNetV2's depthwise layers: GEMM vs ALU mapping
     python bench/bench_zoo.py --pool-rounding  # integer tie rules of an average pool vs onnxruntime
 
@@ -12,12 +12,15 @@ random weights) by bench/export_torchvision.py, in a Python that has torch and t
 (they are not dependencies), to DIR/NAME-SIZE.onnx; `--onnx-dir DIR` reads those files and
 quantises them here with quantize_static. Without it the bench runs the families it builds
 itself (graph.models: MobileNetV2 and ResNet-18 in torchvision's layout, seeded random weights).
+`--pre-process` first runs onnxruntime's quant_pre_process on each float model, as its quantiser
+advises (it folds the Shape-computed Slice bounds of ShuffleNet's x.chunk into constants).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import pathlib
+import tempfile
 import time
 
 import numpy as np
@@ -61,14 +64,27 @@ def exported_models(onnx_dir: pathlib.Path, size: int) -> dict:
     return {path.name[:-len(suffix)]: onnx.load(path) for path in paths}
 
 
+def pre_processed(model: onnx.ModelProto) -> onnx.ModelProto:
+    """onnxruntime's quant_pre_process (its optimiser and ONNX shape inference; the symbolic shape
+    inference needs sympy, not a dependency, and a fixed input shape does not need it)."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "pre.onnx"
+        quant_pre_process(model, path, skip_symbolic_shape=True)
+        return onnx.load(path)
+
+
 def zoo(size: int, quantizers: list, onnx_dir: pathlib.Path | None, names: list | None,
-        json_dir: pathlib.Path | None) -> None:
+        json_dir: pathlib.Path | None, pre_process: bool) -> None:
     models = exported_models(onnx_dir, size) if onnx_dir else own_models(size)
     if names:
         unknown = sorted(set(names) - set(models))
         if unknown:
             raise SystemExit(f"no model {', '.join(unknown)}; have: {', '.join(models)}")
         models = {name: models[name] for name in names}
+    if pre_process:
+        models = {name: pre_processed(model) for name, model in models.items()}
     cache = KernelCache()
     x = np.random.default_rng(0).random((1, 3, size, size), dtype=np.float32)
     calibration = np.random.default_rng(1).random((4, 3, size, size), dtype=np.float32)
@@ -83,7 +99,7 @@ def zoo(size: int, quantizers: list, onnx_dir: pathlib.Path | None, names: list 
             print(row(name, quantizer, result, time.perf_counter() - t0), flush=True)
             if json_dir:
                 json_dir.mkdir(parents=True, exist_ok=True)
-                (json_dir / f"{name}-{size}-{quantizer}.json").write_text(json.dumps(result.to_json(), indent=1))
+                (json_dir / f"{name}-{size}-{quantizer}{'-pre' if pre_process else ''}.json").write_text(json.dumps(result.to_json(), indent=1))
 
 
 def depthwise() -> None:
@@ -193,6 +209,7 @@ def main() -> None:
     p.add_argument("--onnx-dir", type=pathlib.Path, help="float models from bench/export_torchvision.py")
     p.add_argument("--models", help="comma-separated names among those found")
     p.add_argument("--json-dir", type=pathlib.Path, help="write each run's JSON report here")
+    p.add_argument("--pre-process", action="store_true", help="onnxruntime's quant_pre_process first")
     p.add_argument("--depthwise", action="store_true")
     p.add_argument("--pool-rounding", action="store_true")
     args = p.parse_args()
@@ -202,7 +219,7 @@ def main() -> None:
         pool_rounding()
     else:
         zoo(args.size, args.quantizers.split(","), args.onnx_dir, args.models and args.models.split(","),
-            args.json_dir)
+            args.json_dir, args.pre_process)
 
 
 if __name__ == "__main__":

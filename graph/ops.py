@@ -20,6 +20,7 @@ from schedules.vta_dense import DenseShape
 from schedules.vta_pool import PoolShape
 
 from .errors import GraphError
+from .qdq import static_shape
 from .specs import AddSpec, ConvSpec, DenseSpec, PoolSpec
 
 
@@ -36,10 +37,6 @@ def _const(e) -> np.ndarray:
 
 def _prim(e) -> int:
     return int(e.value) if hasattr(e, "value") else int(e)
-
-
-def _shape(e) -> tuple:
-    return tuple(int(d) for d in e.ty.shape)
 
 
 def value_lookup(func, extra=None):
@@ -83,10 +80,10 @@ def read_spec(root, value_of=lambda e: e):
         x = root.args[0]
         if x.ty.dtype != "int8":
             raise _Unsupported(f"a {x.ty.dtype} max-pool: the accelerator pools int8")
-        n, c, h, w = _shape(x)
+        n, c, h, w = static_shape(x)
         pool, strides, pad = _ints(a.pool_size), _ints(a.strides), _ints(a.padding)
         _check_pool_attrs(pool, strides, pad, a)
-        oh, ow = _shape(root)[2:]
+        oh, ow = static_shape(root)[2:]
         shape = PoolShape(n, c, h, w, pool[0], strides[0], pad[0])
         # ceil_mode's last window may run past the padding: pad that far with -128 (never a max)
         extra = max(0, (oh - 1) * shape.stride + shape.k - (h + 2 * shape.pad)) if a.ceil_mode else 0
@@ -97,7 +94,7 @@ def read_spec(root, value_of=lambda e: e):
     if form == "add":
         operands, params = read
         check_params(params)
-        return AddSpec(_shape(operands[0]), params), ()
+        return AddSpec(static_shape(operands[0]), params), ()
     vectors, requant = read
     kind = op_name(acc)
     if kind == "relax.nn.conv2d":
@@ -107,7 +104,7 @@ def read_spec(root, value_of=lambda e: e):
         padded = value_of(x)
         if op_name(padded) == "relax.nn.pad":           # an input zero point: pad with it
             x, pad, pad_value = padded.args[0], _explicit_pad(padded), int(padded.attrs.pad_value)
-        n, ic, h, w = _shape(x)
+        n, ic, h, w = static_shape(x)
         weight = _const(wgt)
         oc, _, kh, kw = weight.shape
         _check_conv_attrs(kh, kw, a, pad, ic, oc)
@@ -117,7 +114,7 @@ def read_spec(root, value_of=lambda e: e):
     if kind == "relax.matmul":
         x, wgt = acc.args
         weight = _const(wgt)                       # (K, N)
-        m, k = _shape(x)
+        m, k = static_shape(x)
         spec = DenseSpec(DenseShape(m, k, weight.shape[1]), requant)
         return spec, (np.ascontiguousarray(weight.T), *vectors)
     raise GraphError(f"not an accelerator op: {name}({kind})")
@@ -159,8 +156,11 @@ def conv_kind(call) -> str:
 
 def call_macs(call) -> int:
     """Multiply-accumulates of a conv2d or matmul call from its shapes (0 for other ops and for
-    average pools: a model's MACs are its convolutions' and dense layers')."""
+    average pools: a model's MACs are its convolutions' and dense layers'). A CPU layer whose
+    output shape TVM's frontend left unknown counts 0: its reason says so (qdq.static_shape)."""
     name = op_name(call)
+    if call.ty.shape is None:
+        return 0
     if name == "relax.nn.conv2d" and conv_kind(call) == "conv2d":
         _, per, kh, kw = (int(d) for d in call.args[1].ty.shape)
         return int(np.prod([int(d) for d in call.ty.shape])) * per * kh * kw

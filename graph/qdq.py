@@ -24,7 +24,9 @@ the border, an op it does not map) stays in float on the CPU, and its `Decision`
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+from fractions import Fraction
 from dataclasses import dataclass
 
 import numpy as np
@@ -240,14 +242,57 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
         acc_bias = acc_bias + rounding_constant(shift)
         params = None
     else:
+        reach = -INT8_MIN * np.abs(weight.astype(np.int64)).sum(axis=reduce)
+        multipliers, acc_bias, bounds = _two_valued(multipliers, acc_bias, reach, int(zy), lo)
+        acc_bound = reach + np.abs(acc_bias)
         try:
             requant, params = fixed_point.choose(multipliers, int(zy), lo, INT8_MAX, acc_bound=acc_bound)
+            params = _clamped(params, bounds)
         except CompileError as exc:
             raise _Refusal(f"its requantisation multipliers cannot be encoded: {exc}") from None
     if np.abs(acc_bias).max(initial=0) >= 2 ** 31:
         raise _Refusal("its bias does not fit int32 at scale s_x*s_w")
     return _Plan(kind, dict(x=x, weight=weight, bias=acc_bias.astype(np.int32), requant=requant,
                             params=params, pad_value=zx, op=op, x_uint8=x_uint8, y_uint8=y_uint8))
+
+
+#: A bias' this large leaves the fixed-point sequence (products below 2^31) no room for M.
+HUGE_BIAS = 1 << 24
+
+
+def _two_valued(mult, bias, reach, zy: int, lo: int) -> tuple:
+    """(multipliers, biases, {channel: clamp bounds}): the channels that output at most two
+    values re-encoded exactly.
+
+    quantize_static keeps a bias in int32 by widening the weight scales when the input's scale
+    is tiny (GoogLeNet's and ShuffleNet's classifiers at 64x64 with random weights: 3e-14), so a
+    channel may have M = 3e-8 and bias' near 2^31: no fixed-point encoding fits. Over the
+    channel's accumulators (|acc| <= reach) its output clip(round(M (acc + bias')) + zy) then
+    takes at most two values n0, n0 + 1, stepping at acc = t: M' = 1, bias'' = n0 + 1 - t and the
+    sequence's clamp to [n0, n0 + 1] (`_clamped`) give the same output for every accumulator.
+    Only channels whose bias' exceeds HUGE_BIAS are touched."""
+    mult, bias, reach = (np.array(v, np.float64) for v in np.broadcast_arrays(mult, bias, reach))
+    low, high = lo - zy, INT8_MAX - zy                  # the output before + zy, where it clips
+    bounds = {}
+    for c in np.flatnonzero((np.abs(bias) > HUGE_BIAS) & (mult > 0)):
+        m, b, r = Fraction(float(mult[c])), int(bias[c]), int(reach[c])
+
+        def out(acc):
+            return min(max(math.floor(m * (acc + b) + Fraction(1, 2)), low - 1), high + 1)
+        n0, n1 = out(-r), out(r)
+        if n1 - n0 > 1:
+            continue
+        step = r + 1 if n1 == n0 else math.ceil((n0 + Fraction(1, 2)) / m - b)
+        mult[c], bias[c], bounds[int(c)] = 1.0, n0 + 1 - step, (n0, n0 + 1)
+    return mult, bias, bounds
+
+
+def _clamped(params: fixed_point.ChannelParams, bounds: dict) -> fixed_point.ChannelParams:
+    """`params` with the clamp bounds of `_two_valued`'s channels."""
+    a_min, a_max = params.a_min.copy(), params.a_max.copy()
+    for c, (first, last) in bounds.items():
+        a_min[c], a_max[c] = first, last
+    return dataclasses.replace(params, a_min=a_min, a_max=a_max)
 
 
 def _common_pow2_shift(multipliers: np.ndarray) -> int | None:
@@ -316,13 +361,26 @@ def _ints(values) -> list:
     return [int(v) for v in values]
 
 
+def static_shape(e) -> tuple:
+    """The dims of a tensor's shape, or a GraphError where TVM's frontend left them unknown."""
+    shape = e.ty.shape
+    if shape is None or not all(isinstance(d, (int, tvm.tirx.IntImm)) for d in shape):
+        raise GraphError(f"its input's shape {e.ty} is not known when the graph is built (a Slice or "
+                         "Reshape computed from Shape ops, as torch writes x.chunk; "
+                         "onnxruntime.quantization.quant_pre_process on the float model folds them)")
+    return tuple(int(d) for d in shape)
+
+
 def _plan_avg_pool(g: _Graph, q, pool):
     """An average pool as the integer graph computes it: the window sum is a depthwise conv of
     ones (its padding holds the input's zero point, the real zero), then the fixed-point
     requantisation by s_x / (s_y k^2) with -k^2 zp_x folded into the bias (docs/ops.md)."""
     x, sx, zx, _ = _dq_input(g, pool.args[0], "input", zero_point_ok=True)
     _single_use(g, q.args[0])
-    _, c, h, w = (int(d) for d in x.ty.shape)
+    try:
+        _, c, h, w = static_shape(x)
+    except GraphError as exc:
+        raise _Refusal(str(exc)) from None
     k, stride, pad = _pool_window(pool, h, w)
     sy, zy = _scalar(g, q.args[1], "output scale"), int(_scalar(g, q.args[2], "output zero point"))
     count = k * k

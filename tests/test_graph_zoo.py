@@ -1,9 +1,19 @@
 """Forms torchvision's exporters write that the hand-built models of test_graph.py do not."""
-import numpy as np
+import math
+from fractions import Fraction
 
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from graph import qdq
+from graph.errors import GraphError
 from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
+from requantisation import fixed_point
+from vta_sim.config import INT8_MAX, INT8_MIN
 
 
 def test_a_mean_over_h_and_w_without_keepdims_is_a_global_pool_on_the_accelerator():
@@ -20,3 +30,106 @@ def test_a_mean_over_h_and_w_without_keepdims_is_a_global_pool_on_the_accelerato
     assert pool["target"] == "vta" and pool["shape"].startswith("8x8/1 dw 16->16")
     assert pool["onnxruntime"]["max_abs_lsb"] <= 1 and pool["onnxruntime"]["identical_fraction"] > 0.9
     assert result.verified and all(r["target"] == "vta" for r in result.layers)
+
+
+def _chunked(seed=9):
+    """conv, then ShuffleNet's x.chunk(2, dim=1) as torch exports it (the Slice bounds computed
+    from Shape ops), a conv on the second half, the mean over H and W and the classifier."""
+    rng = np.random.default_rng(seed)
+    b = OnnxBuilder("chunk", (1, 8, 4, 4))
+    x = b.relu(b.conv("input", rng.normal(0, .3, (8, 8, 1, 1)), rng.normal(0, .1, 8)))
+
+    def ints(name, values):
+        b.inits.append(numpy_helper.from_array(np.array(values, np.int64), name))
+        return name
+    channels = b.node("Gather", [b.node("Shape", [x]), ints("one", [1])], axis=0)
+    half = b.node("Div", [b.node("Add", [channels, "one"]), ints("two", [2])])
+    x = b.node("Slice", [x, half, b.node("Mul", [half, "two"]), "one"])
+    x = b.relu(b.conv(x, rng.normal(0, .3, (4, 4, 3, 3)), rng.normal(0, .1, 4), pad=1))
+    x = b.node("ReduceMean", [x], axes=[2, 3], keepdims=0)               # ShuffleNet's x.mean([2, 3])
+    return b.build(b.dense(x, rng.normal(0, .3, (5, 4)), rng.normal(0, .1, 5)))
+
+
+def test_a_conv_after_a_shape_computed_reshape_stays_on_the_cpu_with_the_reason():
+    """TVM's frontend leaves the chunk's output shape unknown; the layers after it stay on the
+    CPU naming why (before, reading their shape crashed the build), the conv before runs on VTA-8."""
+    rng = np.random.default_rng(10)
+    qdq = quantizer_named("onnxruntime")(_chunked(), rng.random((8, 8, 4, 4), dtype=np.float32))
+    result = run_model(ModelCase("shuffle", qdq, rng.random((1, 8, 4, 4), dtype=np.float32)), "1x8x8")
+    first, second = (r for r in result.layers if r["op"] == "conv2d")
+    assert first["target"] == "vta"
+    assert second["target"] == "cpu" and "is not known when the graph is built" in second["reason"]
+    assert result.verified
+
+
+def test_a_classifier_on_a_vanishing_input_runs_on_the_accelerator_exactly():
+    """GoogLeNet's and ShuffleNet's fc at 64x64 with random weights: the input's scale is tiny,
+    quantize_static widens the weight scales to keep the int32 bias, and some channels get
+    M ~ 1e-8 with bias' ~ 2^31, which no fixed-point encoding holds. Those channels output at
+    most two values over their accumulator range and are re-encoded exactly (qdq._two_valued)."""
+    rng = np.random.default_rng(8)
+    b = OnnxBuilder("tiny", (1, 4, 4, 4))
+    x = b.conv("input", rng.normal(0, 1e-12, (8, 4, 3, 3)), np.zeros(8), pad=1)
+    model = b.build(b.dense(b.flatten(x), rng.normal(0, .01, (6, 128)), rng.normal(0, .1, 6)))
+    qdq = quantizer_named("onnxruntime-per-channel")(model, rng.random((8, 4, 4, 4), dtype=np.float32))
+    result = run_model(ModelCase("tiny", qdq, rng.random((4, 4, 4, 4), dtype=np.float32)), "1x8x8",
+                       compare_onnxruntime=True)
+    dense = next(r for r in result.layers if r["op"] == "dense")
+    assert dense["target"] == "vta", dense.get("reason")
+    assert dense["onnxruntime"]["identical_fraction"] == 1.0
+    assert result.verified and result.onnxruntime["identical_fraction"] == 1.0
+
+
+def _real(mult: float, bias: int, zy: int, acc: int) -> int:
+    """The output under the real multiplier, in exact arithmetic."""
+    return min(max(math.floor(Fraction(mult) * (acc + bias) + Fraction(1, 2)) + zy, INT8_MIN), INT8_MAX)
+
+
+@pytest.mark.parametrize("mult, bias, zy, reach", [
+    (6.16e-8, 2_067_000_000, -3, 4000), (6.16e-8, -2_100_000_000, 5, 4000), (1.19e-12, 2_147_000_000, 0, 4000),
+    (2e-9, 1_500_000_000, 120, 4000), (6.16e-8, 170_454_545, -20, 4000),      # a step near acc = 0
+    (2.98e-8, 2_100_000_000, -1, 8_400_000)])      # ShuffleNet's fc: 1024 inputs, weights up to 64
+def test_two_valued_channels_keep_every_output(mult, bias, zy, reach):
+    """Against the real multiplier in exact arithmetic: every accumulator of a small range; of a
+    large one, 20,001 spread over it and every one within 2,000 of where the output steps."""
+    m, b, bounds = qdq._two_valued(np.array([mult]), np.array([float(bias)]), np.array([reach]), zy, INT8_MIN)
+    r, params = fixed_point.choose(m, zy, INT8_MIN, INT8_MAX, acc_bound=reach + np.abs(b))
+    params = qdq._clamped(params, bounds)
+    if reach <= 4000:
+        acc = np.arange(-reach, reach + 1)
+    else:
+        first, top = -reach, reach       # bisection on the monotone real output for its step
+        while top - first > 1:
+            middle = (first + top) // 2
+            first, top = (middle, top) if _real(mult, bias, zy, middle) == _real(mult, bias, zy, -reach) else (first, middle)
+        acc = np.unique(np.concatenate([np.linspace(-reach, reach, 20_001).astype(np.int64),
+                                        np.clip(np.arange(top - 2000, top + 2001), -reach, reach)]))
+    got = fixed_point.requantize_ref(acc + int(b[0]), r, params, axis=0)
+    assert got.tolist() == [_real(mult, bias, zy, a) for a in acc.tolist()] and bounds
+
+
+def test_a_concat_of_shape_computed_chunks_is_refused_naming_the_pre_processing(tmp_path):
+    """ShuffleNetV2 as torch exports it: x.chunk's halves concatenated again. TVM cannot compile
+    the Concat of unknown shapes; the refusal names onnxruntime's quant_pre_process, after which
+    the model runs."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    rng = np.random.default_rng(11)
+    b = OnnxBuilder("shuffle", (1, 8, 4, 4))
+    x = b.relu(b.conv("input", rng.normal(0, .3, (8, 8, 1, 1)), rng.normal(0, .1, 8)))
+    b.inits += [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in (("one", [1]), ("two", [2]))]
+    half = b.node("Div", [b.node("Add", [b.node("Gather", [b.node("Shape", [x]), "one"], axis=0), "one"]), "two"])
+    left = b.node("Slice", [x, b.node("Mul", [half, b.node("Sub", [half, half])]), half, "one"])
+    right = b.relu(b.conv(b.node("Slice", [x, half, b.node("Mul", [half, "two"]), "one"]),
+                          rng.normal(0, .3, (4, 4, 3, 3)), rng.normal(0, .1, 4), pad=1))
+    y = b.node("ReduceMean", [b.node("Concat", [left, right], axis=1)], axes=[2, 3], keepdims=0)
+    model = b.build(b.dense(y, rng.normal(0, .3, (5, 8)), rng.normal(0, .1, 5)))
+    calibration, x = rng.random((8, 8, 4, 4), dtype=np.float32), rng.random((1, 8, 4, 4), dtype=np.float32)
+    with pytest.raises(GraphError, match="quant_pre_process"):
+        run_model(ModelCase("shuffle", quantizer_named("onnxruntime")(model, calibration), x), "1x8x8")
+    model.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 1     # batch 1, as torch exports
+    onnx.save(model, tmp_path / "exported.onnx")
+    quant_pre_process(tmp_path / "exported.onnx", tmp_path / "pre.onnx", skip_symbolic_shape=True)
+    fixed = onnx.load(tmp_path / "pre.onnx")
+    result = run_model(ModelCase("shuffle", quantizer_named("onnxruntime")(fixed, calibration), x), "1x8x8")
+    assert result.verified and all(r["target"] == "vta" for r in result.layers if r["op"] == "conv2d")
