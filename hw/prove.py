@@ -139,6 +139,27 @@ def _includes(rtl_file: str, inc: str) -> bool:
     return f'"{inc}"' in (RTL_DIR / rtl_file).read_text()
 
 
+_PEEK = re.compile(r'\(\*\s*f_peek\s*=\s*"([\w.]+)"\s*\*\)\s*wire\s*(?:\[[^\]]*\]\s*)?(\w+)')
+
+
+def peeks(h: Harness) -> list:
+    """(wire, RTL signal) pairs, flattened names, of every `(* f_peek = "inst.sig" *) wire w;`.
+
+    Yosys reads no hierarchical references, so a harness that needs internal state for an
+    induction invariant declares an undriven wire with the signal's path; the script connects it
+    after flattening (a renamed signal is then a Yosys error naming it). A harness used inside
+    another (`uses`) has its instance name put in front of both.
+    """
+    pairs = [(w, path) for path, w in _PEEK.findall(h.source.read_text())]
+    for u in h.uses:
+        inst = re.search(rf"\b{Path(u).stem}\s+(\w+)\s*\(", h.source.read_text())
+        if inst is None:
+            raise VTAError(f"{h.source.name} uses {u} but instantiates no {Path(u).stem}")
+        pre = inst.group(1) + "."
+        pairs += [(pre + w, pre + path) for path, w in _PEEK.findall((FORMAL_DIR / u).read_text())]
+    return pairs
+
+
 def sby_text(h: Harness, task: str, depth: int, bmc_only: bool = False) -> str:
     """The .sby file of one task: `check` (the harness's mode, or `bmc`) or `cover`."""
     mode = "cover" if task == "cover" else "bmc" if bmc_only else h.mode
@@ -147,8 +168,10 @@ def sby_text(h: Harness, task: str, depth: int, bmc_only: bool = False) -> str:
     return "\n".join([
         "[options]", f"mode {mode}", f"depth {depth}", "",
         "[engines]", "smtbmc yices", "",
+        "[script]", f"read -formal {reads}", f"hierarchy -top f_{h.name}", "proc", "flatten",
+        *[f"connect -nounset -set \\{w} \\{path}" for w, path in peeks(h)],
+        f"prep -top f_{h.name}",
         # the assertions and covers of harnesses instantiated inside this one are theirs
-        "[script]", f"read -formal {reads}", f"prep -flatten -top f_{h.name}",
         *[f"chformal -assert -cover -remove a:src={u}:*" for u in h.uses], "",
         "[files]", *files, ""])
 
