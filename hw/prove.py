@@ -60,7 +60,7 @@ HARNESSES = (
     Harness("mul_exact", "compute", (), "prove", 1, 1),
     Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "prove", 2, 6, engine="sat"),
     Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "prove", 2, 16),
-    Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "prove", 2, 16),
+    Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "bmc", 12, 16),
 )
 GROUPS = tuple(dict.fromkeys(h.group for h in HARNESSES))
 
