@@ -58,7 +58,7 @@ HARNESSES = (
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
     Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 1, 3),
     Harness("mul_exact", "compute", (), "prove", 1, 1),
-    Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "prove", 2, 6, engine="sat"),
+    Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "prove", 5, 6, engine="sat"),
     Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "prove", 2, 16),
     Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "bmc", 12, 16),
 )

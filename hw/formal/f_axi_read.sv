@@ -197,10 +197,20 @@ module f_axi_read (
     (* f_peek = "cp.pad_r" *) wire p_cp_pad_r;
     (* f_peek = "cp.bc" *) wire [7:0] p_cp_bc;
     (* f_peek = "cp.stride_bytes" *) wire [31:0] p_cp_stride_bytes;
-    f_dma_inv ld_inv (.on(f_live && !rst), .state(p_ld_state), .ar_pend(p_ld_ar_pend), .empty(p_ld_empty), .r(p_ld_r), .c(p_ld_c), .rows(p_ld_rows), .width(p_ld_width), .y_size(p_ld_y_size), .x_size(p_ld_x_size), .y0(p_ld_y0), .x0(p_ld_x0), .lg(p_ld_lg), .cur(p_ld_cur), .row_base(p_ld_row_base), .row_bytes(p_ld_row_bytes), .q_beats(p_ld_q_beats), .q_addr(p_ld_q_addr), .b_beats(p_ld_b_beats), .b_addr(p_ld_b_addr), .b_got(p_ld_b_got), .end_r(p_ld_end_r), .pad_r(p_ld_pad_r),
-        .bc(p_ld_bc), .stride_bytes(p_ld_stride_bytes));
-    f_dma_inv cp_inv (.on(f_live && !rst), .state(p_cp_state), .ar_pend(p_cp_ar_pend), .empty(p_cp_empty), .r(p_cp_r), .c(p_cp_c), .rows(p_cp_rows), .width(p_cp_width), .y_size(p_cp_y_size), .x_size(p_cp_x_size), .y0(p_cp_y0), .x0(p_cp_x0), .lg(p_cp_lg), .cur(p_cp_cur), .row_base(p_cp_row_base), .row_bytes(p_cp_row_bytes), .q_beats(p_cp_q_beats), .q_addr(p_cp_q_addr), .b_beats(p_cp_b_beats), .b_addr(p_cp_b_addr), .b_got(p_cp_b_got), .end_r(p_cp_end_r), .pad_r(p_cp_pad_r),
-        .bc(p_cp_bc), .stride_bytes(p_cp_stride_bytes));
+    f_dma_inv ld_inv (
+        .on(f_live && !rst), .state(p_ld_state), .ar_pend(p_ld_ar_pend), .empty(p_ld_empty), .r(p_ld_r),
+        .c(p_ld_c), .rows(p_ld_rows), .width(p_ld_width), .y_size(p_ld_y_size), .x_size(p_ld_x_size),
+        .y0(p_ld_y0), .x0(p_ld_x0), .lg(p_ld_lg), .cur(p_ld_cur), .row_base(p_ld_row_base),
+        .row_bytes(p_ld_row_bytes), .q_beats(p_ld_q_beats), .q_addr(p_ld_q_addr), .b_beats(p_ld_b_beats),
+        .b_addr(p_ld_b_addr), .b_got(p_ld_b_got), .end_r(p_ld_end_r), .pad_r(p_ld_pad_r), .bc(p_ld_bc),
+        .stride_bytes(p_ld_stride_bytes));
+    f_dma_inv cp_inv (
+        .on(f_live && !rst), .state(p_cp_state), .ar_pend(p_cp_ar_pend), .empty(p_cp_empty), .r(p_cp_r),
+        .c(p_cp_c), .rows(p_cp_rows), .width(p_cp_width), .y_size(p_cp_y_size), .x_size(p_cp_x_size),
+        .y0(p_cp_y0), .x0(p_cp_x0), .lg(p_cp_lg), .cur(p_cp_cur), .row_base(p_cp_row_base),
+        .row_bytes(p_cp_row_bytes), .q_beats(p_cp_q_beats), .q_addr(p_cp_q_addr), .b_beats(p_cp_b_beats),
+        .b_addr(p_cp_b_addr), .b_got(p_cp_b_got), .end_r(p_cp_end_r), .pad_r(p_cp_pad_r), .bc(p_cp_bc),
+        .stride_bytes(p_cp_stride_bytes));
     localparam IB = (BB >= 16) ? 1 : 16 / BB;     // beats of fetch's one-instruction burst
     localparam F_RUN = 3'd2, D_BURST = 2'd3;
     // the burst of the port's owner: its ar_pend, beats taken, beats
