@@ -40,6 +40,8 @@ class Harness:
     depth: int           # induction length k, or the BMC bound
     cover_depth: int     # steps within which every cover must be reached
     uses: tuple = ()     # other harnesses (hw/formal files) it instantiates
+    engine: str = "smtbmc"   # its check's engine: SymbiYosys' smtbmc (Yices), or "sat": Yosys' own
+    #                          `sat -tempinduct` (MiniSat), which proves the GEMM lanes where Yices stalls
 
     @property
     def source(self) -> Path:
@@ -55,8 +57,9 @@ HARNESSES = (
             20, 20, ("f_axi_write.sv",)),
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
     Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 1, 3),
-    Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "bmc", 6, 6),
-    Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc", 12, 16),
+    Harness("mul_exact", "compute", (), "prove", 1, 1),
+    Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "prove", 5, 6, engine="sat"),
+    Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "prove", 2, 16),
     Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "bmc", 12, 16),
 )
 GROUPS = tuple(dict.fromkeys(h.group for h in HARNESSES))
@@ -139,18 +142,53 @@ def _includes(rtl_file: str, inc: str) -> bool:
     return f'"{inc}"' in (RTL_DIR / rtl_file).read_text()
 
 
+_PEEK = re.compile(r'\(\*\s*f_peek\s*=\s*"([\w.]+)"\s*\*\)\s*wire\s*(?:\[[^\]]*\]\s*)?(\w+)')
+
+
+def peeks(h: Harness) -> list:
+    """(wire, RTL signal) pairs, flattened names, of every `(* f_peek = "inst.sig" *) wire w;`.
+
+    Yosys reads no hierarchical references, so a harness that needs internal state for an
+    induction invariant declares an undriven wire with the signal's path; the script connects it
+    after flattening (a renamed signal is then a Yosys error naming it). A harness used inside
+    another (`uses`) has its instance name put in front of both.
+    """
+    pairs = [(w, path) for path, w in _PEEK.findall(h.source.read_text())]
+    for u in h.uses:
+        inst = re.search(rf"\b{Path(u).stem}\s+(\w+)\s*\(", h.source.read_text())
+        if inst is None:
+            raise VTAError(f"{h.source.name} uses {u} but instantiates no {Path(u).stem}")
+        pre = inst.group(1) + "."
+        pairs += [(pre + w, pre + path) for path, w in _PEEK.findall((FORMAL_DIR / u).read_text())]
+    return pairs
+
+
+def _script(h: Harness) -> list:
+    """The Yosys commands that read a harness, connect its peeks and flatten it."""
+    reads = " ".join([*h.rtl, *h.uses, h.source.name])
+    return [f"read -formal {reads}", f"hierarchy -top f_{h.name}", "proc", "flatten",
+            *[f"connect -nounset -set \\{w} \\{path}" for w, path in peeks(h)],
+            f"prep -top f_{h.name}",
+            # the assertions and covers of harnesses instantiated inside this one are theirs
+            *[f"chformal -assert -cover -remove a:src={u}:*" for u in h.uses]]
+
+
 def sby_text(h: Harness, task: str, depth: int, bmc_only: bool = False) -> str:
     """The .sby file of one task: `check` (the harness's mode, or `bmc`) or `cover`."""
     mode = "cover" if task == "cover" else "bmc" if bmc_only else h.mode
     files = [*h.rtl, *h.uses, h.source.name, *FORMAL_INCLUDES, "vta_cfg.vh"]
-    reads = " ".join([*h.rtl, *h.uses, h.source.name])
-    return "\n".join([
-        "[options]", f"mode {mode}", f"depth {depth}", "",
-        "[engines]", "smtbmc yices", "",
-        # the assertions and covers of harnesses instantiated inside this one are theirs
-        "[script]", f"read -formal {reads}", f"prep -flatten -top f_{h.name}",
-        *[f"chformal -assert -cover -remove a:src={u}:*" for u in h.uses], "",
-        "[files]", *files, ""])
+    return "\n".join(["[options]", f"mode {mode}", f"depth {depth}", "", "[engines]", "smtbmc yices", "",
+                      "[script]", *_script(h), "", "[files]", *files, ""])
+
+
+def sat_text(h: Harness, depth: int) -> str:
+    """The Yosys script of a `sat` engine check: k-induction up to `depth` steps, trace on failure."""
+    return "\n".join([*_script(h), "chformal -cover -remove", "memory_map", "async2sync", "dffunmap",
+                      f"sat -tempinduct -prove-asserts -set-assumes -maxsteps {depth} -dump_vcd trace.vcd", ""])
+
+
+_SAT_PASS = re.compile(r"Induction step proven: SUCCESS|no model found: SUCCESS")
+_SAT_FAIL = re.compile(r"model found.*FAIL|Assert failed")
 
 
 def _tool(name: str, wheel: str) -> str:
@@ -191,15 +229,25 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
     for f in (h.source.name, *h.uses, *FORMAL_INCLUDES):
         shutil.copy(FORMAL_DIR / f, src / f)
     (src / "vta_cfg.vh").write_text(header_text(cfg))
-    (src / f"{task}.sby").write_text(sby_text(h, task, depth, bmc_only))
+    sat = h.engine == "sat" and task == "check" and not bmc_only
+    if sat:
+        (src / "check.ys").write_text(sat_text(h, depth))
+        cmd = [tools["env"]["YOSYS"], "-s", "check.ys"]
+    else:
+        (src / f"{task}.sby").write_text(sby_text(h, task, depth, bmc_only))
+        cmd = [tools["sby"], "-f", f"{task}.sby"]
     t0 = time.perf_counter()
-    proc = subprocess.run([tools["sby"], "-f", f"{task}.sby"], cwd=src, env=tools["env"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=src, env=tools["env"], capture_output=True, text=True)
     wall = time.perf_counter() - t0
     log = proc.stdout + proc.stderr
     (workdir / "sby.log").write_text(log)
+    if sat:   # Yosys names no failing property: the table says the harness failed, the VCD shows where
+        status = ("PASS" if _SAT_PASS.search(log) else "FAIL" if _SAT_FAIL.search(log)
+                  else "UNKNOWN" if proc.returncode == 0 or "proof failed" in log else "ERROR")
+        if status == "FAIL":
+            log += f"\nsummary: counterexample trace: {src / 'trace.vcd'}"
     done = _DONE.findall(log)
-    status = done[-1] if done else "ERROR"
+    status = status if sat else done[-1] if done else "ERROR"
     res = {"harness": h.name, "group": h.group, "task": task,
            "mode": "cover" if task == "cover" else "bmc" if bmc_only else h.mode, "depth": depth, "status": status,
            "wall_s": round(wall, 2), "failed": [], "reached": _REACHED.findall(log), "trace": None,

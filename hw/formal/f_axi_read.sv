@@ -58,9 +58,10 @@ module f_axi_read (
         .r_valid(c_r_valid[0]), .r_data(r_data), .r_ready(c_r_ready[0]),
         .q_data(), .q_valid(), .q_ready(q_ready), .err(), .err_code(), .err_index(), .busy(),
         .stall_queue(), .stall_port());
+    wire [3:0] ld_elog = ld_wgt ? 4'($clog2(`VTA_WGT_BYTES)) : 4'($clog2(`VTA_INP_BYTES));
     vta_dma_read #(.MAXE(LMAXE), .K(1)) ld (
         .clk(clk), .rst(rst), .go(ld_go), .insn(ld_insn),
-        .elog(ld_wgt ? 4'($clog2(`VTA_WGT_BYTES)) : 4'($clog2(`VTA_INP_BYTES))),
+        .elog(ld_elog),
         .port_req(port_req[1]), .port_gnt(port_gnt[1]), .port_done(port_done[1]),
         .ar_valid(c_ar_valid[1]), .ar_addr(c_ar_addr[63:32]), .ar_len(c_ar_len[15:8]), .ar_ready(c_ar_ready[1]),
         .r_valid(c_r_valid[1]), .r_data(r_data), .r_ready(c_r_ready[1]),
@@ -131,9 +132,112 @@ module f_axi_read (
         rd_full_beats: assert(!arvalid || (araddr % BB == 0 && arsize == `VTA_LOG_BUS_BYTES && arburst == 2'b01));
         rd_one_outstanding: assert(f_open <= 2'd1 && !(arvalid && f_open != 0));
         rd_beats_to_owner: assert((taking & ~f_owner) == 3'b000 && !(taking != 0 && f_open == 0));
-        rd_port_done_after_beats: assert(!(port_done & f_owner) || (f_open == 0 && f_owed == 0));
+        // (fetch ends its burst in the cycle it takes its last beat, which may pass the FIFO)
+        rd_port_done_after_beats: assert(!(port_done & f_owner) || (f_owed == 16'(r_hs) &&
+                                         (f_open == 0 || (taking != 0 && f_taken + 1 == f_len))));
         rd_one_grant: assert(port_gnt == 0 || port_gnt == 3'b001 || port_gnt == 3'b010 || port_gnt == 3'b100);
         rd_error_response: assert(bus_err == (r_hs && (rresp == 2'b10 || rresp == 2'b11)));
+    end
+
+    // Induction invariants: what makes the properties above hold for all time (k-induction),
+    // over the master's, fetch's and the DMAs' state (f_peek wires, hw/prove.py peeks).
+    (* f_peek = "axi.owned" *) wire p_owned;
+    (* f_peek = "axi.owner" *) wire [1:0] p_owner;
+    (* f_peek = "axi.rfifo.cnt" *) wire [$clog2(`VTA_RFIFO_DEPTH + 1)-1:0] p_rf_cnt;
+    (* f_peek = "axi.rfifo.f_reset_seen" *) wire p_rf_seen;
+    (* f_peek = "fetch.state" *) wire [2:0] p_f_state;
+    (* f_peek = "fetch.got" *) wire [4:0] p_f_got;
+    (* f_peek = "fetch.ar_pend" *) wire p_f_ar_pend;
+    (* f_peek = "fetch.addr" *) wire [31:0] p_f_addr;
+    (* f_peek = "ld.state" *) wire [1:0] p_ld_state;
+    (* f_peek = "ld.ar_pend" *) wire p_ld_ar_pend;
+    (* f_peek = "ld.empty" *) wire p_ld_empty;
+    (* f_peek = "ld.r" *) wire [16:0] p_ld_r;
+    (* f_peek = "ld.c" *) wire [16:0] p_ld_c;
+    (* f_peek = "ld.rows" *) wire [16:0] p_ld_rows;
+    (* f_peek = "ld.width" *) wire [16:0] p_ld_width;
+    (* f_peek = "ld.y_size" *) wire [15:0] p_ld_y_size;
+    (* f_peek = "ld.x_size" *) wire [15:0] p_ld_x_size;
+    (* f_peek = "ld.y0" *) wire [3:0] p_ld_y0;
+    (* f_peek = "ld.x0" *) wire [3:0] p_ld_x0;
+    (* f_peek = "ld.lg" *) wire [3:0] p_ld_lg;
+    (* f_peek = "ld.cur" *) wire [31:0] p_ld_cur;
+    (* f_peek = "ld.row_base" *) wire [31:0] p_ld_row_base;
+    (* f_peek = "ld.row_bytes" *) wire [31:0] p_ld_row_bytes;
+    (* f_peek = "ld.q_beats" *) wire [31:0] p_ld_q_beats;
+    (* f_peek = "ld.q_addr" *) wire [31:0] p_ld_q_addr;
+    (* f_peek = "ld.b_beats" *) wire [31:0] p_ld_b_beats;
+    (* f_peek = "ld.b_addr" *) wire [31:0] p_ld_b_addr;
+    (* f_peek = "ld.b_got" *) wire [31:0] p_ld_b_got;
+    (* f_peek = "ld.end_r" *) wire p_ld_end_r;
+    (* f_peek = "ld.pad_r" *) wire p_ld_pad_r;
+    (* f_peek = "ld.bc" *) wire [7:0] p_ld_bc;
+    (* f_peek = "ld.stride_bytes" *) wire [31:0] p_ld_stride_bytes;
+    (* f_peek = "cp.state" *) wire [1:0] p_cp_state;
+    (* f_peek = "cp.ar_pend" *) wire p_cp_ar_pend;
+    (* f_peek = "cp.empty" *) wire p_cp_empty;
+    (* f_peek = "cp.r" *) wire [16:0] p_cp_r;
+    (* f_peek = "cp.c" *) wire [16:0] p_cp_c;
+    (* f_peek = "cp.rows" *) wire [16:0] p_cp_rows;
+    (* f_peek = "cp.width" *) wire [16:0] p_cp_width;
+    (* f_peek = "cp.y_size" *) wire [15:0] p_cp_y_size;
+    (* f_peek = "cp.x_size" *) wire [15:0] p_cp_x_size;
+    (* f_peek = "cp.y0" *) wire [3:0] p_cp_y0;
+    (* f_peek = "cp.x0" *) wire [3:0] p_cp_x0;
+    (* f_peek = "cp.lg" *) wire [3:0] p_cp_lg;
+    (* f_peek = "cp.cur" *) wire [31:0] p_cp_cur;
+    (* f_peek = "cp.row_base" *) wire [31:0] p_cp_row_base;
+    (* f_peek = "cp.row_bytes" *) wire [31:0] p_cp_row_bytes;
+    (* f_peek = "cp.q_beats" *) wire [31:0] p_cp_q_beats;
+    (* f_peek = "cp.q_addr" *) wire [31:0] p_cp_q_addr;
+    (* f_peek = "cp.b_beats" *) wire [31:0] p_cp_b_beats;
+    (* f_peek = "cp.b_addr" *) wire [31:0] p_cp_b_addr;
+    (* f_peek = "cp.b_got" *) wire [31:0] p_cp_b_got;
+    (* f_peek = "cp.end_r" *) wire p_cp_end_r;
+    (* f_peek = "cp.pad_r" *) wire p_cp_pad_r;
+    (* f_peek = "cp.bc" *) wire [7:0] p_cp_bc;
+    (* f_peek = "cp.stride_bytes" *) wire [31:0] p_cp_stride_bytes;
+    f_dma_inv ld_inv (
+        .on(f_live && !rst), .state(p_ld_state), .ar_pend(p_ld_ar_pend), .empty(p_ld_empty), .r(p_ld_r),
+        .c(p_ld_c), .rows(p_ld_rows), .width(p_ld_width), .y_size(p_ld_y_size), .x_size(p_ld_x_size),
+        .y0(p_ld_y0), .x0(p_ld_x0), .lg(p_ld_lg), .cur(p_ld_cur), .row_base(p_ld_row_base),
+        .row_bytes(p_ld_row_bytes), .q_beats(p_ld_q_beats), .q_addr(p_ld_q_addr), .b_beats(p_ld_b_beats),
+        .b_addr(p_ld_b_addr), .b_got(p_ld_b_got), .end_r(p_ld_end_r), .pad_r(p_ld_pad_r), .bc(p_ld_bc),
+        .stride_bytes(p_ld_stride_bytes));
+    f_dma_inv cp_inv (
+        .on(f_live && !rst), .state(p_cp_state), .ar_pend(p_cp_ar_pend), .empty(p_cp_empty), .r(p_cp_r),
+        .c(p_cp_c), .rows(p_cp_rows), .width(p_cp_width), .y_size(p_cp_y_size), .x_size(p_cp_x_size),
+        .y0(p_cp_y0), .x0(p_cp_x0), .lg(p_cp_lg), .cur(p_cp_cur), .row_base(p_cp_row_base),
+        .row_bytes(p_cp_row_bytes), .q_beats(p_cp_q_beats), .q_addr(p_cp_q_addr), .b_beats(p_cp_b_beats),
+        .b_addr(p_cp_b_addr), .b_got(p_cp_b_got), .end_r(p_cp_end_r), .pad_r(p_cp_pad_r), .bc(p_cp_bc),
+        .stride_bytes(p_cp_stride_bytes));
+    localparam IB = (BB >= 16) ? 1 : 16 / BB;     // beats of fetch's one-instruction burst
+    localparam F_RUN = 3'd2, D_BURST = 2'd3;
+    // the burst of the port's owner: its ar_pend, beats taken, beats
+    wire o_pend = (p_owner == 2'd0) ? p_f_ar_pend : (p_owner == 2'd1) ? p_ld_ar_pend : p_cp_ar_pend;
+    wire [31:0] o_got = (p_owner == 2'd0) ? 32'(p_f_got) : (p_owner == 2'd1) ? p_ld_b_got : p_cp_b_got;
+    wire [31:0] o_beats = (p_owner == 2'd0) ? 32'(IB) : (p_owner == 2'd1) ? p_ld_b_beats : p_cp_b_beats;
+    always @(*) if (f_live && !rst) begin
+        rd_inv_ghost_live: assert(p_rf_seen);   // the read FIFO's ghost checks from reset on
+        // a client is in its burst exactly while it owns the port
+        rd_inv_owner: assert(p_owner != 2'd3 && (p_f_state == F_RUN) == (p_owned && p_owner == 2'd0) &&
+                             (p_ld_state == D_BURST) == (p_owned && p_owner == 2'd1) &&
+                             (p_cp_state == D_BURST) == (p_owned && p_owner == 2'd2) &&
+                             (!p_owned || f_owner == 3'b001 << p_owner));
+        // a LOAD runs from go to done_now; fetch only after the launch, on 16-byte words
+        rd_inv_busy: assert(f_ld_busy == (p_ld_state != 2'd0 || p_ld_empty) &&
+                            f_cp_busy == (p_cp_state != 2'd0 || p_cp_empty) &&
+                            (p_f_state == 3'd0 || (f_launched && p_f_addr[3:0] == 4'd0)));
+        // the bus ghosts: nothing owed or buffered without an owner; the owner's burst before its
+        // address is taken, and after: open until its last beat is taken, the slave owing and
+        // the FIFO holding what the owner has yet to take
+        if (!p_owned)
+            rd_inv_idle: assert(f_open == 0 && f_owed == 0 && p_rf_cnt == 0);
+        else if (o_pend)
+            rd_inv_before_ar: assert(f_open == 0 && f_owed == 0 && p_rf_cnt == 0 && o_got == 0 && o_beats != 0);
+        else
+            rd_inv_after_ar: assert(o_got <= o_beats && f_open == 2'(o_got != o_beats) && 32'(f_taken) == o_got &&
+                                    32'(f_len) == o_beats && 32'(f_owed) + 32'(p_rf_cnt) == o_beats - o_got);
     end
     always @(posedge clk) if (f_live && !rst) begin
         rd_cover_fetch_burst_done: cover(port_done[0]);
@@ -141,6 +245,63 @@ module f_axi_read (
         rd_cover_compute_burst_done: cover(port_done[2]);
         rd_cover_ar_stalled: cover(f_ar_wait && arvalid);
         rd_cover_error: cover(bus_err);
+    end
+endmodule
+
+// One DMA's invariants (vta_dma_read, its registers by name): while it runs, its data position
+// (r, c) and DRAM byte (cur) agree (cur = row_base plus the data entries before c in a data row),
+// so that a burst requested next has bytes to read; a requested or issued burst is 1 to 256
+// aligned beats within one BURST_BOUNDARY (so within 4 KiB), starts at the position's beat and
+// ends within its row's data, so the position moves beat by beat through it and never off the
+// data; in a burst the registered end and pad flags are those of the position, no beat is taken
+// before the address, none past the last.
+module f_dma_inv (
+    input wire on,
+    input wire [1:0] state,
+    input wire ar_pend, empty,
+    input wire [16:0] r, c, rows, width,
+    input wire [15:0] y_size, x_size,
+    input wire [3:0] y0, x0, lg,
+    input wire [31:0] cur, row_base, row_bytes, q_beats, q_addr, b_beats, b_addr, b_got,
+    input wire end_r, pad_r,
+    input wire [7:0] bc,
+    input wire [31:0] stride_bytes
+);
+    localparam BB = `VTA_BUS_BYTES, LBB = `VTA_LOG_BUS_BYTES, BOUND = `VTA_BURST_BOUNDARY;
+    localparam S_PAD = 2'd1, S_REQ = 2'd2, S_BURST = 2'd3;
+    wire data_row = (r >= 17'(y0)) && (r < 17'(y0) + 17'(y_size));
+    wire [16:0] x_end = 17'(x0) + 17'(x_size);
+    wire [16:0] cc = (c < 17'(x0)) ? 17'(x0) : (c > x_end) ? x_end : c;
+    wire is_pad = !data_row || c < 17'(x0) || c >= x_end;
+    wire narrow = lg < 4'(LBB);
+    wire [31:0] emask = (32'd1 << lg) - 1;
+    wire [31:0] row_end8 = (row_base + row_bytes + BB - 1) & ~(BB - 1);   // the row's last beat's end
+    wire [31:0] beat_of_cur = narrow ? cur & ~(BB - 1) : cur + 32'(bc) * BB;
+    wire [31:0] next_beat = b_addr + b_got * BB;
+    function automatic ok(input [31:0] addr, input [31:0] beats);
+        ok = beats != 0 && beats <= 256 && addr % BB == 0 && 32'(addr % BOUND) + beats * BB <= BOUND;
+    endfunction
+    always @(*) if (on && state != 2'd0) begin
+        dma_inv_grid: assert(rows >= 17'(y0) + 17'(y_size) && width >= x_end && x_size != 0 && lg <= 4'd6 &&
+                             row_bytes == 32'(x_size) << lg && (row_base & emask) == 0 &&
+                             (stride_bytes & emask) == 0 && (narrow ? bc == 0 : 32'(bc) < (32'd1 << (lg - 4'(LBB)))));
+        // the program's side: a LOAD's data lies below 4 GiB (each row ends 8 bytes short of it
+        // at the latest), as the DMA compares DRAM byte addresses without a carry
+        if (data_row) assume(33'(row_base) + 33'(row_bytes) <= 33'hFFFFFFF8);
+        dma_inv_position: assert(cur == row_base + (data_row ? 32'(cc - 17'(x0)) << lg : 32'd0));
+        if (state == S_PAD)
+            dma_inv_pad: assert(is_pad && r < rows && c < width);
+        if (state == S_REQ)
+            dma_inv_next_burst: assert(ok(q_addr, q_beats) && !is_pad && bc == 0 && q_addr == beat_of_cur &&
+                                       (narrow || ((q_addr + q_beats * BB) & emask) == 0) &&
+                                       q_beats * BB <= row_end8 - q_addr);
+        if (state == S_BURST)
+            dma_inv_burst: assert(ok(b_addr, b_beats) && b_got <= b_beats && (!ar_pend || b_got == 0) &&
+                                  end_r == (r == rows) && pad_r == is_pad && r <= rows && c < width &&
+                                  (narrow || (((b_addr + b_beats * BB) & emask) == 0 && (b_got != b_beats || bc == 0))));
+        if (state == S_BURST && b_got != b_beats)
+            dma_inv_in_burst: assert(!is_pad && next_beat == beat_of_cur &&
+                                     (b_beats - b_got) * BB <= row_end8 - next_beat);
     end
 endmodule
 `default_nettype wire

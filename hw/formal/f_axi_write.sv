@@ -78,24 +78,28 @@ module f_axi_write (
         .m_axi_bvalid(bvalid), .m_axi_bready(bready), .bus_err(bus_err));
     /* verilator lint_on PINMISSING */
 
-    // the slave: a B only for a burst whose address and last data beat it has taken
+    // the slave: a B only for a burst whose address and last data beat it has taken; it holds at
+    // most 2^16 bursts unanswered (AWREADY low beyond: a bound on the ghost counters, no more)
     wire aw_hs = awvalid && awready, w_hs = wvalid && wready, b_hs = bvalid && bready;
     assign w_last_beat = w_hs && wlast;
-    reg [15:0] f_aw, f_wb, f_b;   // bursts: addresses taken, data completed, responses given
-    always @(*) if (!rst) assume(!bvalid || (f_b != f_wb && f_b != f_aw));
+    reg [31:0] f_aw, f_wb, f_b;   // bursts: addresses taken, data completed, responses given
+    always @(*) if (!rst) begin
+        assume(!bvalid || (f_b != f_wb && f_b != f_aw));
+        assume(!awready || 32'(f_aw - f_b) < 32'h10000);
+    end
 
-    // ghost: follow the f_k-th burst, its length and its beats
-    (* anyconst *) reg [15:0] f_k;
+    // ghost: follow the f_k-th burst, its length and its beats (f_beat: beats taken of it so far)
+    (* anyconst *) reg [31:0] f_k;
     reg [7:0] f_len;
     reg [8:0] f_beat;
     always @(posedge clk)
         if (rst) {f_aw, f_wb, f_b, f_beat} <= 0;
         else begin
-            f_aw <= f_aw + 16'(aw_hs);
-            f_wb <= f_wb + 16'(w_hs && wlast);
-            f_b <= f_b + 16'(b_hs);
+            f_aw <= f_aw + 32'(aw_hs);
+            f_wb <= f_wb + 32'(w_hs && wlast);
+            f_b <= f_b + 32'(b_hs);
             if (aw_hs && f_aw == f_k) f_len <= awlen;
-            if (w_hs && f_wb == f_k) f_beat <= f_beat + 1;
+            if (w_hs && f_wb == f_k) f_beat <= wlast ? 9'd0 : f_beat + 9'd1;
         end
     reg f_aw_wait, f_w_wait, f_running;
     reg [31:0] f_awaddr;
@@ -118,9 +122,51 @@ module f_axi_write (
         wr_w_after_aw: assert(!wvalid || f_wb != f_aw || aw_hs);
         if (wvalid && f_wb == f_k && (f_k != f_aw || aw_hs))
             wr_wlast_on_last_beat: assert(wlast == (f_beat == 9'((f_k == f_aw) ? awlen : f_len)));
-        wr_outstanding: assert(16'(f_aw - f_wb) <= 16'd4);
+        wr_outstanding: assert(32'(f_aw - f_wb) <= 32'd4);
         wr_done_when_acked: assert(!(f_running && !running) || f_b == f_aw);
         wr_error_response: assert(bus_err == (bvalid && (bresp == 2'b10 || bresp == 2'b11)));
+    end
+
+    // Induction invariants: what makes the properties above hold for all time (k-induction).
+    // The ghost counters are those of the burst-length queue's own ghost (vta_fifo_ghost.svh,
+    // f_k its f_n); the store's state is read through f_peek wires (hw/prove.py, peeks).
+    (* f_peek = "st.wlen_q.f_reset_seen" *) wire p_wl_seen;
+    (* f_peek = "st.ent_q.f_reset_seen" *) wire p_ent_seen;
+    (* f_peek = "st.wlen_q.f_n" *) wire [31:0] p_wl_n;
+    (* f_peek = "st.wlen_q.f_in" *) wire [31:0] p_wl_in;
+    (* f_peek = "st.wlen_q.f_out" *) wire [31:0] p_wl_out;
+    (* f_peek = "st.wlen_q.f_data" *) wire [8:0] p_wl_data;
+    (* f_peek = "st.wl_count" *) wire [2:0] p_wl_count;
+    (* f_peek = "st.w_in_burst" *) wire [8:0] p_w_in_burst;
+    (* f_peek = "st.aw_count" *) wire [31:0] p_aw_count;
+    (* f_peek = "st.b_count" *) wire [31:0] p_b_count;
+    (* f_peek = "st.in_body" *) wire p_in_body;
+    (* f_peek = "st.ctrl.st_push" *) wire p_st_push;
+    (* f_peek = "st.nop" *) wire p_nop;
+    (* f_peek = "st.aw_active" *) wire p_aw_active;
+    (* f_peek = "st.aw_cur" *) wire [31:0] p_aw_cur;
+    (* f_peek = "st.aw_end" *) wire [31:0] p_aw_end;
+    (* f_peek = "st.row_bytes" *) wire [31:0] p_row_bytes;
+    (* f_peek = "st.stride_bytes" *) wire [31:0] p_stride_bytes;
+    localparam OB = `VTA_OUT_BYTES;
+    always @(*) assume(f_k == p_wl_n);
+    always @(*) if (f_live && !rst) begin
+        // bursts: f_aw taken, f_wb of them with all data, f_b of those answered; the length queue
+        // holds exactly the bursts whose data is still due, the f_k-th's length among them
+        wr_inv_ghosts_live: assert(p_wl_seen && p_ent_seen);   // the queues' ghosts check from reset on
+        wr_inv_queue_counts: assert(f_aw == p_wl_in && f_wb == p_wl_out);
+        wr_inv_acked_order: assert(32'(f_aw - f_b) <= 32'h10000 && 32'(f_wb - f_b) <= 32'(f_aw - f_b));
+        if (32'(f_k - f_wb) < 32'(f_aw - f_wb))
+            wr_inv_len_queued: assert(p_wl_data == 9'(f_len) + 9'd1);
+        wr_inv_beat: assert(f_beat == ((f_wb == f_k) ? p_w_in_burst : 9'd0) && (p_wl_count != 0 || p_w_in_burst == 0));
+        // a STORE's own burst counts, and none outstanding between STOREs
+        wr_inv_counts: assert(p_in_body ? (p_aw_count - p_b_count == f_aw - f_b) : (f_aw == f_b));
+        // the AW walk: only in a body, of a STORE with data, on OUT_BYTES-aligned addresses with
+        // bytes left in the row
+        if (p_aw_active)
+            wr_inv_walk: assert(p_in_body && !p_nop && !p_st_push && p_aw_cur % OB == 0 && p_aw_end % OB == 0 &&
+                                p_row_bytes % OB == 0 && p_stride_bytes % OB == 0 && p_row_bytes != 0 &&
+                                p_aw_end != p_aw_cur);
     end
     always @(posedge clk) if (f_live && !rst) begin
         wr_cover_two_bursts_one_row: cover(aw_hs && f_aw == 1 && awaddr[10:0] == 11'd0);

@@ -31,6 +31,9 @@ module f_store_live (
     wire f_ends = f_busy && f_was_running && !running;
     always @(posedge clk) f_was_running <= !rst && running;
     always @(*) if (!rst) assume(!head_valid || !f_busy);
+    // the STOREs whose bound fits the depth (20): one row of at most three entries; the others
+    // would only be followed part of the way, at the same cost to the solver
+    always @(*) assume(y_size == 3'd1 && x_size <= 8'd3);
     always @(posedge clk)
         if (rst) {f_age, f_busy, f_done} <= 0;
         else if (started) begin

@@ -33,6 +33,32 @@ def test_queue_and_axi_lite_are_proven_for_all_time_and_every_cover_is_reached(t
     assert all(p["mode"] == "prove" for p in props if p["kind"] == "assert")
 
 
+def test_the_axi_write_master_is_proven_for_all_time(tmp_path):
+    report = prove.prove(harnesses=["axi_write"], out_dir=tmp_path, progress=None, covers=False)
+    (task,) = report["tasks"]
+    assert task["mode"] == "prove" and task["status"] == "PASS", prove.line(task)
+    # the induction invariants over the store's state (peeks) are proven with the bus properties
+    assert {"wr_wlast_on_last_beat", "wr_inv_walk", "fifo_entry_held"} <= {p["property"] for p in report["properties"]}
+
+
+def test_peeks_name_flattened_signals_and_a_vanished_one_is_an_error(tmp_path, monkeypatch):
+    live = next(h for h in prove.HARNESSES if h.name == "store_live")
+    # a harness used inside another has its instance name put in front of both sides
+    assert ("wr.p_wl_count", "wr.st.wl_count") in prove.peeks(live)
+    src = (prove.FORMAL_DIR / "f_token_queue.sv").read_text()
+    bad = src.replace("`include \"f_reset.svh\"", "`include \"f_reset.svh\"\n    (* f_peek = \"dut.no_such_reg\" *) wire p_gone;", 1)
+    assert bad != src
+    for f in prove.FORMAL_DIR.iterdir():
+        (tmp_path / f.name).write_text(f.read_text())
+    (tmp_path / "f_token_queue.sv").write_text(bad)
+    monkeypatch.setattr(prove, "FORMAL_DIR", tmp_path)
+    h = next(h for h in prove.HARNESSES if h.name == "token_queue")
+    monkeypatch.setattr(prove, "HARNESSES", (prove.Harness(h.name, h.group, h.rtl, h.mode, 1, 1),))
+    report = prove.prove(harnesses=["token_queue"], out_dir=tmp_path / "run", covers=False, progress=None)
+    (task,) = report["tasks"]
+    assert task["status"] == "ERROR" and "dut.no_such_reg" in task["error"], prove.line(task)
+
+
 @pytest.mark.parametrize("mutation", prove.MUTATIONS, ids=lambda m: m.name)
 def test_each_groups_bug_fails_its_property_with_a_trace(mutation, tmp_path):
     m, h = prove.mutate(mutation.name, tmp_path / "rtl")
