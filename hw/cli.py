@@ -120,7 +120,7 @@ def cmd_prove(args) -> int:
     """SymbiYosys on hw/formal/'s harnesses: a line per task, a table, JSON; non-zero on any failure."""
     from . import prove
 
-    kw = {}
+    kw = {"harnesses": args.harness} if args.harness else {}
     if args.mutate:   # a deliberate bug in a copy of the RTL: its harness must fail
         dest = prove.PROVE_ROOT / "mutated" / args.mutate
         m, h = prove.mutate(args.mutate, dest / "rtl")
@@ -178,6 +178,8 @@ def register(subparsers) -> None:
     common(q)
     q.add_argument("--depth", type=int, help="induction length / BMC bound for every harness (default: each its own)")
     q.add_argument("--group", action="append", help="only this property group (repeatable)")
+    q.add_argument("--harness", action="append", help="only this harness, e.g. axi_read (repeatable; "
+                   "hw/prove.py HARNESSES)")
     q.add_argument("--json", help="write every property's group, mode, depth and status here")
     q.add_argument("--mutate", help="prove a copy of the RTL with this deliberate bug (hw/prove.py MUTATIONS)")
     q.set_defaults(func=cmd_prove)

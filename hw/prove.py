@@ -278,6 +278,10 @@ def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, p
     unknown = set(groups or ()) - set(GROUPS)
     if unknown:
         raise VTAError(f"unknown property group(s) {sorted(unknown)}; groups are {', '.join(GROUPS)}")
+    names = [h.name for h in HARNESSES]
+    unknown = set(harnesses or ()) - set(names)
+    if unknown:
+        raise VTAError(f"unknown harness(es) {sorted(unknown)}; harnesses are {', '.join(names)}")
     tools = _tools()
     rtl_dir = Path(rtl_dir or RTL_DIR)
     out_dir = Path(out_dir or PROVE_ROOT / cfg.name)

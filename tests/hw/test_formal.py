@@ -73,11 +73,13 @@ def test_each_groups_bug_fails_its_property_with_a_trace(mutation, tmp_path):
     assert task["trace_kind"] == "basecase"     # a real run from reset, not an induction artefact
 
 
-def test_an_unknown_mutation_or_group_or_a_vanished_mutation_site_is_refused(tmp_path, monkeypatch):
+def test_an_unknown_mutation_group_or_harness_or_a_vanished_mutation_site_is_refused(tmp_path, monkeypatch):
     with pytest.raises(VTAError, match="unknown mutation"):
         prove.mutate("nonesuch", tmp_path / "a")
     with pytest.raises(VTAError, match="unknown property group"):
         prove.prove(groups=["nonesuch"], out_dir=tmp_path)
+    with pytest.raises(VTAError, match="unknown harness.*harnesses are token_queue"):
+        prove.prove(harnesses=["nonesuch"], out_dir=tmp_path)
     gone = prove.Mutation("gone", "fifo", "vta_fifo.v", "no such text", "x", "fifo_ptrs", "", 1)
     monkeypatch.setattr(prove, "MUTATIONS", prove.MUTATIONS + (gone,))
     with pytest.raises(VTAError, match="no longer contains"):
