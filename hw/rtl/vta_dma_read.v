@@ -91,7 +91,8 @@ module vta_dma_read #(
     wire last_beat = (bc == elem_beats - 1);
     // a narrow beat writes the elements up to the beat's end or the row's data end, whichever first
     wire [LBB:0] in_beat = (LBB+1)'((BB - (cur & (BB - 1))) >> lg);
-    wire [16:0] n_narrow = (xl[16:LBB+1] == 0 && xl[LBB:0] < in_beat) ? xl : 17'(in_beat);
+    wire xl_le_beat = (xl[16:LBB+1] == 0) && (xl[LBB:0] <= in_beat);   // the row's data ends in this beat
+    wire [16:0] n_narrow = xl_le_beat ? xl : 17'(in_beat);
 
     assign r_ready = (state == S_BURST) && (b_got != b_beats);
     wire beat = r_ready && r_valid;
@@ -117,7 +118,7 @@ module vta_dma_read #(
     wire p_pad_next = p_wrap ? (pad_row1 || x0 != 4'd0)
                              : (!data_row || (c + 1 < 17'(x0)) || (c + 1 >= x_end));
     wire p_end_next = p_wrap && (r == r_last);
-    wire d_fill = (xl == step);                                   // this write ends the row's data
+    wire d_fill = narrow ? xl_le_beat : (xl == 17'd1);            // this write ends the row's data
     wire row_wrap = in_pad ? p_wrap : (wr_en && d_fill && no_xp1);
     wire [16:0] r_next = row_wrap ? r + 1 : r;
     wire [16:0] c_next = row_wrap ? 17'd0 : (wr_en ? c + step : c);
