@@ -118,8 +118,12 @@ module vta_store (
     assign w_data = e_data[32'(wb) * BB * 8 +: BB * 8];
 
     // ------------------------------------------------------------ completion
-    wire acked = (pend == 32'(b_valid));
-    wire dur_over = rem[47] || (rem[47:1] == 0);   // elapsed + 1 >= duration
+    // done-test flags registered from the counters' next values: no carry or wide compare on the
+    // path from them through the module's done to the next instruction's start
+    wire [31:0] pend_next = pend + 32'(aw_fire) - 32'(b_valid);
+    wire signed [47:0] rem_next = rem + 48'(rem_add) - 48'(in_body);
+    reg pend0, pend1, dur_over;       // pend = 0, pend = 1, rem <= 1 (elapsed + 1 >= duration)
+    wire acked = b_valid ? pend1 : pend0;
     assign body_done = in_body && (nop || (!aw_active && acked && dur_over));
 
     always @(posedge clk) begin
@@ -127,6 +131,8 @@ module vta_store (
             aw_active <= 1'b0;
             rd_rows <= 0;
             pend <= 0;
+            pend0 <= 1'b1;
+            pend1 <= 1'b0;
             rem_add <= 0;
             rd_inflight <= 1'b0;
             nop <= 1'b0;
@@ -144,8 +150,11 @@ module vta_store (
                 wb <= e_last_beat ? 8'd0 : wb + 1;
                 w_in_burst <= w_last ? 9'd0 : w_in_burst + 1;
             end
-            pend <= pend + 32'(aw_fire) - 32'(b_valid);
-            rem <= rem + 48'(rem_add) - 48'(in_body);
+            pend <= pend_next;
+            pend0 <= (pend_next == 0);
+            pend1 <= (pend_next == 1);
+            rem <= rem_next;
+            dur_over <= rem_next[47] || (rem_next[47:1] == 0);
             rem_add <= aw_fire ? 16'(beats) + 16'(`VTA_DMA_WRITE_LATENCY) : 16'd0;
             if (aw_fire) begin
                 if (fits) begin
@@ -169,6 +178,7 @@ module vta_store (
                 row_bytes <= 32'(f_x) << LE;
                 stride_bytes <= 32'(`VTA_MEM_X_STRIDE(insn)) << LE;
                 rem <= 0;
+                dur_over <= 1'b1;
                 aw_active <= (f_x != 0) && (f_y != 0);
                 aw_row <= 0;
                 aw_cur <= f_base;
