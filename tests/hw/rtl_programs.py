@@ -108,9 +108,9 @@ def queue_full_program(cfg):
 def alu_same_entry_program(cfg, rng):
     """ALU immediates whose iterations hit the entry the iteration before (or two before) wrote,
     which the RTL's two-stage ALU gets by applying the operation twice (hw/rtl/vta_compute.v):
-    every operation, shifts by amounts whose double passes 31 both ways, a multiply that wraps."""
+    every operation, shifts by amounts whose double passes 31 both ways, multiplies that wrap."""
     ab, ob = cfg.buffers["acc"].entry_bytes, cfg.buffers["out"].entry_bytes
-    cases = [(isa.ALU_ADD, 5), (isa.ALU_MUL, -3), (isa.ALU_MUL, 70001), (isa.ALU_MIN, -9), (isa.ALU_MAX, 4),
+    cases = [(isa.ALU_ADD, 5), (isa.ALU_MUL, -3), (isa.ALU_MUL, -32768), (isa.ALU_MIN, -9), (isa.ALU_MAX, 4),
              (isa.ALU_SHR, 3), (isa.ALU_SHR, 16), (isa.ALU_SHR, 40), (isa.ALU_SHR, -5), (isa.ALU_SHR, -15),
              (isa.ALU_SHR, -16), (isa.ALU_SHR, -40)]
     n = 2 * len(cases)
