@@ -125,6 +125,10 @@ module vta_dma_read #(
     wire end_next = in_pad ? p_end_next : !wr_en ? end_r : (row_wrap && r == r_last);
     wire pad_next = in_pad ? p_pad_next : !wr_en ? pad_r : row_wrap ? (pad_row1 || x0 != 4'd0) : d_fill;
     wire row_next = row_wrap && data_row;     // the next data row begins: row_base <= nrb
+    // kept apart from the adders of go (f_base + ...): merged into one adder, the choice between
+    // them would come before the carry chain, after the whole row_next logic
+    (* keep *) wire [31:0] nrb_inc = nrb + stride_bytes;
+    (* keep *) wire [31:0] row_end_inc = row_end + stride_bytes;
     wire [31:0] row_base_next = row_next ? nrb : row_base;
     wire [31:0] cur_next = row_wrap ? row_base_next : (wr_en && !in_pad) ? cur + (32'(step) << lg) : cur;
 
@@ -219,8 +223,8 @@ module vta_dma_read #(
                 cur <= cur_next;
                 if (row_next) begin
                     row_base <= nrb;
-                    nrb <= nrb + stride_bytes;
-                    row_end <= row_end + stride_bytes;
+                    nrb <= nrb_inc;
+                    row_end <= row_end_inc;
                 end
             end
             if (seg_end) begin

@@ -87,6 +87,7 @@ module vta_store (
     assign aw_addr = aw_cur;
     assign aw_len = fits ? 8'((left - 1) >> LBB) : 8'((32'(to_bound) - 1) >> LBB);
     wire aw_fire = aw_valid && aw_ready;
+    (* keep *) wire [31:0] nrs_inc = nrs + stride_bytes;   // not merged with start's adder (vta_dma_read)
 
     // burst lengths for WLAST
     wire       wl_valid;
@@ -161,7 +162,7 @@ module vta_store (
                     aw_row <= aw_row + 1;
                     aw_active <= (aw_row + 1 != y_size);
                     aw_cur <= nrs;
-                    nrs <= nrs + stride_bytes;
+                    nrs <= nrs_inc;
                     left <= row_bytes;
                     to_bound <= (LB+1)'(BOUND) - (LB+1)'(nrs & (BOUND - 1));
                 end else begin
