@@ -112,11 +112,15 @@ module vta_dma_read #(
     // position after this cycle's write, and whether it is a pad entry or the LOAD's end. A pad
     // writes one entry (p_*, straight from the registered position: a pad segment's end feeds
     // the next request); a data write ends the row's data when it writes the xl entries left.
-    wire data_row = (r >= 17'(y0)) && (r < y_end);
-    wire pad_row1 = (r + 1 < 17'(y0)) || (r + 1 >= y_end);     // row r + 1 is all padding
+    // row r is a data row, row r + 1 all padding: registered, set at go and at each row wrap
+    // from r + 1 and r + 2 (a pad segment's end reads no adder or compare on the row)
+    reg data_row, pad_row1;
+    wire pad_row2 = (r + 2 < 17'(y0)) || (r + 2 >= y_end);
+    // c + 1 < x_pad_0 and c + 1 >= x_end as compares of c with registered bounds
+    reg [16:0] x0_m1, x_end_m1;   // x_pad_0 - 1, x_end - 1 (x_end >= 1: x_size >= 1)
     wire p_wrap = (c == w_last);
     wire p_pad_next = p_wrap ? (pad_row1 || x0 != 4'd0)
-                             : (!data_row || (c + 1 < 17'(x0)) || (c + 1 >= x_end));
+                             : (!data_row || (x0 != 4'd0 && c < x0_m1) || (c >= x_end_m1));
     wire p_end_next = p_wrap && (r == r_last);
     wire d_fill = narrow ? xl_le_beat : (xl == 17'd1);            // this write ends the row's data
     wire row_wrap = in_pad ? p_wrap : (wr_en && d_fill && no_xp1);
@@ -183,6 +187,11 @@ module vta_dma_read #(
             y0 <= `VTA_MEM_Y_PAD_0(insn);
             x0 <= `VTA_MEM_X_PAD_0(insn);
             x_end <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
+            x_end_m1 <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) - 1;
+            x0_m1 <= 17'(`VTA_MEM_X_PAD_0(insn)) - 1;
+            data_row <= (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_Y_SIZE(insn) != 16'd0);
+            pad_row1 <= (17'd1 < 17'(`VTA_MEM_Y_PAD_0(insn))) ||
+                        (17'd1 >= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)));
             y_end <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn));
             xl <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
             r_last <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)) + 17'(`VTA_MEM_Y_PAD_1(insn)) - 1;
@@ -219,6 +228,10 @@ module vta_dma_read #(
                 idx <= idx + 16'(step);
                 r <= r_next;
                 c <= c_next;
+                if (row_wrap) begin
+                    data_row <= !pad_row1;
+                    pad_row1 <= pad_row2;
+                end
                 xl <= row_wrap ? x_end : xl - step;
                 cur <= cur_next;
                 if (row_next) begin
