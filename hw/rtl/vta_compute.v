@@ -7,17 +7,22 @@
 //   S1  indices = micro-op + loop offsets -> INP/WGT reads; ALU: ACC read (tensor: ACC[dst], then
 //       S1b ACC[src])
 //   S2  ALU: operands registered; GEMM: INP and WGT registered (the multipliers' input registers)
-//   S3  ALU -> ACC and OUT write; GEMM: INP x WGT products registered
-//   S4  GEMM: adder tree (registered), ACC[dst] read
+//   S3  ALU: first stage (results but MUL's, MUL's partial products) registered;
+//       GEMM: INP x WGT products registered
+//   S4  ALU: second stage -> ACC and OUT write; GEMM: adder tree (registered), ACC[dst] read
 //   S5  GEMM: ACC[dst] + dot -> ACC and OUT write
 // The SRAMs are write-first, so an iteration reading the entry that the previous one writes in
 // the same cycle sees the new value: GEMM reads its accumulator one cycle before it adds, so its
 // read-add-write stays one cycle however deep the multiplier side is. The ALU reads ACC[dst] in
-// S1 and writes in S3, so the one write it can miss, the previous iteration's, is forwarded from
-// S3 (into S2's operand, or S1b's for a tensor ALU). The instruction is done GEMM_PIPELINE
-// (ALU_PIPELINE) cycles after its last issue slot, as docs/timing.md models it; the last write is
-// 6 (4) cycles after it, so GEMM_PIPELINE >= 6 and ALU_PIPELINE >= 4 are exact (hw/header.py
-// refuses less).
+// S1 and writes in S4, so it can miss the writes of the two iterations ahead of it. When its
+// operands are registered (S2), the one two ahead is in S4 and its result is forwarded; the one
+// just ahead (only an ALU with an immediate issues every cycle) is in S3, its result not there
+// yet: an iteration on the same entry then applies the operation twice to that iteration's own
+// operand (x2 kept, or the result in S4 if that iteration did the same), with the immediate
+// doubled: x + 2 imm, x * imm^2, min/max unchanged, a shift by twice the amount (x << 32 or more
+// is 0, given as x * 0). The instruction is done GEMM_PIPELINE (ALU_PIPELINE) cycles after its
+// last issue slot, as docs/timing.md models it; the last write is 6 (5) cycles after it, so
+// GEMM_PIPELINE >= 6 and ALU_PIPELINE >= 5 are exact (hw/header.py refuses less).
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_compute (
@@ -167,6 +172,13 @@ module vta_compute (
     reg [31:0] uop_q;
     /* verilator lint_on UNUSEDSIGNAL */
     reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2;
+    reg [31:0] s2_src;                  // a tensor ALU's source index, for the S4 forward
+    reg [2:0]  op3;                     // the operation the ALU's first stage applies (S3)
+    reg        dbl3;                    // the S3 iteration applies the operation twice
+    // the doubled operation for an ALU with an immediate, worked out after the start (dur_step)
+    reg [2:0]  op_d;
+    reg [31:0] imm_d, sq_ll;
+    reg [15:0] sq_lh;
     wire [31:0] a = 32'(`VTA_UOP_DST_IDX(uop_q)) + s1_d;
     wire [31:0] src = 32'(`VTA_UOP_SRC_IDX(uop_q)) + s1_s;
     wire [31:0] wg = 32'(`VTA_UOP_WGT_IDX(uop_q)) + s1_w;
@@ -180,16 +192,20 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z;
     vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_rdata),
                         .acc_out(gemm_z));
-    vta_alu_core alu (.reset(reset), .op(alu_op), .x(x2), .y(y2), .z(alu_z));
+    vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .z(alu_z));
     wire [`VTA_ACC_BYTES*8-1:0] z = is_alu ? alu_z : gemm_z;
-    wire alu_we = s3_valid && is_alu;
-    // ACC[dst] as read, or the S3 write to the same entry that the read was one cycle too early for
-    wire [`VTA_ACC_BYTES*8-1:0] dst_s1b = (alu_we && s3_a == s1b_a) ? alu_z : acc_rdata;
-    wire [`VTA_ACC_BYTES*8-1:0] dst_s2 = (alu_we && s3_a == s2_a) ? alu_z : acc_rdata;
+    wire alu_we = s4_valid && is_alu;
+    // S2's operands: forwarded from S4 (written this cycle, after the S1 read), or (an immediate
+    // ALU) the S3 iteration's operand or forwarded result, the operation doubled
+    wire same3 = s3_valid && !tensor && (s3_a == s2_a);
+    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = same3 ? (dbl3 ? alu_z : x2)
+                                   : (alu_we && s4_a == s2_a) ? alu_z : tensor ? x_r : acc_rdata;
+    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !tensor ? {LANES{same3 ? imm_d : imm}}
+                                   : (alu_we && s4_a == s2_src) ? alu_z : acc_rdata;
 
     wire exec_we = alu_we || s5_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
-    assign acc_waddr = s5_valid ? `VTA_LA'(s5_a) : exec_we ? `VTA_LA'(s3_a) : `VTA_LA'(dma_idx);
+    assign acc_waddr = s5_valid ? `VTA_LA'(s5_a) : exec_we ? `VTA_LA'(s4_a) : `VTA_LA'(dma_idx);
     assign acc_wdata = exec_we ? z : (mt == `VTA_MEM_ACC) ? dma_data : acc8;
     assign out_we = exec_we;
     genvar g;
@@ -238,12 +254,14 @@ module vta_compute (
             s2_valid <= (s1_valid && !tensor) || s1b_valid;
             s1b_valid <= s1_valid && tensor;
             s3_valid <= s2_valid;
-            s4_valid <= s3_valid && !is_alu;
-            s5_valid <= s4_valid;
+            s4_valid <= s3_valid;
+            s5_valid <= s4_valid && !is_alu;
             if (s2_valid) begin
                 s3_a <= s2_a;
-                x2 <= tensor ? x_r : dst_s2;
-                y2 <= tensor ? acc_rdata : {LANES{imm}};
+                x2 <= x_s2;
+                y2 <= y_s2;
+                op3 <= same3 ? op_d : alu_op;
+                dbl3 <= same3;
             end
             if (s3_valid) s4_a <= s3_a;
             if (s4_valid) s5_a <= s4_a;
@@ -264,8 +282,9 @@ module vta_compute (
                 if (!tensor) s2_a <= a;
             end
             if (s1b_valid) begin
-                x_r <= dst_s1b;
+                x_r <= acc_rdata;
                 s2_a <= s1b_a;
+                s2_src <= s1b_src;
             end
             if (issue && !reset) begin
                 if (is_alu) alu_count <= alu_count + 1;
@@ -300,8 +319,23 @@ module vta_compute (
 
             if (dur_step == 2'd1) begin
                 d_n <= 48'(d_oi) * 48'(d_u);
+                sq_ll <= 32'(imm[15:0]) * 32'(imm[15:0]);
+                sq_lh <= 16'(imm[15:0] * imm[31:16]);
                 dur_step <= 2'd2;
             end else if (dur_step == 2'd2) begin
+                op_d <= alu_op;
+                imm_d <= imm;
+                case (alu_op)
+                    `VTA_ALU_ADD: imm_d <= imm << 1;
+                    `VTA_ALU_MUL: imm_d <= sq_ll + {sq_lh << 1, 16'd0};
+                    `VTA_ALU_SHR:
+                        if (!imm[31]) imm_d <= (imm > `VTA_ALU_SHIFT_CAP / 2) ? `VTA_ALU_SHIFT_CAP : imm << 1;
+                        else if ($signed(imm) < -15) begin
+                            op_d <= `VTA_ALU_MUL;   // shifted left by 32 or more: 0
+                            imm_d <= 32'd0;
+                        end else imm_d <= imm << 1;
+                    default: ;
+                endcase
                 dur <= d_pipe + (d_tensor ? d_n << 1 : d_n);
                 dur_ok <= 1'b1;
                 dur_step <= 2'd0;

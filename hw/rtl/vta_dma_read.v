@@ -43,44 +43,56 @@ module vta_dma_read #(
     localparam LBB = `VTA_LOG_BUS_BYTES;
     localparam BOUND = `VTA_BURST_BOUNDARY;
     localparam S_IDLE = 2'd0, S_PAD = 2'd1, S_REQ = 2'd2, S_BURST = 2'd3;
+    localparam LB = $clog2(BOUND);
+    // a burst stays inside one BOUND-aligned window: at most BOUND / BB beats, counted in BW bits;
+    // its tick counter starts LAT - 1 below zero (TW bits, wrapping) so that it ends at b_beats
+    localparam BW = $clog2(BOUND / BB + 2);
+    localparam TW = $clog2(BOUND / BB + `VTA_DMA_READ_LATENCY + 2) + 1;
 
     // ------------------------------------------------------------ latched instruction
     reg [1:0]  state;
     reg [3:0]  lg;
-    reg [15:0] y_size, x_size;
     reg [3:0]  y0, x0;
-    reg [16:0] rows, width;
+    reg [16:0] x_end, y_end;     // x_pad_0 + x_size, y_pad_0 + y_size: the data's ends
+    reg [16:0] w_last, r_last;   // the last column and row
+    reg        no_xp1;           // x_pad_1 = 0: a row's last data write ends the row
     reg [31:0] row_bytes, stride_bytes;
     wire narrow = (lg < 4'(LBB));
 
     // ------------------------------------------------------------ position in the entry grid
     reg [16:0] r, c;
+    reg [16:0] xl;           // x_end - c: the data entries left in the row, from a data column
     reg [15:0] idx;
     reg [31:0] row_base;     // DRAM byte of the current (or next) data row
+    reg [31:0] row_end;      // row_base + row_bytes
+    reg [31:0] nrb;          // row_base + stride_bytes: the next data row's base
+    reg [31:0] left_r;       // row_end - cur, a cycle late (what a burst after a burst reads)
     reg [31:0] cur;          // DRAM byte of the current data position
     reg [7:0]  bc;           // beat within the element
     reg [MAXE*8-1:0] asm_r;
 
-    function automatic is_pad(input [16:0] rr, input [16:0] cc, input [3:0] py0, input [15:0] py,
-                              input [3:0] px0, input [15:0] px);
-        is_pad = (rr < 17'(py0)) || (rr >= 17'(py0) + 17'(py)) || (cc < 17'(px0)) || (cc >= 17'(px0) + 17'(px));
-    endfunction
+    reg end_r, pad_r;        // the position at the start of this cycle is the LOAD's end, a pad
 
     // ------------------------------------------------------------ the current burst
-    reg [31:0] b_beats, b_got, b_tick, b_addr, b_lim, q_beats, q_addr;
-    reg        ar_pend, empty;
-    wire [31:0] row_end = row_base + row_bytes;
+    reg [BW-1:0] b_beats, b_got;
+    reg [TW-1:0] b_tick;
+    reg [7:0]    b_len;
+    reg [31:0]   b_addr, q_cur;
+    reg [LB:0]   q_bound;   // bytes to the next burst boundary from q_cur (1..BOUND)
+    reg          q_row;     // the next burst starts a row: row_bytes left, else left_r
+    reg          ar_pend, empty;
 
     assign ar_valid = (state == S_BURST) && ar_pend;
     assign ar_addr = b_addr;
-    assign ar_len = 8'(b_beats - 1);
+    assign ar_len = b_len;
 
     // ------------------------------------------------------------ writing entries
     wire [7:0] elem_beats = narrow ? 8'd1 : 8'(1 << (lg - 4'(LBB)));
     wire last_beat = (bc == elem_beats - 1);
-    wire [31:0] beat_end = (cur & ~(BB - 1)) + BB;
-    wire [31:0] take_end = (row_end < beat_end) ? row_end : beat_end;
-    wire [16:0] n_narrow = 17'((take_end - cur) >> lg);
+    // a narrow beat writes the elements up to the beat's end or the row's data end, whichever first
+    wire [LBB:0] in_beat = (LBB+1)'((BB - (cur & (BB - 1))) >> lg);
+    wire xl_le_beat = (xl[16:LBB+1] == 0) && (xl[LBB:0] <= in_beat);   // the row's data ends in this beat
+    wire [16:0] n_narrow = xl_le_beat ? xl : 17'(in_beat);
 
     assign r_ready = (state == S_BURST) && (b_got != b_beats);
     wire beat = r_ready && r_valid;
@@ -97,39 +109,62 @@ module vta_dma_read #(
         else wr_data[(32'(bc) << (LBB + 3)) +: BB*8] = r_data;  // beat bc lands at byte bc*BB
     end
 
-    // position after this cycle's write
-    wire row_wrap = wr_en && (c + step == width);
+    // position after this cycle's write, and whether it is a pad entry or the LOAD's end. A pad
+    // writes one entry (p_*, straight from the registered position: a pad segment's end feeds
+    // the next request); a data write ends the row's data when it writes the xl entries left.
+    // row r is a data row, row r + 1 all padding: registered, set at go and at each row wrap
+    // from r + 1 and r + 2 (a pad segment's end reads no adder or compare on the row)
+    reg data_row, pad_row1;
+    wire pad_row2 = (r + 2 < 17'(y0)) || (r + 2 >= y_end);
+    // c + 1 < x_pad_0 and c + 1 >= x_end as compares of c with registered bounds
+    reg [16:0] x0_m1, x_end_m1;   // x_pad_0 - 1, x_end - 1 (x_end >= 1: x_size >= 1)
+    wire p_wrap = (c == w_last);
+    wire p_pad_next = p_wrap ? (pad_row1 || x0 != 4'd0)
+                             : (!data_row || (x0 != 4'd0 && c < x0_m1) || (c >= x_end_m1));
+    wire p_end_next = p_wrap && (r == r_last);
+    wire d_fill = narrow ? xl_le_beat : (xl == 17'd1);            // this write ends the row's data
+    wire row_wrap = in_pad ? p_wrap : (wr_en && d_fill && no_xp1);
     wire [16:0] r_next = row_wrap ? r + 1 : r;
     wire [16:0] c_next = row_wrap ? 17'd0 : (wr_en ? c + step : c);
-    wire end_next = (r_next == rows);
-    wire data_row = (r >= 17'(y0)) && (r < 17'(y0) + 17'(y_size));
-    wire [31:0] row_base_next = (row_wrap && data_row) ? row_base + stride_bytes : row_base;
+    wire end_next = in_pad ? p_end_next : !wr_en ? end_r : (row_wrap && r == r_last);
+    wire pad_next = in_pad ? p_pad_next : !wr_en ? pad_r : row_wrap ? (pad_row1 || x0 != 4'd0) : d_fill;
+    wire row_next = row_wrap && data_row;     // the next data row begins: row_base <= nrb
+    // kept apart from the adders of go (f_base + ...): merged into one adder, the choice between
+    // them would come before the carry chain, after the whole row_next logic
+    (* keep *) wire [31:0] nrb_inc = nrb + stride_bytes;
+    (* keep *) wire [31:0] row_end_inc = row_end + stride_bytes;
+    wire [31:0] row_base_next = row_next ? nrb : row_base;
     wire [31:0] cur_next = row_wrap ? row_base_next : (wr_en && !in_pad) ? cur + (32'(step) << lg) : cur;
 
-    // next burst, from the latched state or (at go) straight from the instruction
+    // The next burst's set-up in two registered halves. Where it is requested (to_req) only its
+    // start is registered: at go from the instruction, after padding the start of a row (the
+    // position after this pad write), after a burst the position as it is (a burst writes
+    // nothing in its last cycle). A row's bursts but its first then read the bytes left in the
+    // row from left_r, registered from that same position. The request is seen from the next
+    // cycle, and its length and beats are worked out from these registers when it is granted.
     wire [31:0] f_base = `VTA_MEM_DRAM_BASE(insn) << elog;
     wire [31:0] f_row_bytes = 32'(`VTA_MEM_X_SIZE(insn)) << elog;
-    wire [31:0] nb_cur = go ? f_base : cur_next;
-    wire [31:0] nb_end = go ? f_base + f_row_bytes : row_base_next + row_bytes;
-    wire [31:0] nb_left = nb_end - nb_cur;
-    wire [31:0] nb_bound = BOUND - (nb_cur & (BOUND - 1));
-    wire [31:0] nb_len = (nb_left < nb_bound) ? nb_left : nb_bound;
-    wire [31:0] nb_beats = ((nb_cur & (BB - 1)) + nb_len + BB - 1) >> LBB;
+    wire [31:0] f_stride = 32'(`VTA_MEM_X_STRIDE(insn)) << elog;
+    wire [31:0] nb_cur = go ? f_base : !(in_pad && p_wrap) ? cur : data_row ? nrb : row_base;
+    wire [31:0] q_left = q_row ? row_bytes : left_r;
+    wire [LB:0] q_len = (q_left[31:LB+1] == 0 && q_left[LB:0] < q_bound) ? q_left[LB:0] : q_bound;
+    wire [LB+1:0] q_span = (LB+2)'(q_cur & (BB - 1)) + (LB+2)'(q_len);   // bytes from the first beat's start
+    wire [BW-1:0] q_beats = BW'((32'(q_span) + BB - 1) >> LBB);
+    wire [7:0] q_last = 8'((32'(q_span) - 1) >> LBB);                          // AXI ARLEN, q_len >= 1
 
-    wire pad_next = is_pad(r_next, c_next, y0, y_size, x0, x_size);
 
     // ------------------------------------------------------------ segment sequencing
     // every beat must be in before the burst's last cycle (registered count: no chain from the
     // read FIFO to the port arbiter); DRAM answering within DMA_READ_LATENCY - 1 is exact
     // A burst writes nothing in its last cycle (its beats are all in), so what follows it is known
     // from the position alone, registered a cycle ahead (end_r, pad_r): the burst's end, the
-    // LOAD's end and the next request come from registers (b_lim: its last tick).
-    reg end_r, pad_r;
-    wire burst_end = (state == S_BURST) && (b_tick >= b_lim) && (b_got == b_beats);
-    wire pad_end = in_pad && (end_next || !pad_next);
+    // LOAD's end and the next request come from registers (b_tick: its last tick).
+    wire tick_end = (b_tick == TW'(b_beats));
+    wire burst_end = (state == S_BURST) && tick_end && (b_got == b_beats);
+    wire pad_end = in_pad && (p_end_next || !p_pad_next);
     wire seg_end = pad_end || burst_end;
-    wire seg_last = in_pad ? end_next : end_r;         // at seg_end: the LOAD ends
-    wire seg_pad = in_pad ? pad_next : pad_r;          // at seg_end: pads follow
+    wire seg_last = in_pad ? p_end_next : end_r;       // at seg_end: the LOAD ends
+    wire seg_pad = in_pad ? p_pad_next : pad_r;        // at seg_end: pads follow
     wire go_burst = go && (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_X_PAD_0(insn) == 4'd0) &&
                     (`VTA_MEM_Y_SIZE(insn) != 16'd0);
     // a LOAD of no rows at all is done in its first cycle (docs/hardware.md, decisions)
@@ -149,14 +184,23 @@ module vta_dma_read #(
             empty <= 1'b0;
         end else if (go) begin
             lg <= elog;
-            y_size <= `VTA_MEM_Y_SIZE(insn);
-            x_size <= `VTA_MEM_X_SIZE(insn);
             y0 <= `VTA_MEM_Y_PAD_0(insn);
             x0 <= `VTA_MEM_X_PAD_0(insn);
-            rows <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)) + 17'(`VTA_MEM_Y_PAD_1(insn));
-            width <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) + 17'(`VTA_MEM_X_PAD_1(insn));
+            x_end <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
+            x_end_m1 <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) - 1;
+            x0_m1 <= 17'(`VTA_MEM_X_PAD_0(insn)) - 1;
+            data_row <= (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_Y_SIZE(insn) != 16'd0);
+            pad_row1 <= (17'd1 < 17'(`VTA_MEM_Y_PAD_0(insn))) ||
+                        (17'd1 >= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)));
+            y_end <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn));
+            xl <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
+            r_last <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)) + 17'(`VTA_MEM_Y_PAD_1(insn)) - 1;
+            w_last <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) + 17'(`VTA_MEM_X_PAD_1(insn)) - 1;
+            no_xp1 <= (`VTA_MEM_X_PAD_1(insn) == 4'd0);
             row_bytes <= f_row_bytes;
-            stride_bytes <= 32'(`VTA_MEM_X_STRIDE(insn)) << elog;
+            stride_bytes <= f_stride;
+            row_end <= f_base + f_row_bytes;
+            nrb <= f_base + f_stride;
             r <= 0;
             c <= 0;
             bc <= 0;
@@ -177,15 +221,24 @@ module vta_dma_read #(
             end
             if (state == S_BURST) begin
                 if (ar_valid && ar_ready) ar_pend <= 1'b0;
-                if (!burst_end) b_tick <= b_tick + 1;
+                if (!tick_end) b_tick <= b_tick + 1;
             end
             if (wr_en) begin
                 bc <= 0;
                 idx <= idx + 16'(step);
                 r <= r_next;
                 c <= c_next;
+                if (row_wrap) begin
+                    data_row <= !pad_row1;
+                    pad_row1 <= pad_row2;
+                end
+                xl <= row_wrap ? x_end : xl - step;
                 cur <= cur_next;
-                row_base <= row_base_next;
+                if (row_next) begin
+                    row_base <= nrb;
+                    nrb <= nrb_inc;
+                    row_end <= row_end_inc;
+                end
             end
             if (seg_end) begin
                 state <= seg_last ? S_IDLE : seg_pad ? S_PAD : S_REQ;
@@ -195,17 +248,19 @@ module vta_dma_read #(
         end
         // the next burst's set-up, registered with its request; latched when it is granted
         if (to_req) begin
-            q_beats <= nb_beats;
-            q_addr <= nb_cur & ~(BB - 1);
+            q_cur <= nb_cur;
+            q_bound <= (LB+1)'(BOUND) - (LB+1)'(nb_cur & (BOUND - 1));
+            q_row <= go || in_pad;
         end
-        end_r <= end_next;
-        pad_r <= pad_next;
+        left_r <= row_end - cur;
+        end_r <= go ? go_no_rows : end_next;
+        pad_r <= go ? !go_burst : pad_next;
         if (!rst && port_gnt) begin
             b_beats <= q_beats;
-            b_lim <= q_beats + 32'(`VTA_DMA_READ_LATENCY) - 1;
-            b_addr <= q_addr;
+            b_len <= q_last;
+            b_addr <= q_cur & ~(BB - 1);
             b_got <= 0;
-            b_tick <= 0;
+            b_tick <= TW'(1 - `VTA_DMA_READ_LATENCY);
             ar_pend <= 1'b1;
         end
     end

@@ -83,9 +83,15 @@ module vta_fetch (
     wire [`VTA_MEM_Y_PAD_0_W-1:0] y0 = `VTA_MEM_Y_PAD_0(w), y1 = `VTA_MEM_Y_PAD_1(w);
     wire [`VTA_MEM_X_PAD_0_W-1:0] x0 = `VTA_MEM_X_PAD_0(w), x1 = `VTA_MEM_X_PAD_1(w);
     wire pads = (y0 | y1 | x0 | x1) != 4'd0;
-    reg  [39:0] entries_r;    // registered at S_CHK: the multiplier never feeds the checks directly
-    wire [39:0] entries = (op == `VTA_OP_STORE) ? 40'(y) * 40'(x)
-                        : (40'(y0) + 40'(y) + 40'(y1)) * (40'(x0) + 40'(x) + 40'(x1));
+    // Entries a LOAD or STORE touches, (y_pad_0 + y_size + y_pad_1) x (x_pad_0 + x_size + x_pad_1)
+    // (a STORE with pads is MALFORMED before its range is checked): the sides are registered with
+    // each beat, their product at S_CHK, so that one DSP multiply from registers is all S_CHK does
+    // and the multiplier never feeds the checks directly.
+    reg  [16:0] ys_r, xs_r;
+    reg  [39:0] entries_r;
+    wire [33:0] entries = ys_r * xs_r;
+    wire [16:0] ys_w = 17'(`VTA_MEM_Y_PAD_0(word)) + 17'(`VTA_MEM_Y_SIZE(word)) + 17'(`VTA_MEM_Y_PAD_1(word));
+    wire [16:0] xs_w = 17'(`VTA_MEM_X_PAD_0(word)) + 17'(`VTA_MEM_X_SIZE(word)) + 17'(`VTA_MEM_X_PAD_1(word));
     reg [31:0] depth;
     always @(*) begin
         case (mt)
@@ -149,11 +155,13 @@ module vta_fetch (
                 if (beat) begin
                     got <= got + 1;
                     word_r <= word;
+                    ys_r <= ys_w;
+                    xs_r <= xs_w;
                 end
             end
             if (data_done) state <= S_CHK;      // word_r holds the word from the next cycle
             if (state == S_CHK) begin
-                entries_r <= entries;
+                entries_r <= 40'(entries);
                 state <= S_CHK2;
             end
             if (state == S_CHK2) begin

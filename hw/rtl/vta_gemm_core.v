@@ -1,6 +1,7 @@
 // GEMM core: BATCH x BLOCK_IN x BLOCK_OUT multiply-accumulates (spec section 5), four stages:
 // inp and wgt are registered as they come out of their SRAMs (the multipliers' input registers),
 // their products registered (the multipliers' output registers), the products' sums per output
+// (a balanced adder tree, log2(BLOCK_IN) adders deep, in SW bits: no carry past the sum's range)
 // registered, then acc_out[b][o] = (reset ? 0 : acc_in[b][o] + dot[b][o]), int32 wrapping, with
 // acc_in three cycles after inp/wgt: the accumulator's read-add-write stays one cycle, so
 // back-to-back iterations on one ACC entry need only the SRAM's write-first read.
@@ -16,8 +17,9 @@ module vta_gemm_core (
 );
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
     localparam BI = `VTA_BLOCK_IN;
-    integer b, o, k, l;
-    reg signed [31:0] sum;
+    localparam SW = 16 + $clog2(BI + 1);   // a sum of BI int8 x int8 products
+    integer b, o, k, l, h;
+    reg signed [SW-1:0] t [0:BI-1];
     reg [LANES*BI*16-1:0] prod, prod_r;     // int8 x int8 fits 16 bits
     reg [`VTA_INP_BYTES*8-1:0] inp_r;
     reg [`VTA_WGT_BYTES*8-1:0] wgt_r;
@@ -30,10 +32,12 @@ module vta_gemm_core (
                         16'($signed(inp_r[(b * BI + k) * 8 +: 8]) * $signed(wgt_r[(o * BI + k) * 8 +: 8]));
     always @(*)
         for (l = 0; l < LANES; l = l + 1) begin
-            sum = 0;
             for (k = 0; k < BI; k = k + 1)
-                sum = sum + 32'($signed(prod_r[(l * BI + k) * 16 +: 16]));
-            dot[l * 32 +: 32] = sum;
+                t[k] = SW'($signed(prod_r[(l * BI + k) * 16 +: 16]));
+            for (h = 1; h < BI; h = h * 2)
+                for (k = 0; k + h < BI; k = k + 2 * h)
+                    t[k] = t[k] + t[k + h];
+            dot[l * 32 +: 32] = 32'(t[0]);
         end
     always @(posedge clk) begin
         inp_r <= inp;

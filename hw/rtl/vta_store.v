@@ -2,6 +2,11 @@
 // walks rows and bursts and sums the model duration (beats + DMA_WRITE_LATENCY per burst); the
 // OUT reader streams the y_size x x_size entries, which are contiguous in OUT, onto W; the
 // instruction is done when every burst is acknowledged and the modelled duration has passed.
+// Timing (docs/hardware.md, Fmax): the issuer keeps the bytes left in the row and to the next
+// burst boundary as registers (after a burst that is not a row's last the boundary is a whole
+// BOUND away), so a burst's length is one short compare; the duration left (rem = duration -
+// elapsed) is a down-counter that a burst's cycles join a cycle after its AW (its B response
+// comes later still), so the done test reads registers only.
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_store (
@@ -63,24 +68,26 @@ module vta_store (
     wire [15:0] f_y = `VTA_MEM_Y_SIZE(insn), f_x = `VTA_MEM_X_SIZE(insn);
     wire [31:0] f_base = `VTA_MEM_DRAM_BASE(insn) << LE;
 
+    localparam LB = $clog2(BOUND);
     reg         nop;
-    reg [47:0]  dur, elapsed;
+    reg signed [47:0] rem;          // modelled duration - elapsed cycles (bursts issued so far)
+    reg [15:0]  rem_add;            // the last AW's burst cycles, joining rem a cycle later
     reg [15:0]  y_size;
     reg [31:0]  row_bytes, stride_bytes;
 
     // ------------------------------------------------------------ AW issuer
     reg         aw_active;
     reg [15:0]  aw_row;
-    reg [31:0]  aw_cur, aw_end, aw_count, b_count;
-    wire [31:0] to_bound = BOUND - (aw_cur & (BOUND - 1));
-    wire [31:0] left = aw_end - aw_cur;
-    wire [31:0] blen = (left < to_bound) ? left : to_bound;
-    wire [8:0]  beats = 9'(blen >> LBB);
+    reg [31:0]  aw_cur, nrs, left, pend;   // nrs: the next row's start; pend: bursts not acknowledged
+    reg [LB:0]  to_bound;                  // bytes from aw_cur to the next burst boundary
+    wire        fits = (left[31:LB+1] == 0) && (left[LB:0] <= to_bound);   // the row's last burst
+    wire [8:0]  beats = fits ? 9'(left >> LBB) : 9'(to_bound >> LBB);
     wire [2:0]  wl_count;
     assign aw_valid = aw_active && (wl_count != 3'd4);   // not in_ready: that would loop through W
     assign aw_addr = aw_cur;
-    assign aw_len = 8'(beats - 1);
+    assign aw_len = fits ? 8'((left - 1) >> LBB) : 8'((32'(to_bound) - 1) >> LBB);
     wire aw_fire = aw_valid && aw_ready;
+    (* keep *) wire [31:0] nrs_inc = nrs + stride_bytes;   // not merged with start's adder (vta_dma_read)
 
     // burst lengths for WLAST
     wire       wl_valid;
@@ -94,7 +101,7 @@ module vta_store (
         .out_valid(wl_valid), .out_data(wl_len), .out_ready(w_fire && w_last), .count(wl_count));
 
     // ------------------------------------------------------------ OUT reader and W beats
-    reg  [31:0] rd_left;
+    reg  [15:0] rd_rows, rd_x, x_size;   // rows left to read, entries left in the row being read
     reg  [15:0] rd_idx;
     reg         rd_inflight;
     wire        e_valid;
@@ -102,7 +109,7 @@ module vta_store (
     wire [2:0]  e_count;
     reg  [7:0]  wb;
     wire        e_last_beat = (wb == 8'(EB - 1));
-    wire out_re = (rd_left != 0) && (32'(e_count) + 32'(rd_inflight) < 4);
+    wire out_re = (rd_rows != 0) && (32'(e_count) + 32'(rd_inflight) < 4);
     assign out_raddr = rd_idx;
     vta_fifo #(.WIDTH(`VTA_OUT_BYTES*8), .DEPTH(4)) ent_q (
         .clk(clk), .rst(rst), .in_valid(rd_inflight), .in_data(out_rdata),
@@ -112,13 +119,22 @@ module vta_store (
     assign w_data = e_data[32'(wb) * BB * 8 +: BB * 8];
 
     // ------------------------------------------------------------ completion
-    wire acked = (b_count + 32'(b_valid) == aw_count);
-    assign body_done = in_body && (nop || (!aw_active && acked && elapsed + 1 >= dur));
+    // done-test flags registered from the counters' next values: no carry or wide compare on the
+    // path from them through the module's done to the next instruction's start
+    wire [31:0] pend_next = pend + 32'(aw_fire) - 32'(b_valid);
+    wire signed [47:0] rem_next = rem + 48'(rem_add) - 48'(in_body);
+    reg pend0, pend1, dur_over;       // pend = 0, pend = 1, rem <= 1 (elapsed + 1 >= duration)
+    wire acked = b_valid ? pend1 : pend0;
+    assign body_done = in_body && (nop || (!aw_active && acked && dur_over));
 
     always @(posedge clk) begin
         if (rst) begin
             aw_active <= 1'b0;
-            rd_left <= 0;
+            rd_rows <= 0;
+            pend <= 0;
+            pend0 <= 1'b1;
+            pend1 <= 1'b0;
+            rem_add <= 0;
             rd_inflight <= 1'b0;
             nop <= 1'b0;
             wb <= 0;
@@ -128,43 +144,52 @@ module vta_store (
             rd_inflight <= out_re;
             if (out_re) begin
                 rd_idx <= rd_idx + 1;
-                rd_left <= rd_left - 1;
+                rd_x <= (rd_x == 16'd1) ? x_size : rd_x - 1;
+                if (rd_x == 16'd1) rd_rows <= rd_rows - 1;
             end
             if (w_fire) begin
                 wb <= e_last_beat ? 8'd0 : wb + 1;
                 w_in_burst <= w_last ? 9'd0 : w_in_burst + 1;
             end
-            if (b_valid) b_count <= b_count + 1;
-            if (in_body) elapsed <= elapsed + 1;
+            pend <= pend_next;
+            pend0 <= (pend_next == 0);
+            pend1 <= (pend_next == 1);
+            rem <= rem_next;
+            dur_over <= rem_next[47] || (rem_next[47:1] == 0);
+            rem_add <= aw_fire ? 16'(beats) + 16'(`VTA_DMA_WRITE_LATENCY) : 16'd0;
             if (aw_fire) begin
-                aw_count <= aw_count + 1;
-                dur <= dur + 48'(beats) + `VTA_DMA_WRITE_LATENCY;
-                if (blen == left) begin
+                if (fits) begin
                     aw_row <= aw_row + 1;
                     aw_active <= (aw_row + 1 != y_size);
-                    aw_cur <= aw_end - row_bytes + stride_bytes;
-                    aw_end <= aw_end + stride_bytes;
+                    aw_cur <= nrs;
+                    nrs <= nrs_inc;
+                    left <= row_bytes;
+                    to_bound <= (LB+1)'(BOUND) - (LB+1)'(nrs & (BOUND - 1));
                 end else begin
-                    aw_cur <= aw_cur + blen;
+                    aw_cur <= aw_cur + 32'(to_bound);
+                    left <= left - 32'(to_bound);
+                    to_bound <= (LB+1)'(BOUND);
                 end
             end
             if (start) begin
                 insn_count <= insn_count + 1;
-                out_bytes <= out_bytes + 32'(f_y) * 32'(f_x) * `VTA_OUT_BYTES;
+                out_bytes <= out_bytes + 32'(f_y) * 32'(f_x) * `VTA_OUT_BYTES;   // from insn: a register
                 nop <= (f_x == 0);
                 y_size <= f_y;
                 row_bytes <= 32'(f_x) << LE;
                 stride_bytes <= 32'(`VTA_MEM_X_STRIDE(insn)) << LE;
-                dur <= 0;
-                elapsed <= 0;
+                rem <= 0;
+                dur_over <= 1'b1;
                 aw_active <= (f_x != 0) && (f_y != 0);
                 aw_row <= 0;
                 aw_cur <= f_base;
-                aw_end <= f_base + (32'(f_x) << LE);
-                aw_count <= 0;
-                b_count <= 0;
+                nrs <= f_base + (32'(`VTA_MEM_X_STRIDE(insn)) << LE);
+                left <= 32'(f_x) << LE;
+                to_bound <= (LB+1)'(BOUND) - (LB+1)'(f_base & (BOUND - 1));
                 rd_idx <= `VTA_MEM_SRAM_BASE(insn);
-                rd_left <= 32'(f_y) * 32'(f_x);
+                rd_rows <= (f_x != 0) ? f_y : 16'd0;
+                rd_x <= f_x;
+                x_size <= f_x;
             end
             if (in_body) busy_cycles <= busy_cycles + 1;
             if (st_tok) stall_token <= stall_token + 1;

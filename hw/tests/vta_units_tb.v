@@ -42,6 +42,6 @@ module vta_units_tb (
     vta_token_queue #(.DEPTH(`VTA_TOKEN_DEPTH)) tokens (.clk(clk), .rst(rst), .push_req(t_push_req),
         .push_ok(t_push_ok), .avail(t_avail), .pop(t_pop), .count(t_count));
     vta_gemm_core gemm (.clk(clk), .reset(g_reset), .inp(g_inp), .wgt(g_wgt), .acc_in(g_acc_in), .acc_out(g_acc_out));
-    vta_alu_core alu (.reset(a_reset), .op(a_op), .x(a_x), .y(a_y), .z(a_z));
+    vta_alu_core alu (.clk(clk), .reset(a_reset), .op(a_op), .x(a_x), .y(a_y), .z(a_z));
 endmodule
 `default_nettype wire

@@ -77,6 +77,7 @@ def chain_programs(cfg):
         insns = chain(compute_part=[load(MEM_ACC, 0, a, 1, 16), load(MEM_UOP, 0, u, 1, 2), alu],
                       store_part=[store(0, o, 2, 4, 5)])
         out.append(_prog(cfg, f"alu_{isa.ALU_NAMES[op].lower()}_{'tensor' if imm is None else imm}", insns, lay))
+    out.append(alu_same_entry_program(cfg, rng))
     # GEMM through padded INP loads, weights, reset, accumulate, ACC_8BIT bias
     lay = Layout()
     inp = lay.put(_rand_bytes(rng, 24 * ib), ib)
@@ -102,6 +103,28 @@ def queue_full_program(cfg):
     alus = [isa.AluInsn(uop_bgn=0, uop_end=1, iter_out=100, alu_opcode=isa.ALU_ADD, use_imm=1, imm=1)] * n
     insns = [load(MEM_INP, 0, data, 64, 2, 4, push_next=1)] + alus + [isa.FinishInsn(pop_prev=1)]
     return _prog(cfg, "queue_full", insns, lay)
+
+
+def alu_same_entry_program(cfg, rng):
+    """ALU immediates whose iterations hit the entry the iteration before (or two before) wrote,
+    which the RTL's two-stage ALU gets by applying the operation twice (hw/rtl/vta_compute.v):
+    every operation, shifts by amounts whose double passes 31 both ways, multiplies that wrap."""
+    ab, ob = cfg.buffers["acc"].entry_bytes, cfg.buffers["out"].entry_bytes
+    cases = [(isa.ALU_ADD, 5), (isa.ALU_MUL, -3), (isa.ALU_MUL, -32768), (isa.ALU_MIN, -9), (isa.ALU_MAX, 4),
+             (isa.ALU_SHR, 3), (isa.ALU_SHR, 16), (isa.ALU_SHR, 40), (isa.ALU_SHR, -5), (isa.ALU_SHR, -15),
+             (isa.ALU_SHR, -16), (isa.ALU_SHR, -40)]
+    n = 2 * len(cases)
+    lay = Layout()
+    acc = rng.integers(-2**31, 2**31, size=n * ab // 4, dtype=np.int64).astype("<i4")
+    a = lay.put(acc.tobytes(), ab)
+    # per instruction k, entries 2k and 2k + 1 in the order 2k, 2k, 2k + 1, 2k (three times)
+    u = lay.put(uop_words(cfg, [(2 * k + d, 0, 0) for k in range(len(cases)) for d in (0, 0, 1, 0)]), 4)
+    o = lay.reserve(n * ob, ob)
+    alus = [isa.AluInsn(uop_bgn=4 * k, uop_end=4 * k + 4, iter_out=3, alu_opcode=op, use_imm=1, imm=imm)
+            for k, (op, imm) in enumerate(cases)]
+    insns = chain(compute_part=[load(MEM_ACC, 0, a, 1, n), load(MEM_UOP, 0, u, 1, 4 * len(cases))] + alus,
+                  store_part=[store(0, o, 1, n)])
+    return _prog(cfg, "alu_same_entry", insns, lay)
 
 
 def token_queue_full_programs(cfg):

@@ -69,6 +69,31 @@ def test_xilinx_and_generic_targets(tmp_path):
     assert gen["bram"] == 1 and gen["ff"] >= 8 + 32 and gen["dsp"] == 0
 
 
+def test_wrapper_feeds_every_input_and_captures_every_output():
+    ports = [("clk", "input", 1), ("rst", "input", 1), ("a", "input", 8), ("z", "output", 4), ("v", "output", 1)]
+    text = synth.wrapper_text("m", ports)
+    assert "m dut (.clk(clk), .rst(in_sr[0:0]), .a(in_sr[8:1]), .z(out_w[3:0]), .v(out_w[4:4]));" in text
+    assert "reg [9:0] in_sr;" in text and "reg [5:0] out_sr;" in text and "assign so = out_sr[5];" in text
+    with pytest.raises(VTAError, match="m: only modules with outputs"):
+        synth.wrapper_text("m", [("clk", "input", 1), ("a", "input", 8)])
+
+
+def test_one_module_placed_alone(monkeypatch, tmp_path):
+    """`vta-sim hw synth --module`: the token queue in its wrapper, placed and routed (seconds);
+    its counter's register-to-register path is what is timed, not the pins."""
+    monkeypatch.setattr(synth, "SYNTH_ROOT", tmp_path)
+    res = synth.synth_config("1x8x8", "ecp5", module="vta_token_queue")
+    assert res["module"] == "vta_token_queue" and res["fmax_mhz"] > 0
+    cfg = Config.load("1x8x8")
+    assert res["ff"] >= (cfg.TOKEN_DEPTH + 1).bit_length()          # its counter at least
+    assert res["utilisation"]["TRELLIS_IO"]["used"] == 4        # clk, si, ld, so: not the module's ports
+    assert res["critical_path"]["from"].startswith("dut.")           # a path inside the module
+    assert synth.run_dir(cfg, "ecp5", True, "vta_token_queue") != synth.run_dir(cfg, "ecp5", True)
+    assert "vta_token_queue (1x8x8) on ecp5" in synth.summary(res)
+    with pytest.raises(VTAError, match="unknown module 'nope'"):
+        synth.synth_config(cfg, "ecp5", module="nope")
+
+
 def test_parse_stats_weights_cells_per_target():
     stat = lambda cells: {"design": {"num_cells_by_type": cells}}  # noqa: E731
     ecp5 = synth.parse_stats(stat({"LUT4": 10, "CCU2C": 3, "TRELLIS_FF": 7, "DP16KD": 2, "MULT18X18D": 4,
