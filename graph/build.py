@@ -3,6 +3,7 @@ accelerator's ops offloaded (graph.partition + graph.codegen), both run by relax
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 from dataclasses import dataclass
@@ -84,8 +85,13 @@ class VtaModel:
     def __init__(self, mod, cfg: Config, vthreads: int = 2, backend: str = "sim", trace: bool = False,
                  cache: KernelCache | None = None, progress=None, qdq_decisions=(), also=()):
         t0 = time.perf_counter()
+        text = cfg.to_text()
+
+        @functools.cache
         def misfit(spec) -> str | None:
-            return spec.misfit(cfg, vthreads)
+            """Asked for every matched op, twice; a kernel already in the disk cache compiled, so
+            it fits (the tile choice over every candidate costs tens of ms per conv)."""
+            return None if not disk_cache.missing_kernel(text, spec, vthreads) else spec.misfit(cfg, vthreads)
         cpu_reasons = _cpu_reasons(mod["main"], qdq_decisions, misfit)
         parted = _unique_symbols(partition(mod, misfit), f"vta{next(_BUILDS)}_")
         self.build = codegen.VtaBuild(cfg, vthreads, backend, trace, cache or KernelCache(), progress)
