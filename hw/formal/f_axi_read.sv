@@ -26,6 +26,7 @@ module f_axi_read (
 );
 `include "f_reset.svh"
     localparam BB = `VTA_BUS_BYTES;
+    localparam BW = $clog2(`VTA_BURST_BOUNDARY / BB + 2);   // vta_dma_read's burst beat counters
     localparam K = `VTA_BUS_BYTES / `VTA_UOP_BYTES;
     localparam LMAXE = (`VTA_WGT_BYTES > `VTA_INP_BYTES) ? `VTA_WGT_BYTES : `VTA_INP_BYTES;
     wire [2:0] port_req, port_gnt, port_done, c_ar_valid, c_ar_ready, c_r_valid, c_r_ready;
@@ -154,21 +155,28 @@ module f_axi_read (
     (* f_peek = "ld.empty" *) wire p_ld_empty;
     (* f_peek = "ld.r" *) wire [16:0] p_ld_r;
     (* f_peek = "ld.c" *) wire [16:0] p_ld_c;
-    (* f_peek = "ld.rows" *) wire [16:0] p_ld_rows;
-    (* f_peek = "ld.width" *) wire [16:0] p_ld_width;
-    (* f_peek = "ld.y_size" *) wire [15:0] p_ld_y_size;
-    (* f_peek = "ld.x_size" *) wire [15:0] p_ld_x_size;
+    (* f_peek = "ld.r_last" *) wire [16:0] p_ld_r_last;
+    (* f_peek = "ld.w_last" *) wire [16:0] p_ld_w_last;
+    (* f_peek = "ld.y_end" *) wire [16:0] p_ld_y_end;
+    (* f_peek = "ld.x_end" *) wire [16:0] p_ld_x_end;
+    (* f_peek = "ld.xl" *) wire [16:0] p_ld_xl;
+    (* f_peek = "ld.data_row" *) wire p_ld_data_row;
     (* f_peek = "ld.y0" *) wire [3:0] p_ld_y0;
     (* f_peek = "ld.x0" *) wire [3:0] p_ld_x0;
     (* f_peek = "ld.lg" *) wire [3:0] p_ld_lg;
     (* f_peek = "ld.cur" *) wire [31:0] p_ld_cur;
     (* f_peek = "ld.row_base" *) wire [31:0] p_ld_row_base;
+    (* f_peek = "ld.row_end" *) wire [31:0] p_ld_row_end;
+    (* f_peek = "ld.nrb" *) wire [31:0] p_ld_nrb;
+    (* f_peek = "ld.left_r" *) wire [31:0] p_ld_left_r;
     (* f_peek = "ld.row_bytes" *) wire [31:0] p_ld_row_bytes;
-    (* f_peek = "ld.q_beats" *) wire [31:0] p_ld_q_beats;
-    (* f_peek = "ld.q_addr" *) wire [31:0] p_ld_q_addr;
-    (* f_peek = "ld.b_beats" *) wire [31:0] p_ld_b_beats;
+    (* f_peek = "ld.q_cur" *) wire [31:0] p_ld_q_cur;
+    (* f_peek = "ld.q_bound" *) wire [$clog2(`VTA_BURST_BOUNDARY):0] p_ld_q_bound;
+    (* f_peek = "ld.q_row" *) wire p_ld_q_row;
+    (* f_peek = "ld.q_beats" *) wire [BW-1:0] p_ld_q_beats;
+    (* f_peek = "ld.b_beats" *) wire [BW-1:0] p_ld_b_beats;
+    (* f_peek = "ld.b_got" *) wire [BW-1:0] p_ld_b_got;
     (* f_peek = "ld.b_addr" *) wire [31:0] p_ld_b_addr;
-    (* f_peek = "ld.b_got" *) wire [31:0] p_ld_b_got;
     (* f_peek = "ld.end_r" *) wire p_ld_end_r;
     (* f_peek = "ld.pad_r" *) wire p_ld_pad_r;
     (* f_peek = "ld.bc" *) wire [7:0] p_ld_bc;
@@ -178,45 +186,52 @@ module f_axi_read (
     (* f_peek = "cp.empty" *) wire p_cp_empty;
     (* f_peek = "cp.r" *) wire [16:0] p_cp_r;
     (* f_peek = "cp.c" *) wire [16:0] p_cp_c;
-    (* f_peek = "cp.rows" *) wire [16:0] p_cp_rows;
-    (* f_peek = "cp.width" *) wire [16:0] p_cp_width;
-    (* f_peek = "cp.y_size" *) wire [15:0] p_cp_y_size;
-    (* f_peek = "cp.x_size" *) wire [15:0] p_cp_x_size;
+    (* f_peek = "cp.r_last" *) wire [16:0] p_cp_r_last;
+    (* f_peek = "cp.w_last" *) wire [16:0] p_cp_w_last;
+    (* f_peek = "cp.y_end" *) wire [16:0] p_cp_y_end;
+    (* f_peek = "cp.x_end" *) wire [16:0] p_cp_x_end;
+    (* f_peek = "cp.xl" *) wire [16:0] p_cp_xl;
+    (* f_peek = "cp.data_row" *) wire p_cp_data_row;
     (* f_peek = "cp.y0" *) wire [3:0] p_cp_y0;
     (* f_peek = "cp.x0" *) wire [3:0] p_cp_x0;
     (* f_peek = "cp.lg" *) wire [3:0] p_cp_lg;
     (* f_peek = "cp.cur" *) wire [31:0] p_cp_cur;
     (* f_peek = "cp.row_base" *) wire [31:0] p_cp_row_base;
+    (* f_peek = "cp.row_end" *) wire [31:0] p_cp_row_end;
+    (* f_peek = "cp.nrb" *) wire [31:0] p_cp_nrb;
+    (* f_peek = "cp.left_r" *) wire [31:0] p_cp_left_r;
     (* f_peek = "cp.row_bytes" *) wire [31:0] p_cp_row_bytes;
-    (* f_peek = "cp.q_beats" *) wire [31:0] p_cp_q_beats;
-    (* f_peek = "cp.q_addr" *) wire [31:0] p_cp_q_addr;
-    (* f_peek = "cp.b_beats" *) wire [31:0] p_cp_b_beats;
+    (* f_peek = "cp.q_cur" *) wire [31:0] p_cp_q_cur;
+    (* f_peek = "cp.q_bound" *) wire [$clog2(`VTA_BURST_BOUNDARY):0] p_cp_q_bound;
+    (* f_peek = "cp.q_row" *) wire p_cp_q_row;
+    (* f_peek = "cp.q_beats" *) wire [BW-1:0] p_cp_q_beats;
+    (* f_peek = "cp.b_beats" *) wire [BW-1:0] p_cp_b_beats;
+    (* f_peek = "cp.b_got" *) wire [BW-1:0] p_cp_b_got;
     (* f_peek = "cp.b_addr" *) wire [31:0] p_cp_b_addr;
-    (* f_peek = "cp.b_got" *) wire [31:0] p_cp_b_got;
     (* f_peek = "cp.end_r" *) wire p_cp_end_r;
     (* f_peek = "cp.pad_r" *) wire p_cp_pad_r;
     (* f_peek = "cp.bc" *) wire [7:0] p_cp_bc;
     (* f_peek = "cp.stride_bytes" *) wire [31:0] p_cp_stride_bytes;
-    f_dma_inv ld_inv (
-        .on(f_live && !rst), .state(p_ld_state), .ar_pend(p_ld_ar_pend), .empty(p_ld_empty), .r(p_ld_r),
-        .c(p_ld_c), .rows(p_ld_rows), .width(p_ld_width), .y_size(p_ld_y_size), .x_size(p_ld_x_size),
-        .y0(p_ld_y0), .x0(p_ld_x0), .lg(p_ld_lg), .cur(p_ld_cur), .row_base(p_ld_row_base),
-        .row_bytes(p_ld_row_bytes), .q_beats(p_ld_q_beats), .q_addr(p_ld_q_addr), .b_beats(p_ld_b_beats),
-        .b_addr(p_ld_b_addr), .b_got(p_ld_b_got), .end_r(p_ld_end_r), .pad_r(p_ld_pad_r), .bc(p_ld_bc),
-        .stride_bytes(p_ld_stride_bytes));
-    f_dma_inv cp_inv (
-        .on(f_live && !rst), .state(p_cp_state), .ar_pend(p_cp_ar_pend), .empty(p_cp_empty), .r(p_cp_r),
-        .c(p_cp_c), .rows(p_cp_rows), .width(p_cp_width), .y_size(p_cp_y_size), .x_size(p_cp_x_size),
-        .y0(p_cp_y0), .x0(p_cp_x0), .lg(p_cp_lg), .cur(p_cp_cur), .row_base(p_cp_row_base),
-        .row_bytes(p_cp_row_bytes), .q_beats(p_cp_q_beats), .q_addr(p_cp_q_addr), .b_beats(p_cp_b_beats),
-        .b_addr(p_cp_b_addr), .b_got(p_cp_b_got), .end_r(p_cp_end_r), .pad_r(p_cp_pad_r), .bc(p_cp_bc),
-        .stride_bytes(p_cp_stride_bytes));
+    f_dma_inv #(.BW(BW)) ld_inv (.on(f_live && !rst), .state(p_ld_state), .ar_pend(p_ld_ar_pend),
+        .empty(p_ld_empty), .r(p_ld_r), .c(p_ld_c), .r_last(p_ld_r_last), .w_last(p_ld_w_last), .y_end(p_ld_y_end),
+        .x_end(p_ld_x_end), .xl(p_ld_xl), .data_row_r(p_ld_data_row), .y0(p_ld_y0), .x0(p_ld_x0), .lg(p_ld_lg),
+        .cur(p_ld_cur), .row_base(p_ld_row_base), .row_end(p_ld_row_end), .nrb(p_ld_nrb), .left_r(p_ld_left_r),
+        .row_bytes(p_ld_row_bytes), .q_cur(p_ld_q_cur), .q_bound(p_ld_q_bound), .q_row(p_ld_q_row),
+        .q_beats(p_ld_q_beats), .b_beats(p_ld_b_beats), .b_got(p_ld_b_got), .b_addr(p_ld_b_addr),
+        .end_r(p_ld_end_r), .pad_r(p_ld_pad_r), .bc(p_ld_bc), .stride_bytes(p_ld_stride_bytes));
+    f_dma_inv #(.BW(BW)) cp_inv (.on(f_live && !rst), .state(p_cp_state), .ar_pend(p_cp_ar_pend),
+        .empty(p_cp_empty), .r(p_cp_r), .c(p_cp_c), .r_last(p_cp_r_last), .w_last(p_cp_w_last), .y_end(p_cp_y_end),
+        .x_end(p_cp_x_end), .xl(p_cp_xl), .data_row_r(p_cp_data_row), .y0(p_cp_y0), .x0(p_cp_x0), .lg(p_cp_lg),
+        .cur(p_cp_cur), .row_base(p_cp_row_base), .row_end(p_cp_row_end), .nrb(p_cp_nrb), .left_r(p_cp_left_r),
+        .row_bytes(p_cp_row_bytes), .q_cur(p_cp_q_cur), .q_bound(p_cp_q_bound), .q_row(p_cp_q_row),
+        .q_beats(p_cp_q_beats), .b_beats(p_cp_b_beats), .b_got(p_cp_b_got), .b_addr(p_cp_b_addr),
+        .end_r(p_cp_end_r), .pad_r(p_cp_pad_r), .bc(p_cp_bc), .stride_bytes(p_cp_stride_bytes));
     localparam IB = (BB >= 16) ? 1 : 16 / BB;     // beats of fetch's one-instruction burst
     localparam F_RUN = 3'd2, D_BURST = 2'd3;
     // the burst of the port's owner: its ar_pend, beats taken, beats
     wire o_pend = (p_owner == 2'd0) ? p_f_ar_pend : (p_owner == 2'd1) ? p_ld_ar_pend : p_cp_ar_pend;
-    wire [31:0] o_got = (p_owner == 2'd0) ? 32'(p_f_got) : (p_owner == 2'd1) ? p_ld_b_got : p_cp_b_got;
-    wire [31:0] o_beats = (p_owner == 2'd0) ? 32'(IB) : (p_owner == 2'd1) ? p_ld_b_beats : p_cp_b_beats;
+    wire [31:0] o_got = (p_owner == 2'd0) ? 32'(p_f_got) : (p_owner == 2'd1) ? 32'(p_ld_b_got) : 32'(p_cp_b_got);
+    wire [31:0] o_beats = (p_owner == 2'd0) ? 32'(IB) : (p_owner == 2'd1) ? 32'(p_ld_b_beats) : 32'(p_cp_b_beats);
     always @(*) if (f_live && !rst) begin
         rd_inv_ghost_live: assert(p_rf_seen);   // the read FIFO's ghost checks from reset on
         // a client is in its burst exactly while it owns the port
@@ -250,58 +265,70 @@ endmodule
 
 // One DMA's invariants (vta_dma_read, its registers by name): while it runs, its data position
 // (r, c) and DRAM byte (cur) agree (cur = row_base plus the data entries before c in a data row),
-// so that a burst requested next has bytes to read; a requested or issued burst is 1 to 256
-// aligned beats within one BURST_BOUNDARY (so within 4 KiB), starts at the position's beat and
-// ends within its row's data, so the position moves beat by beat through it and never off the
-// data; in a burst the registered end and pad flags are those of the position, no beat is taken
-// before the address, none past the last.
-module f_dma_inv (
+// the registers that keep compares off its paths agree with what they stand for (data_row, xl,
+// row_end, nrb, and in a request q_cur, q_bound and left_r), so that a burst requested next has
+// bytes to read; a requested or issued burst is 1 to 256 aligned beats within one
+// BURST_BOUNDARY (so within 4 KiB), starts at the position's beat and ends within its row's data,
+// so the position moves beat by beat through it and never off the data; in a burst the
+// registered end and pad flags are those of the position, no beat is taken before the address,
+// none past the last.
+module f_dma_inv #(parameter BW = 1) (
     input wire on,
     input wire [1:0] state,
     input wire ar_pend, empty,
-    input wire [16:0] r, c, rows, width,
-    input wire [15:0] y_size, x_size,
+    input wire [16:0] r, c, r_last, w_last, y_end, x_end, xl,
+    input wire data_row_r,
     input wire [3:0] y0, x0, lg,
-    input wire [31:0] cur, row_base, row_bytes, q_beats, q_addr, b_beats, b_addr, b_got,
+    input wire [31:0] cur, row_base, row_end, nrb, left_r, row_bytes, q_cur,
+    input wire [$clog2(`VTA_BURST_BOUNDARY):0] q_bound,
+    input wire q_row,
+    input wire [BW-1:0] q_beats, b_beats, b_got,
+    input wire [31:0] b_addr,
     input wire end_r, pad_r,
     input wire [7:0] bc,
     input wire [31:0] stride_bytes
 );
-    localparam BB = `VTA_BUS_BYTES, LBB = `VTA_LOG_BUS_BYTES, BOUND = `VTA_BURST_BOUNDARY;
+    localparam BB = `VTA_BUS_BYTES, LBB = `VTA_LOG_BUS_BYTES, BOUND = `VTA_BURST_BOUNDARY, LB = $clog2(BOUND);
     localparam S_PAD = 2'd1, S_REQ = 2'd2, S_BURST = 2'd3;
-    wire data_row = (r >= 17'(y0)) && (r < 17'(y0) + 17'(y_size));
-    wire [16:0] x_end = 17'(x0) + 17'(x_size);
+    wire data_row = (r >= 17'(y0)) && (r < y_end);
     wire [16:0] cc = (c < 17'(x0)) ? 17'(x0) : (c > x_end) ? x_end : c;
     wire is_pad = !data_row || c < 17'(x0) || c >= x_end;
     wire narrow = lg < 4'(LBB);
     wire [31:0] emask = (32'd1 << lg) - 1;
     wire [31:0] row_end8 = (row_base + row_bytes + BB - 1) & ~(BB - 1);   // the row's last beat's end
     wire [31:0] beat_of_cur = narrow ? cur & ~(BB - 1) : cur + 32'(bc) * BB;
-    wire [31:0] next_beat = b_addr + b_got * BB;
+    wire [31:0] next_beat = b_addr + 32'(b_got) * BB;
+    wire [31:0] q_addr = q_cur & ~(BB - 1);
     function automatic ok(input [31:0] addr, input [31:0] beats);
         ok = beats != 0 && beats <= 256 && addr % BB == 0 && 32'(addr % BOUND) + beats * BB <= BOUND;
     endfunction
     always @(*) if (on && state != 2'd0) begin
-        dma_inv_grid: assert(rows >= 17'(y0) + 17'(y_size) && width >= x_end && x_size != 0 && lg <= 4'd6 &&
-                             row_bytes == 32'(x_size) << lg && (row_base & emask) == 0 &&
+        dma_inv_grid: assert(r_last + 1 >= y_end && w_last + 1 >= x_end && x_end > 17'(x0) && y_end >= 17'(y0) &&
+                             lg <= 4'd6 && row_bytes == 32'(x_end - 17'(x0)) << lg && (row_base & emask) == 0 &&
                              (stride_bytes & emask) == 0 && (narrow ? bc == 0 : 32'(bc) < (32'd1 << (lg - 4'(LBB)))));
+        // the registered stand-ins for compares and sums
+        dma_inv_registers: assert(data_row_r == data_row && xl == x_end - c && row_end == row_base + row_bytes &&
+                                  nrb == row_base + stride_bytes);
         // the program's side: a LOAD's data lies below 4 GiB (each row ends 8 bytes short of it
         // at the latest), as the DMA compares DRAM byte addresses without a carry
         if (data_row) assume(33'(row_base) + 33'(row_bytes) <= 33'hFFFFFFF8);
         dma_inv_position: assert(cur == row_base + (data_row ? 32'(cc - 17'(x0)) << lg : 32'd0));
         if (state == S_PAD)
-            dma_inv_pad: assert(is_pad && r < rows && c < width);
+            dma_inv_pad: assert(is_pad && r <= r_last && c <= w_last);
         if (state == S_REQ)
-            dma_inv_next_burst: assert(ok(q_addr, q_beats) && !is_pad && bc == 0 && q_addr == beat_of_cur &&
-                                       (narrow || ((q_addr + q_beats * BB) & emask) == 0) &&
-                                       q_beats * BB <= row_end8 - q_addr);
+            dma_inv_next_burst: assert(q_cur == cur && q_bound == (LB+1)'(BOUND) - (LB+1)'(q_cur & (BOUND - 1)) &&
+                                       (q_row ? cur == row_base : left_r == row_end - cur) &&
+                                       ok(q_addr, 32'(q_beats)) && !is_pad && bc == 0 && q_addr == beat_of_cur &&
+                                       (narrow || ((q_addr + 32'(q_beats) * BB) & emask) == 0) &&
+                                       32'(q_beats) * BB <= row_end8 - q_addr);
         if (state == S_BURST)
-            dma_inv_burst: assert(ok(b_addr, b_beats) && b_got <= b_beats && (!ar_pend || b_got == 0) &&
-                                  end_r == (r == rows) && pad_r == is_pad && r <= rows && c < width &&
-                                  (narrow || (((b_addr + b_beats * BB) & emask) == 0 && (b_got != b_beats || bc == 0))));
+            dma_inv_burst: assert(ok(b_addr, 32'(b_beats)) && b_got <= b_beats && (!ar_pend || b_got == 0) &&
+                                  end_r == (r == r_last + 1) && pad_r == is_pad && r <= r_last + 1 && c <= w_last &&
+                                  (narrow || (((b_addr + 32'(b_beats) * BB) & emask) == 0 &&
+                                              (b_got != b_beats || bc == 0))));
         if (state == S_BURST && b_got != b_beats)
             dma_inv_in_burst: assert(!is_pad && next_beat == beat_of_cur &&
-                                     (b_beats - b_got) * BB <= row_end8 - next_beat);
+                                     32'(b_beats - b_got) * BB <= row_end8 - next_beat);
     end
 endmodule
 `default_nettype wire

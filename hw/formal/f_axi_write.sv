@@ -28,6 +28,7 @@ module f_axi_write (
 );
 `include "f_reset.svh"
     localparam BB = `VTA_BUS_BYTES;
+    localparam BOUND = `VTA_BURST_BOUNDARY, LB = $clog2(BOUND);
     // any STORE fetch lets through, of up to 7 rows of up to 1023 entries (four 256-beat bursts
     // and change): every burst shape, with sizes narrow enough for the solver's multipliers
     reg [127:0] head;
@@ -138,14 +139,17 @@ module f_axi_write (
     (* f_peek = "st.wlen_q.f_data" *) wire [8:0] p_wl_data;
     (* f_peek = "st.wl_count" *) wire [2:0] p_wl_count;
     (* f_peek = "st.w_in_burst" *) wire [8:0] p_w_in_burst;
-    (* f_peek = "st.aw_count" *) wire [31:0] p_aw_count;
-    (* f_peek = "st.b_count" *) wire [31:0] p_b_count;
+    (* f_peek = "st.pend" *) wire [31:0] p_pend;
+    (* f_peek = "st.pend0" *) wire p_pend0;
+    (* f_peek = "st.pend1" *) wire p_pend1;
     (* f_peek = "st.in_body" *) wire p_in_body;
     (* f_peek = "st.ctrl.st_push" *) wire p_st_push;
     (* f_peek = "st.nop" *) wire p_nop;
     (* f_peek = "st.aw_active" *) wire p_aw_active;
     (* f_peek = "st.aw_cur" *) wire [31:0] p_aw_cur;
-    (* f_peek = "st.aw_end" *) wire [31:0] p_aw_end;
+    (* f_peek = "st.left" *) wire [31:0] p_left;
+    (* f_peek = "st.nrs" *) wire [31:0] p_nrs;
+    (* f_peek = "st.to_bound" *) wire [LB:0] p_to_bound;
     (* f_peek = "st.row_bytes" *) wire [31:0] p_row_bytes;
     (* f_peek = "st.stride_bytes" *) wire [31:0] p_stride_bytes;
     localparam OB = `VTA_OUT_BYTES;
@@ -159,14 +163,17 @@ module f_axi_write (
         if (32'(f_k - f_wb) < 32'(f_aw - f_wb))
             wr_inv_len_queued: assert(p_wl_data == 9'(f_len) + 9'd1);
         wr_inv_beat: assert(f_beat == ((f_wb == f_k) ? p_w_in_burst : 9'd0) && (p_wl_count != 0 || p_w_in_burst == 0));
-        // a STORE's own burst counts, and none outstanding between STOREs
-        wr_inv_counts: assert(p_in_body ? (p_aw_count - p_b_count == f_aw - f_b) : (f_aw == f_b));
+        // the store's count of bursts not acknowledged, its registered zero and one flags, and
+        // none outstanding between STOREs or in a STORE without data
+        wr_inv_counts: assert(p_pend == 32'(f_aw - f_b) && p_pend0 == (p_pend == 0) && p_pend1 == (p_pend == 1) &&
+                              ((p_in_body && !p_nop) || f_aw == f_b));
         // the AW walk: only in a body, of a STORE with data, on OUT_BYTES-aligned addresses with
-        // bytes left in the row
+        // bytes left in the row, to_bound the bytes to aw_cur's next burst boundary
         if (p_aw_active)
-            wr_inv_walk: assert(p_in_body && !p_nop && !p_st_push && p_aw_cur % OB == 0 && p_aw_end % OB == 0 &&
+            wr_inv_walk: assert(p_in_body && !p_nop && !p_st_push && p_aw_cur % OB == 0 && p_nrs % OB == 0 &&
+                                p_left % OB == 0 && p_left != 0 && p_left <= p_row_bytes &&
                                 p_row_bytes % OB == 0 && p_stride_bytes % OB == 0 && p_row_bytes != 0 &&
-                                p_aw_end != p_aw_cur);
+                                p_to_bound == (LB+1)'(BOUND) - (LB+1)'(p_aw_cur & (BOUND - 1)));
     end
     always @(posedge clk) if (f_live && !rst) begin
         wr_cover_two_bursts_one_row: cover(aw_hs && f_aw == 1 && awaddr[10:0] == 11'd0);
