@@ -128,7 +128,8 @@ def cmd_prove(args) -> int:
         kw = {"rtl_dir": dest / "rtl", "out_dir": dest / "run", "harnesses": [h.name], "covers": False,
               "bmc_only": True}
         args.depth = args.depth or m.depth
-    report = prove.prove(args.config, groups=args.group, depth=args.depth,
+    limit = prove.TIME_LIMIT_S if args.time_limit is None else args.time_limit
+    report = prove.prove(args.config, groups=args.group, depth=args.depth, time_limit=limit,
                          progress=lambda text: print(text, flush=True), **kw)
     print(prove.table(report))
     if args.json:
@@ -180,6 +181,8 @@ def register(subparsers) -> None:
     common(q)
     q.add_argument("--depth", type=int, help="induction length / BMC bound for every harness (default: each its own)")
     q.add_argument("--group", action="append", help="only this property group (repeatable)")
+    q.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="stop a task after S seconds and report it TIMEOUT (default 1800, hw/prove.py TIME_LIMIT_S)")
     q.add_argument("--harness", action="append", help="only this harness, e.g. axi_read (repeatable; "
                    "hw/prove.py HARNESSES)")
     q.add_argument("--json", help="write every property's group, mode, depth and status here")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -218,9 +219,24 @@ _TRACE = re.compile(r"summary:\s+counterexample trace(?: \[(\w+)\])?: (\S+\.vcd)
 _DONE = re.compile(r"DONE \((\w+), rc=\d+\)")
 
 
+def _run_limited(cmd: list, cwd: Path, env: dict, limit_s: float | None) -> tuple:
+    """(log, returncode or None when the time limit ended it): a solver that does not finish is
+    stopped with every process it started, never left to run on."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=limit_s)
+        return out, proc.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return out + f"\nsummary: stopped after the time limit of {limit_s:.0f} s (--time-limit)", None
+
+
 def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cfg: Config, tools: dict,
-             bmc_only: bool = False) -> dict:
-    """Run one task of one harness; returns its status, failing properties and trace."""
+             bmc_only: bool = False, time_limit: float | None = None) -> dict:
+    """Run one task of one harness; returns its status (PASS, FAIL, ERROR, UNKNOWN, or TIMEOUT past
+    `time_limit` seconds), failing properties and trace."""
     src = workdir / "src"
     shutil.rmtree(workdir, ignore_errors=True)
     src.mkdir(parents=True)
@@ -237,17 +253,18 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
         (src / f"{task}.sby").write_text(sby_text(h, task, depth, bmc_only))
         cmd = [tools["sby"], "-f", f"{task}.sby"]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=src, env=tools["env"], capture_output=True, text=True)
+    log, returncode = _run_limited(cmd, src, tools["env"], time_limit)
     wall = time.perf_counter() - t0
-    log = proc.stdout + proc.stderr
     (workdir / "sby.log").write_text(log)
-    if sat:   # Yosys names no failing property: the table says the harness failed, the VCD shows where
+    if returncode is None:
+        status = "TIMEOUT"
+    elif sat:   # Yosys names no failing property: the table says the harness failed, the VCD shows where
         status = ("PASS" if _SAT_PASS.search(log) else "FAIL" if _SAT_FAIL.search(log)
-                  else "UNKNOWN" if proc.returncode == 0 or "proof failed" in log else "ERROR")
+                  else "UNKNOWN" if returncode == 0 or "proof failed" in log else "ERROR")
         if status == "FAIL":
             log += f"\nsummary: counterexample trace: {src / 'trace.vcd'}"
     done = _DONE.findall(log)
-    status = status if sat else done[-1] if done else "ERROR"
+    status = status if sat or returncode is None else done[-1] if done else "ERROR"
     res = {"harness": h.name, "group": h.group, "task": task,
            "mode": "cover" if task == "cover" else "bmc" if bmc_only else h.mode, "depth": depth, "status": status,
            "wall_s": round(wall, 2), "failed": [], "reached": _REACHED.findall(log), "trace": None,
@@ -266,8 +283,13 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
     return res
 
 
+#: Seconds one task may run before it is stopped and reported TIMEOUT (`--time-limit`): a proof
+#: the solver cannot close (alu_lanes' MUL miter on the two-stage ALU) ends instead of hanging.
+TIME_LIMIT_S = 1800
+
+
 def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, progress=print,
-          harnesses=None, covers=True, bmc_only=False) -> dict:
+          harnesses=None, covers=True, bmc_only=False, time_limit: float | None = TIME_LIMIT_S) -> dict:
     """Run every harness of `groups` (all by default; or those named in `harnesses`): its check,
     then (with `covers`) its covers. `bmc_only` checks from reset only (a bug's counterexample).
 
@@ -294,7 +316,7 @@ def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, p
             d = depth if depth is not None else (h.cover_depth if task == "cover" else h.depth)
             if task == "cover" and depth is not None:
                 d = max(depth, h.cover_depth)   # covers need their steps whatever the check depth
-            res = run_task(h, task, d, out_dir / h.name / task, rtl_dir, cfg, tools, bmc_only)
+            res = run_task(h, task, d, out_dir / h.name / task, rtl_dir, cfg, tools, bmc_only, time_limit)
             tasks.append(res)
             failed = {f["property"] for f in res["failed"]}
             kind = "cover" if task == "cover" else "assert"

