@@ -12,12 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from intrinsics.errors import CompileError
+from vta_sim.isa import ALU_SHIFT_CAP
 
 from .bounds import INT8_MAX, INT8_MIN
 from .fixed_point import ChannelParams, ScaledRequant, requantize_ref
 
-#: The ALU shifts by 0..31 (an immediate's low five bits are what the shifter sees).
-MAX_SHIFT = 31
+#: The largest right shift the ALU performs as asked (vta_sim.isa, the spec's shift cap).
+MAX_SHIFT = ALU_SHIFT_CAP
 
 
 def check_clip(lo: int, hi: int) -> None:
