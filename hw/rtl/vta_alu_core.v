@@ -2,7 +2,8 @@
 // arithmetic right by y (y >= 0) or left by -y (y < 0), the amount capped at 31; reset gives 0.
 // Two stages, z a cycle after x, y, op and reset: the first registers MIN/MAX/ADD/SHR's result
 // and the three 16 x 16 partial products of MUL's low 32 bits (multipliers with registered
-// outputs); the second adds the partial products and picks the result.
+// outputs: with VTA_ECP5_DSP, three MULT18X18D per lane with their output registers,
+// hw/rtl/ecp5/vta_ecp5_mul.v); the second adds the partial products and picks the result.
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_alu_core (
@@ -17,8 +18,14 @@ module vta_alu_core (
     integer i;
     reg signed [31:0] a, bb, r;
     reg [4:0] amt;
-    reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a, ll_c, ll_a;   // non-MUL result, lo x lo product
-    reg [LANES*16-1:0] lh_c, lh_a, hl_c, hl_a;         // lo x hi and hi x lo, their low 16 bits
+    reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a;               // non-MUL result
+`ifdef VTA_ECP5_DSP
+    wire [`VTA_ACC_BYTES*8-1:0] ll_a;                  // lo x lo product
+    wire [LANES*16-1:0] lh_a, hl_a;                    // lo x hi and hi x lo, their low 16 bits
+`else
+    reg [`VTA_ACC_BYTES*8-1:0] ll_c, ll_a;
+    reg [LANES*16-1:0] lh_c, lh_a, hl_c, hl_a;
+`endif
     reg mul_a, reset_a;
     always @(*)
         for (i = 0; i < LANES; i = i + 1) begin
@@ -33,17 +40,35 @@ module vta_alu_core (
                 default:      r = bb[31] ? (a <<< amt) : (a >>> amt);  // SHR; MUL below, 5-7 refused
             endcase
             r_c[i * 32 +: 32] = r;
+`ifndef VTA_ECP5_DSP
             ll_c[i * 32 +: 32] = 32'(a[15:0]) * 32'(bb[15:0]);
             lh_c[i * 16 +: 16] = 16'(a[15:0] * bb[31:16]);
             hl_c[i * 16 +: 16] = 16'(a[31:16] * bb[15:0]);
+`endif
         end
+`ifdef VTA_ECP5_DSP
+    wire [LANES*32-1:0] lh_p, hl_p;
+    genvar gi;
+    generate for (gi = 0; gi < LANES; gi = gi + 1) begin : g_lane
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) ll (.clk(clk), .a(x[gi * 32 +: 16]), .b(y[gi * 32 +: 16]),
+            .p(ll_a[gi * 32 +: 32]));
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) lh (.clk(clk), .a(x[gi * 32 +: 16]), .b(y[gi * 32 + 16 +: 16]),
+            .p(lh_p[gi * 32 +: 32]));
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) hl (.clk(clk), .a(x[gi * 32 + 16 +: 16]), .b(y[gi * 32 +: 16]),
+            .p(hl_p[gi * 32 +: 32]));
+        assign lh_a[gi * 16 +: 16] = lh_p[gi * 32 +: 16];
+        assign hl_a[gi * 16 +: 16] = hl_p[gi * 32 +: 16];
+    end endgenerate
+`endif
     always @(posedge clk) begin
         mul_a <= (op == `VTA_ALU_MUL);
         reset_a <= reset;
         r_a <= r_c;
+`ifndef VTA_ECP5_DSP
         ll_a <= ll_c;
         lh_a <= lh_c;
         hl_a <= hl_c;
+`endif
     end
     always @(*)
         for (i = 0; i < LANES; i = i + 1)

@@ -57,7 +57,8 @@ module vta_dma_read #(
     reg [16:0] w_last, r_last;   // the last column and row
     reg        no_xp1;           // x_pad_1 = 0: a row's last data write ends the row
     reg [31:0] row_bytes, stride_bytes;
-    wire narrow = (lg < 4'(LBB));
+    reg        narrow;           // elements narrower than a beat (lg < LOG_BUS_BYTES)
+    reg [7:0]  bc_last;          // an element's last beat: 2^(lg - LOG_BUS_BYTES) - 1, or 0
 
     // ------------------------------------------------------------ position in the entry grid
     reg [16:0] r, c;
@@ -87,8 +88,7 @@ module vta_dma_read #(
     assign ar_len = b_len;
 
     // ------------------------------------------------------------ writing entries
-    wire [7:0] elem_beats = narrow ? 8'd1 : 8'(1 << (lg - 4'(LBB)));
-    wire last_beat = (bc == elem_beats - 1);
+    wire last_beat = (bc == bc_last);
     // a narrow beat writes the elements up to the beat's end or the row's data end, whichever first
     wire [LBB:0] in_beat = (LBB+1)'((BB - (cur & (BB - 1))) >> lg);
     wire xl_le_beat = (xl[16:LBB+1] == 0) && (xl[LBB:0] <= in_beat);   // the row's data ends in this beat
@@ -134,7 +134,13 @@ module vta_dma_read #(
     (* keep *) wire [31:0] nrb_inc = nrb + stride_bytes;
     (* keep *) wire [31:0] row_end_inc = row_end + stride_bytes;
     wire [31:0] row_base_next = row_next ? nrb : row_base;
-    wire [31:0] cur_next = row_wrap ? row_base_next : (wr_en && !in_pad) ? cur + (32'(step) << lg) : cur;
+    // a data write moves cur by step elements; both of a narrow beat's cases (to the beat's end,
+    // or the row's xl entries left) are adders on registers, chosen after: no carry chain waits
+    // for the entry count the beat writes
+    wire [31:0] cur_beat_end = (cur & ~32'(BB - 1)) + 32'(BB);
+    wire [31:0] cur_row_data_end = cur + (32'(xl) << lg);
+    wire [31:0] cur_step = !narrow ? cur + (32'd1 << lg) : xl_le_beat ? cur_row_data_end : cur_beat_end;
+    wire [31:0] cur_next = row_wrap ? row_base_next : (wr_en && !in_pad) ? cur_step : cur;
 
     // The next burst's set-up in two registered halves. Where it is requested (to_req) only its
     // start is registered: at go from the instruction, after padding the start of a row (the
@@ -184,6 +190,8 @@ module vta_dma_read #(
             empty <= 1'b0;
         end else if (go) begin
             lg <= elog;
+            narrow <= (elog < 4'(LBB));
+            bc_last <= (elog < 4'(LBB)) ? 8'd0 : 8'((1 << (elog - 4'(LBB))) - 1);
             y0 <= `VTA_MEM_Y_PAD_0(insn);
             x0 <= `VTA_MEM_X_PAD_0(insn);
             x_end <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
