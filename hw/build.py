@@ -34,22 +34,22 @@ COVERAGE_ENV = "VTA_HW_COVERAGE"
 
 
 @dataclass(frozen=True)
-class Bench:
-    """A Verilated model: its top module, sources besides the RTL and Verilog defines."""
+class Cells:
+    """A target's technology cells: the define that selects them in the RTL, their wrappers
+    (RTL), and simulation models of the vendor primitives they instantiate (synthesis takes the
+    vendor's own)."""
 
-    toplevel: str
-    extra: tuple = ()
-    defines: tuple = ()
+    name: str
+    define: str
+    rtl: tuple
+    models: tuple
 
 
-#: The models the benches run, by name (`top=` below). `vta_units_tb_ecp5` is the unit bench on
-#: the ECP5 build of the GEMM and ALU cores (VTA_ECP5_DSP: MULT18X18D cells, here their model).
-BENCHES = {
-    "vta_top": Bench("vta_top"),
-    "vta_units_tb": Bench("vta_units_tb", (HW_DIR / "tests" / "vta_units_tb.v",)),
-    "vta_units_tb_ecp5": Bench("vta_units_tb", (HW_DIR / "tests" / "vta_units_tb.v", RTL_DIR / "ecp5" / "vta_ecp5_mul.v",
-                                                HW_DIR / "tests" / "MULT18X18D.v"), ("VTA_ECP5_DSP",)),
-}
+#: ECP5: the GEMM and ALU multipliers as MULT18X18D with their registers inside the block.
+ECP5_CELLS = Cells("ecp5", "VTA_ECP5_DSP", (RTL_DIR / "ecp5" / "vta_ecp5_mul.v",), (HW_DIR / "tests" / "MULT18X18D.v",))
+
+#: Test-bench tops and their extra sources besides the RTL.
+BENCH_TOPS = {"vta_top": (), "vta_units_tb": (HW_DIR / "tests" / "vta_units_tb.v",)}
 
 
 def rtl_sources() -> list:
@@ -57,7 +57,7 @@ def rtl_sources() -> list:
 
 
 def sources_for(top: str) -> list:
-    return rtl_sources() + list(BENCHES[top].extra)
+    return rtl_sources() + list(BENCH_TOPS[top])
 
 
 def verilator_bin_dir() -> str | None:
@@ -111,7 +111,7 @@ def build_dir_for(cfg: Config, coverage: bool = False, waves: bool = False, top:
     digest.update(header_text(cfg).encode() + top.encode())
     for path in sources_for(top):
         digest.update(path.name.encode() + path.read_bytes())
-    digest.update(repr(build_options(coverage, waves) + list(BENCHES[top].defines)).encode())
+    digest.update(repr(build_options(coverage, waves)).encode())
     flavour = "-cov" if coverage else "-waves" if waves else ""
     prefix = "" if top == TOPLEVEL else f"{top}-"
     return BUILD_ROOT / f"{prefix}{cfg.name}{flavour}-{digest.hexdigest()[:12]}"
@@ -122,14 +122,14 @@ def build(cfg: Config | str, coverage: bool = False, waves: bool = False, quiet:
     """The build directory of a Verilated model of `cfg` (bench top `top`), building it if needed."""
     cfg = Config.load(cfg)
     bdir = build_dir_for(cfg, coverage, waves, top)
-    if (bdir / BENCHES[top].toplevel).is_file():
+    if (bdir / top).is_file():
         return bdir
     ensure_tools_on_path()
     BUILD_ROOT.mkdir(parents=True, exist_ok=True)
     # One builder per model: a second process (pytest -n 2) waits for the first and reuses it.
     with open(BUILD_ROOT / f"{bdir.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (bdir / BENCHES[top].toplevel).is_file():
+        if (bdir / top).is_file():
             return bdir
         _build_into(cfg, bdir, coverage, waves, quiet, top)
     return bdir
@@ -155,9 +155,8 @@ def _build_into(cfg: Config, bdir: Path, coverage: bool, waves: bool, quiet: boo
     os.environ["MAKEFLAGS"] = " ".join(filter(None, [env_before, "CFG_CXXFLAGS_PCH_I=-include"]))
     try:
         get_runner("verilator").build(
-            sources=sources_for(top), includes=[inc, RTL_DIR], hdl_toplevel=BENCHES[top].toplevel,
-            build_dir=scratch, build_args=build_options(coverage, waves),
-            defines={name: 1 for name in BENCHES[top].defines}, waves=waves,
+            sources=sources_for(top), includes=[inc, RTL_DIR], hdl_toplevel=top,
+            build_dir=scratch, build_args=build_options(coverage, waves), waves=waves,
             always=True, log_file=log)
     except Exception as exc:
         tail = log.read_text()[-3000:] if log.is_file() else ""
@@ -201,7 +200,7 @@ def run_bench(cfg: Config | str, test_module: str, workdir: Path, env: dict | No
     xml = workdir / "results.xml"
     xml.unlink(missing_ok=True)
     get_runner("verilator").test(
-        test_module=test_module, hdl_toplevel=BENCHES[top].toplevel, hdl_toplevel_lang="verilog", build_dir=bdir,
+        test_module=test_module, hdl_toplevel=top, hdl_toplevel_lang="verilog", build_dir=bdir,
         test_dir=workdir, extra_env=full_env, waves=waves, results_xml=str(xml),
         plusargs=["+verilator+rand+reset+2", f"+verilator+seed+{X_SEED}"], log_file=workdir / "sim.log")
     if collect and (workdir / "coverage.dat").is_file():

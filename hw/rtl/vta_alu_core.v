@@ -17,7 +17,9 @@ module vta_alu_core (
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
     integer i;
     reg signed [31:0] a, bb, r;
-    reg [4:0] amt;
+    localparam SB = $clog2(`VTA_ALU_SHIFT_CAP + 1);   // shift amount bits
+    reg [SB-1:0] amt;
+    reg over;
     reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a;               // non-MUL result
 `ifdef VTA_ECP5_DSP
     wire [`VTA_ACC_BYTES*8-1:0] ll_a;                  // lo x lo product
@@ -31,8 +33,10 @@ module vta_alu_core (
         for (i = 0; i < LANES; i = i + 1) begin
             a = x[i * 32 +: 32];
             bb = y[i * 32 +: 32];
-            amt = (bb > `VTA_ALU_SHIFT_CAP || bb < -`VTA_ALU_SHIFT_CAP) ? 5'(`VTA_ALU_SHIFT_CAP)
-                                                                : (bb[31] ? 5'(-bb) : 5'(bb));
+            // |y| > CAP from y's bits (CAP = 2^SB - 1), not as two 32-bit compares (carry chains):
+            // y >= 2^SB, or y < 0 outside [-CAP, -1]
+            over = bb[31] ? (!(&bb[30:SB]) || bb[SB-1:0] == 0) : (|bb[30:SB]);
+            amt = over ? SB'(`VTA_ALU_SHIFT_CAP) : (bb[31] ? SB'(-bb[SB-1:0]) : bb[SB-1:0]);
             case (op)
                 `VTA_ALU_MIN: r = (a < bb) ? a : bb;
                 `VTA_ALU_MAX: r = (a > bb) ? a : bb;

@@ -78,19 +78,29 @@ def chain_programs(cfg):
                       store_part=[store(0, o, 2, 4, 5)])
         out.append(_prog(cfg, f"alu_{isa.ALU_NAMES[op].lower()}_{'tensor' if imm is None else imm}", insns, lay))
     out.append(alu_same_entry_program(cfg, rng))
-    # GEMM through padded INP loads, weights, reset, accumulate, ACC_8BIT bias
+    out.append(gemm_program(cfg, rng))
+    return out + token_queue_full_programs(cfg) + [queue_full_program(cfg)]
+
+
+def gemm_program(cfg, rng, shift: int = 0):
+    """GEMM through padded INP loads, weights, reset, accumulate, ACC_8BIT bias; with `shift`, an
+    ALU shift right of the 12 results by that many bits before the int8 store, so that the
+    accumulators' upper bits (each product's, each sum's) reach DRAM."""
+    ib, wb, ob = (cfg.buffers[b].entry_bytes for b in ("inp", "wgt", "out"))
     lay = Layout()
     inp = lay.put(_rand_bytes(rng, 24 * ib), ib)
     wgt = lay.put(_rand_bytes(rng, 4 * wb), wb)
     bias = lay.put(_rand_bytes(rng, 12 * cfg.BATCH * cfg.BLOCK_OUT), cfg.BATCH * cfg.BLOCK_OUT)
-    u = lay.put(uop_words(cfg, [(0, 0, 0), (0, 1, 1), (1, 2, 2), (1, 3, 3)]), 4)
+    u = lay.put(uop_words(cfg, [(0, 0, 0), (0, 1, 1), (1, 2, 2), (1, 3, 3)] + [(e, 0, 0) for e in range(12)]), 4)
     o = lay.reserve(12 * ob, ob)
     loads = [load(MEM_INP, 0, inp, 3, 4, 6, (1, 1, 1, 0)), load(MEM_WGT, 0, wgt, 1, 4)]
-    compute = [load(MEM_UOP, 0, u, 1, 4), load(MEM_ACC_8BIT, 0, bias, 2, 6, 6),
+    compute = [load(MEM_UOP, 0, u, 1, 16), load(MEM_ACC_8BIT, 0, bias, 2, 6, 6),
                isa.GemmInsn(uop_bgn=0, uop_end=4, iter_out=3, iter_in=2, dst_factor_out=4, dst_factor_in=2,
                             src_factor_out=5, src_factor_in=2, wgt_factor_out=0, wgt_factor_in=0)]
-    out.append(_prog(cfg, "gemm_padded_inp_acc8_bias", chain(loads, compute, [store(0, o, 1, 12)]), lay))
-    return out + token_queue_full_programs(cfg) + [queue_full_program(cfg)]
+    if shift:
+        compute.append(isa.AluInsn(uop_bgn=4, uop_end=16, alu_opcode=isa.ALU_SHR, use_imm=1, imm=shift))
+    name = "gemm_padded_inp_acc8_bias" + (f"_shr{shift}" if shift else "")
+    return _prog(cfg, name, chain(loads, compute, [store(0, o, 1, 12)]), lay)
 
 
 def queue_full_program(cfg):
@@ -125,6 +135,26 @@ def alu_same_entry_program(cfg, rng):
     insns = chain(compute_part=[load(MEM_ACC, 0, a, 1, n), load(MEM_UOP, 0, u, 1, 4 * len(cases))] + alus,
                   store_part=[store(0, o, 1, n)])
     return _prog(cfg, "alu_same_entry", insns, lay)
+
+
+def high_bits_programs(cfg):
+    """Results shifted right before the int8 store, which would otherwise truncate their upper
+    bits away: a GEMM's accumulators by 8 (each int8 x int8 product's upper byte), and MULs of
+    full-range int32 tensors by 16 or 24 (the ALU's lo x hi and hi x lo partial products)."""
+    rng = np.random.default_rng(13)
+    ab, ob = cfg.buffers["acc"].entry_bytes, cfg.buffers["out"].entry_bytes
+    out = [gemm_program(cfg, rng, shift=8)]
+    for shift in (16, 24):
+        lay = Layout()
+        a = lay.put(rng.integers(-2**31, 2**31, size=16 * ab // 4, dtype=np.int64).astype("<i4").tobytes(), ab)
+        u = lay.put(uop_words(cfg, [(0, 8, 0), (1, 9, 0)]), 4)
+        o = lay.reserve(8 * ob, ob)
+        loop = dict(uop_bgn=0, uop_end=2, iter_out=4, dst_factor_out=2, src_factor_out=2)
+        alus = [isa.AluInsn(**loop, alu_opcode=isa.ALU_MUL), isa.AluInsn(**loop, alu_opcode=isa.ALU_SHR, use_imm=1, imm=shift)]
+        insns = chain(compute_part=[load(MEM_ACC, 0, a, 1, 16), load(MEM_UOP, 0, u, 1, 2)] + alus,
+                      store_part=[store(0, o, 2, 4, 5)])
+        out.append(_prog(cfg, f"alu_mul_shr{shift}", insns, lay))
+    return out
 
 
 def token_queue_full_programs(cfg):

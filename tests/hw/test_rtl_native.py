@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from hw import native
+from hw.build import ECP5_CELLS
 from hw.backend import RTLBackend
-from rtl_programs import (blocked_gemm_program, chain_programs, queue_full_program, random_program,
-                          single_instruction_programs, token_queue_full_programs)
+from rtl_programs import (blocked_gemm_program, chain_programs, high_bits_programs, queue_full_program,
+                          random_program, single_instruction_programs, token_queue_full_programs)
 from test_rtl_top import error_programs
 from vta_sim import Config, Simulator
 from vta_sim.errors import DeadlockError, MemoryAccessError, VTAError
@@ -23,7 +24,7 @@ def programs(cfg):
     picked = [(name, *singles[name]) for name in ("store", "load_wgt_long_row", "load_uop_misaligned",
                                                   "load_inp_pads2134", "load_acc8")]
     return (picked + chain_programs(cfg)[:2] + token_queue_full_programs(cfg)[:1] + [queue_full_program(cfg)]
-            + [random_program(cfg, seed) for seed in range(2)] + [blocked_gemm_program(cfg)])
+            + [random_program(cfg, seed) for seed in range(2)] + [blocked_gemm_program(cfg)] + high_bits_programs(cfg))
 
 
 def assert_same_as_simulator(cfg, progs):
@@ -39,6 +40,22 @@ def assert_same_as_simulator(cfg, progs):
 
 def test_native_matches_the_simulator(cfg):
     assert_same_as_simulator(cfg, programs(cfg))
+
+
+def test_ecp5_cells_match_the_simulator():
+    """The RTL as ECP5 synthesises it (VTA_ECP5_DSP: the GEMM and ALU multipliers as MULT18X18D
+    cells with their registers inside, simulated by hw/tests/MULT18X18D.v) runs GEMMs and every
+    ALU op with the simulator's DRAM and CYCLES: the cells' operand widths, signedness, bit order
+    and registers are wired as the plain RTL's multipliers. On 1x8x8, the configuration placed."""
+    cfg = Config.load("1x8x8")
+    alu = [p for p in chain_programs(cfg) if p[0].startswith("alu_")]
+    assert len(alu) == 9, [p[0] for p in alu]    # every op, imm and tensor; back-to-back on one entry
+    for name, image, addr, count in alu + high_bits_programs(cfg) + [blocked_gemm_program(cfg)]:
+        ref = Simulator(cfg).run(image, insn_addr=addr, insn_count=count)
+        result, dram = native.run(cfg, image, addr, count, timeout_cycles=10 * ref.cycles + 1000,
+                                  cells=ECP5_CELLS)
+        assert result["cycles"] == ref.cycles, f"{name}: CYCLES rtl={result['cycles']} sim={ref.cycles}"
+        assert np.array_equal(dram, ref.dram), f"{name}: DRAM differs"
 
 
 def test_native_is_cycle_exact_at_the_tightest_dram_latencies():
