@@ -243,11 +243,12 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
         params = None
     else:
         reach = -INT8_MIN * np.abs(weight.astype(np.int64)).sum(axis=reduce)
-        multipliers, acc_bias, bounds = _two_valued(multipliers, acc_bias, reach, int(zy), lo)
+        multipliers, acc_bias, few = _few_valued(multipliers, acc_bias, reach, int(zy), lo)
         acc_bound = reach + np.abs(acc_bias)
         try:
             requant, params = fixed_point.choose(multipliers, int(zy), lo, INT8_MAX, acc_bound=acc_bound)
-            params = _clamped(params, bounds)
+            params = _clamped(params, few, acc_bias)
+            requant = dataclasses.replace(requant, step=bool(few.steps))
         except CompileError as exc:
             raise _Refusal(f"its requantisation multipliers cannot be encoded: {exc}") from None
     if np.abs(acc_bias).max(initial=0) >= 2 ** 31:
@@ -260,39 +261,62 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
 HUGE_BIAS = 1 << 24
 
 
-def _two_valued(mult, bias, reach, zy: int, lo: int) -> tuple:
-    """(multipliers, biases, {channel: clamp bounds}): the channels that output at most two
-    values re-encoded exactly.
+@dataclass
+class _FewValued:
+    """Channels re-encoded by `_few_valued`: {channel: (n0, n0 + 1)} clamp bounds of the
+    sequence, and {channel: t2} where a third value n0 + 2 starts (the output step)."""
+    bounds: dict
+    steps: dict
+
+
+def _few_valued(mult, bias, reach, zy: int, lo: int) -> tuple:
+    """(multipliers, biases, _FewValued): the channels that output at most three values
+    re-encoded exactly.
 
     quantize_static keeps a bias in int32 by widening the weight scales when the input's scale
     is tiny (GoogLeNet's and ShuffleNet's classifiers at 64x64 with random weights: 3e-14), so a
     channel may have M = 3e-8 and bias' near 2^31: no fixed-point encoding fits. Over the
     channel's accumulators (|acc| <= reach) its output clip(round(M (acc + bias')) + zy) then
-    takes at most two values n0, n0 + 1, stepping at acc = t: M' = 1, bias'' = n0 + 1 - t and the
-    sequence's clamp to [n0, n0 + 1] (`_clamped`) give the same output for every accumulator.
-    Only channels whose bias' exceeds HUGE_BIAS are touched."""
+    takes a few values n0, n0 + 1, n0 + 2, stepping at acc = t1 and t2 (exact arithmetic):
+    M' = 1, bias'' = n0 + 1 - t1 and the sequence's clamp to [n0, n0 + 1] (`_clamped`) give the
+    first step; the output step [acc >= t2] (ChannelParams.s_*) the second. Over +-reach only
+    these steps exist, so every accumulator gives the same output. (A fixed-point M' cannot
+    place both steps: they lie 1/M ~ 2^24 apart, which needs 24 bits of M' where the products
+    leave 13.) Only channels whose bias' exceeds HUGE_BIAS are touched; four values or more
+    are left to `fixed_point.choose`, which refuses them."""
     mult, bias, reach = (np.array(v, np.float64) for v in np.broadcast_arrays(mult, bias, reach))
     low, high = lo - zy, INT8_MAX - zy                  # the output before + zy, where it clips
-    bounds = {}
+    done = _FewValued({}, {})
     for c in np.flatnonzero((np.abs(bias) > HUGE_BIAS) & (mult > 0)):
         m, b, r = Fraction(float(mult[c])), int(bias[c]), int(reach[c])
 
         def out(acc):
             return min(max(math.floor(m * (acc + b) + Fraction(1, 2)), low - 1), high + 1)
+
+        def first(n):              # the least accumulator whose output exceeds n (may pass r)
+            return math.ceil((n + Fraction(1, 2)) / m - b)
         n0, n1 = out(-r), out(r)
-        if n1 - n0 > 1:
+        if n1 - n0 > 2:
             continue
-        step = r + 1 if n1 == n0 else math.ceil((n0 + Fraction(1, 2)) / m - b)
-        mult[c], bias[c], bounds[int(c)] = 1.0, n0 + 1 - step, (n0, n0 + 1)
-    return mult, bias, bounds
+        mult[c], bias[c], done.bounds[int(c)] = 1.0, n0 + 1 - min(first(n0), r + 1), (n0, n0 + 1)
+        if n1 - n0 == 2:
+            done.steps[int(c)] = first(n0 + 1)
+    return mult, bias, done
 
 
-def _clamped(params: fixed_point.ChannelParams, bounds: dict) -> fixed_point.ChannelParams:
-    """`params` with the clamp bounds of `_two_valued`'s channels."""
+def _clamped(params: fixed_point.ChannelParams, few: _FewValued, bias) -> fixed_point.ChannelParams:
+    """`params` with the clamp bounds of `_few_valued`'s channels, and its output steps
+    [acc >= t2] = clamp(acc + bias'' + s_bias, 0, 1) where there are any (0 elsewhere)."""
     a_min, a_max = params.a_min.copy(), params.a_max.copy()
-    for c, (first, last) in bounds.items():
+    for c, (first, last) in few.bounds.items():
         a_min[c], a_max[c] = first, last
-    return dataclasses.replace(params, a_min=a_min, a_max=a_max)
+    if not few.steps:
+        return dataclasses.replace(params, a_min=a_min, a_max=a_max)
+    s_bias, s_max = np.zeros_like(a_min), np.zeros_like(a_max)
+    for c, t2 in few.steps.items():
+        s_bias[c], s_max[c] = 1 - t2 - int(bias[c]), 1
+    return dataclasses.replace(params, a_min=a_min, a_max=a_max, s_bias=s_bias, s_min=np.zeros_like(a_min),
+                               s_max=s_max)
 
 
 def _common_pow2_shift(multipliers: np.ndarray) -> int | None:

@@ -1,5 +1,6 @@
 """requantisation/: the ALU stage list against exact rational rounding, and the Relax forms
 emitted, matched and read back as one description (graph.qdq, graph.partition, graph.ops)."""
+import dataclasses
 from fractions import Fraction
 
 import numpy as np
@@ -85,7 +86,16 @@ def _quarter(c: int) -> ChannelParams:
     return ChannelParams(*(np.full(c, v, np.int32) for v in (-9000, 9000, 1 << 12, 0)))
 
 
-LINEAR = [(PowerOfTwo(9, 0, 127), None), (_scaled(False), _channel(16)), (_scaled(True, 0, 0, 14), _quarter(16))]
+def _stepped(c: int) -> ChannelParams:
+    """_channel's vectors with an output step on every other channel (graph.qdq._few_valued)."""
+    on = np.arange(c) % 2
+    return ChannelParams(*_channel(c).arrays(), s_bias=(-300 * on).astype(np.int32),
+                         s_min=np.zeros(c, np.int32), s_max=on.astype(np.int32))
+
+
+LINEAR = [(PowerOfTwo(9, 0, 127), None), (_scaled(False), _channel(16)), (_scaled(True, 0, 0, 14), _quarter(16)),
+          (dataclasses.replace(_scaled(False), step=True), _stepped(16))]
+LINEAR_IDS = ["pow2", "fixed", "fixed-ties-even", "fixed-step"]
 ADDS = [AddParams(2, 0, 3, -128, 127), AddParams(0, 0, 0, 0, 127),
         ScaledAddParams(-128, 5, 40000, 9000, ScaledRequant(SPLIT, 2, 17, 4, -128, 127))]
 
@@ -104,7 +114,7 @@ def _emitted(inputs: dict, emit_body):
     return func, (lambda e: var2val.get(e, e) if isinstance(e, relax.Var) else e), var2val[out]
 
 
-@pytest.mark.parametrize("requant,channel", LINEAR, ids=["pow2", "fixed", "fixed-ties-even"])
+@pytest.mark.parametrize("requant,channel", LINEAR, ids=LINEAR_IDS)
 def test_a_linear_form_reads_back_as_the_requantisation_it_was_emitted_from(requant, channel):
     bias = RNG.integers(-500, 500, 16).astype(np.int32)
     vectors = (bias,) + (() if channel is None else channel.arrays())
@@ -141,7 +151,7 @@ def test_a_block_whose_constants_no_requantisation_gives_is_refused_naming_the_r
         rq_relax.read_linear(root, value_of)
 
 
-@pytest.mark.parametrize("requant,channel", LINEAR, ids=["pow2", "fixed", "fixed-ties-even"])
+@pytest.mark.parametrize("requant,channel", LINEAR, ids=LINEAR_IDS)
 def test_the_linear_pattern_matches_every_emitted_form(requant, channel):
     vectors = (np.zeros(16, np.int32),) + (() if channel is None else channel.arrays())
     form, values = rq_relax.linear_values(requant, vectors)
@@ -172,7 +182,7 @@ def _evaluate(form, inputs: dict, values: dict) -> np.ndarray:
     return done[form[-1].name]
 
 
-@pytest.mark.parametrize("requant,channel", LINEAR, ids=["pow2", "fixed", "fixed-ties-even"])
+@pytest.mark.parametrize("requant,channel", LINEAR, ids=LINEAR_IDS)
 def test_a_linear_form_computes_the_rule(requant, channel):
     bias = RNG.integers(-500, 500, 16).astype(np.int32)
     vectors = (bias,) + (() if channel is None else channel.arrays())
