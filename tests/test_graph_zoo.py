@@ -81,6 +81,24 @@ def test_a_classifier_on_a_vanishing_input_runs_on_the_accelerator_exactly():
     assert result.verified and result.onnxruntime["identical_fraction"] == 1.0
 
 
+def test_a_classifier_whose_channels_take_three_values_runs_on_the_accelerator_exactly():
+    """ShuffleNetV2's fc at 64x64: channels with bias' near 2^31 whose output takes three values
+    over the accumulator range (M 2 reach ~ 2): the sequence's clamp places one step, the output
+    step (ChannelParams.s_*) the other; the dense runs on VTA-8, identical to onnxruntime."""
+    rng = np.random.default_rng(8)
+    b = OnnxBuilder("three", (1, 4, 4, 4))
+    x = b.conv("input", rng.normal(0, 1e-6, (64, 4, 3, 3)), np.zeros(64), pad=1)
+    model = b.build(b.dense(b.flatten(x), rng.normal(0, .1, (16, 1024)), rng.normal(0, .1, 16)))
+    qdq = quantizer_named("onnxruntime-per-channel")(model, rng.random((8, 4, 4, 4), dtype=np.float32))
+    result = run_model(ModelCase("three", qdq, rng.random((4, 4, 4, 4), dtype=np.float32)), "1x8x8",
+                       compare_onnxruntime=True)
+    dense = next(r for r in result.layers if r["op"] == "dense")
+    assert dense["target"] == "vta", dense.get("reason")
+    assert any(run.region.spec.requant.step for run in result.runs if run.region.spec.op == "dense")
+    assert dense["onnxruntime"]["identical_fraction"] == 1.0
+    assert result.verified and result.onnxruntime["identical_fraction"] == 1.0
+
+
 def _real(mult: float, bias: int, zy: int, acc: int) -> int:
     """The output under the real multiplier, in exact arithmetic."""
     return min(max(math.floor(Fraction(mult) * (acc + bias) + Fraction(1, 2)) + zy, INT8_MIN), INT8_MAX)
