@@ -11,6 +11,8 @@ block into the integer graph the accelerator runs and the CPU build reproduces b
     average pool:     a depthwise conv2d of ones, then the fixed-point requantisation by
                       s_x / (s_y k^2), ties to even (global pools: k = H = W)
     max-pool:         max_pool2d(x_q) on int8 (same scale in and out)
+    concat:           concat(x_i or astype_i8(clip(round_shift((x_i - z_i) m_i) + zy))) along the
+                      channels: inputs of another scale or zero point moved into the output's
     reshape:          reshape(x_q) (same scale in and out)
 
 With power-of-two multipliers s_x s_w / s_y = 2^-shift and no zero points the requantisation is
@@ -48,7 +50,8 @@ from .errors import GraphError
 UINT8_OFFSET = 128
 #: Relax op -> the layer kind reports use.
 LAYER_OPS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
-             "relax.add": "add", "relax.nn.avg_pool2d": "avg_pool", "relax.mean": "avg_pool"}
+             "relax.add": "add", "relax.nn.avg_pool2d": "avg_pool", "relax.mean": "avg_pool",
+             "relax.concat": "concat"}
 
 
 @dataclass
@@ -357,6 +360,40 @@ def _plan_add(g: _Graph, q, add, body, relu_var):
     return _Plan("add", dict(a=a, b=b, params=params))
 
 
+def _plan_concat(g: _Graph, q, concat, body, relu_var):
+    """A channel Concat of quantised tensors: each input in the output's scale and zero point
+    is taken as it is, each other one moved into them by a rescale (requantisation.add's
+    RescaleParams, rounded as onnxruntime's QuantizeLinear after its DequantizeLinear); a ReLU
+    after the Concat raises the clip's floor (an input it would clip is rescaled by 1)."""
+    _single_use(g, body, relu_var)
+    fields = g.val(concat.args[0])
+    if not isinstance(fields, relax.Tuple):
+        raise _Refusal("its inputs are a tuple variable, not a list of tensors")
+    try:
+        shapes = [static_shape(f) for f in fields.fields]
+    except GraphError as exc:
+        raise _Refusal(str(exc)) from None
+    if len(shapes[0]) != 4 or int(concat.attrs.axis) not in (1, -3):
+        raise _Refusal(f"a concat along axis {int(concat.attrs.axis)} of {len(shapes[0])}-d tensors: "
+                       "the accelerator writes channel slices of NCHW tensors")
+    sy, zy = _scalar(g, q.args[1], "output scale"), int(_scalar(g, q.args[2], "output zero point"))
+    lo = max(INT8_MIN, zy) if relu_var is not None else INT8_MIN
+    inputs = []
+    for field in fields.fields:
+        x, sx, zx, _ = _dq_input(g, field, "input", zero_point_ok=True)
+        if (sx, zx, lo) == (sy, zy, INT8_MIN):
+            inputs.append((x, None))
+            continue
+        try:
+            r, (m,) = fixed_point.choose_sum([sx / sy], rq_add.OPERAND_REACH, zy, lo, INT8_MAX)
+            params = rq_add.RescaleParams(zx, m, r)
+            rq_add.check_params(params)
+        except CompileError as exc:
+            raise _Refusal(f"an input's scale does not fit the rescale: {exc}") from None
+        inputs.append((x, params))
+    return _Plan("concat", dict(inputs=inputs, axis=int(concat.attrs.axis)))
+
+
 def _pool_window(pool, h: int, w: int) -> tuple:
     """(k, stride, pad) of an average pool (avg_pool2d, or a global mean over H and W), or refuse
     what the depthwise form cannot hold exactly."""
@@ -470,6 +507,8 @@ def plan(func) -> tuple[dict, list]:
                     layer_var = next(a for a in inner.args
                                      if _op(g.val(a)) in ("relax.nn.conv2d", "relax.matmul"))
                 plans[binding.var] = _plan_linear(g, q, body, relu_var, relu_var is not None)
+            elif name == "relax.concat":
+                plans[binding.var] = _plan_concat(g, q, inner, body, relu_var)
             elif name in ("relax.nn.avg_pool2d", "relax.mean") and relu_var is None:
                 plans[binding.var] = _plan_avg_pool(g, q, inner)
             elif name == "relax.nn.max_pool2d" and relu_var is None:
@@ -523,11 +562,24 @@ class _Rewriter(PyExprMutator):
                 return x
             op = a["op"]
             return relax.Call(op.op, [x] + list(op.args[1:]), op.attrs)
+        if p.kind == "concat":
+            return self._concat(a)
         if p.kind != "add":
             return self._linear(a)
         form, values = rq_relax.add_values(a["params"])
         inputs = {"a": self.visit_expr(a["a"]), "b": self.visit_expr(a["b"])}
         return rq_relax.emit(form, inputs, values, self.builder_.emit)
+
+    def _concat(self, a: dict):
+        """The inputs, each through its rescale where it has one, concatenated."""
+        items = []
+        for x, params in a["inputs"]:
+            x = self.visit_expr(x)
+            if params is not None:
+                x = self.builder_.emit(rq_relax.emit(rq_relax.RESCALE, {"a": x}, rq_relax.rescale_values(params),
+                                                     self.builder_.emit))
+            items.append(x)
+        return relax.op.concat(items, axis=a["axis"])
 
     def _linear(self, a: dict):
         """conv2d/matmul, + bias, then the power-of-two or the fixed-point requantisation."""

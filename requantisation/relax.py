@@ -15,6 +15,7 @@ Forms (the numpy rule is fixed_point.round_shift; the ALU's is stages.tail):
                    [with a step: tail(p) adds min(max(acc + bias + s_bias, s_min), s_max) after its shift]
     add, pow2:     astype(clip(((a << ka) + (b << kb) + rnd) >> shift, lo, hi))
     add, scaled:   tail((a - za) m_a + (b - zb) m_b)
+    rescale:       tail((a - za) m_a)            (a Concat input moved into the output's scale)
     tail(p):       u = p >> t [u += parity, ties to even]; astype(clip(((u + rnd) >> (s-t)) + zp, lo, hi))
 
 The tail always has its pre-shift and zero point (0 or not), so each form has one pattern.
@@ -31,7 +32,7 @@ from tvm.relax.dpl import is_const, is_op, wildcard
 
 from intrinsics.errors import CompileError
 
-from .add import AddParams, ScaledAddParams
+from .add import AddParams, RescaleParams, ScaledAddParams
 from .fixed_point import SPLIT, ChannelParams, ScaledRequant
 from .rule import PowerOfTwo, Requant, rounding_constant
 from .stages import VECTORS
@@ -99,6 +100,9 @@ ADD_SCALED = (*_widened("a"), Node("za", "add", ("wa", Imm("minus_zero_a"))), No
               *_widened("b"), Node("zb", "add", ("wb", Imm("minus_zero_b"))), Node("mb", "multiply", ("zb", Imm("m_b"))),
               Node("sum", "add", ("ma", "mb")), *_tail("sum", False))
 
+RESCALE = (*_widened("a"), Node("za", "add", ("wa", Imm("minus_zero_a"))), Node("ma", "multiply", ("za", Imm("m_a"))),
+           *_tail("ma", False))
+
 #: The forms after a conv2d/matmul accumulator and of the residual add, as the pattern tries them.
 LINEAR_FORMS = (POW2, _scaled(False), _scaled(True), _scaled(False, True), _scaled(True, True))
 ADD_FORMS = (ADD_POW2, ADD_SCALED)
@@ -131,6 +135,11 @@ def add_values(p: AddParams | ScaledAddParams) -> tuple:
                             **_tail_values(p.requant)}
     return ADD_POW2, {"shift_a": p.shift_a, "shift_b": p.shift_b, "shift": p.shift,
                       "rounding": rounding_constant(p.shift), "lo": p.lo, "hi": p.hi}
+
+
+def rescale_values(p: RescaleParams) -> dict:
+    """The values of the RESCALE form (a Concat input moved into the output's scale)."""
+    return {"minus_zero_a": -p.zero, "m_a": p.m, **_tail_values(p.requant)}
 
 
 # ------------------------------------------------------------------ emit
@@ -179,6 +188,11 @@ def linear_pattern(acc):
         p = pattern(form, {"acc": acc})
         out = p if out is None else out | p
     return out
+
+
+def rescale_pattern():
+    """The RESCALE form on any operand."""
+    return pattern(RESCALE, {"a": wildcard()})
 
 
 def add_pattern():
@@ -287,3 +301,11 @@ def read_add(root, value_of) -> tuple:
                                  _scaled_requant(v, SPLIT, False))
     _check(v, add_values(params)[1])
     return (inputs["a"], inputs["b"]), params, calls["sum"]
+
+
+def read_rescale(root, value_of) -> tuple:
+    """(operand expr, RescaleParams) of a RESCALE block; FormMismatch where it is not one."""
+    inputs, v, _ = read(RESCALE, root, value_of)
+    params = RescaleParams(-v["minus_zero_a"], v["m_a"], _scaled_requant(v, SPLIT, False))
+    _check(v, rescale_values(params))
+    return inputs["a"], params

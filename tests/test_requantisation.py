@@ -10,7 +10,7 @@ from tvm.relax.dpl import is_const, is_op, wildcard
 
 from requantisation import PowerOfTwo, ScaledRequant, as_requant, reference
 from requantisation import relax as rq_relax
-from requantisation.add import AddParams, ScaledAddParams, add_ref, scaled_add_ref
+from requantisation.add import AddParams, RescaleParams, ScaledAddParams, add_ref, rescale_ref, scaled_add_ref
 from requantisation.fixed_point import SPLIT, ChannelParams
 from requantisation.stages import epilogue, tail
 
@@ -21,10 +21,10 @@ ALU = {"add": lambda x, y: x + y, "max": np.maximum, "min": np.minimum, "mul": l
        "shr": lambda x, y: x >> y, "shl": lambda x, y: x << y}
 
 
-def _run_stages(stages, source: str, p: np.ndarray) -> np.ndarray:
-    """The stage list after stage `source` = p, on int64 values (no stage leaves int32 for these
-    inputs), as the ALU runs it."""
-    done = {source: p}
+def _run_stages(stages, start: dict) -> np.ndarray:
+    """The stage list after the blocks `start` {name: values}, on int64 values (no stage leaves
+    int32 for these inputs), as the ALU runs it."""
+    done = dict(start)
     for st in stages:
         if st.op == "copy":
             done[st.name] = done[st.y].copy()
@@ -52,7 +52,7 @@ def test_the_alu_tail_rounds_exactly_as_rational_arithmetic(s, t, zp, lo, ties_e
     p = np.concatenate([ties.reshape(-1), RNG.integers(-2**30, 2**30, 400)]).astype(np.int64)
     if t:      # the tie is judged after the pre-shift: exact ties have those bits zero
         p = (p >> t) << t
-    got = _run_stages(tail(r, "p"), "p", p)
+    got = _run_stages(tail(r, "p"), {"p": p})
     assert [int(v) for v in got] == [_exact(int(v), r) for v in p]
 
 
@@ -199,3 +199,36 @@ def test_an_add_form_computes_the_rule(params):
     want = (scaled_add_ref(a, b, params) if isinstance(params, ScaledAddParams)
             else add_ref(a, b, params.shift_a, params.shift_b, params.shift, params.lo, params.hi))
     np.testing.assert_array_equal(_evaluate(form, {"a": a, "b": b}, values), want)
+
+
+# ------------------------------------------------------------------ the Concat input's rescale
+RESCALES = [RescaleParams(-128, 40000, ScaledRequant(SPLIT, 2, 17, -128, -128, 127)),   # both parts
+            RescaleParams(5, 3 << SPLIT, ScaledRequant(SPLIT, 0, 15, 0, 0, 127))]      # high part only, ReLU
+
+
+def _exact_rescale(a: int, p: RescaleParams) -> int:
+    """round((a - zero) m / 2^s) + zp clipped, ties up, in rational arithmetic."""
+    return _exact((a - p.zero) * p.m, p.requant)
+
+
+@pytest.mark.parametrize("params", RESCALES, ids=["two-parts", "high-part-relu"])
+def test_the_rescale_program_and_rule_are_exact_on_every_int8(params):
+    a = np.arange(-128, 128, dtype=np.int64)
+    loads, stages = params.program()
+    assert [src for _, src in loads] == ["a"] * len(loads)
+    want = [_exact_rescale(int(v), params) for v in a]
+    assert _run_stages(stages, {block: a for block, _ in loads}).tolist() == want
+    assert rescale_ref(a, params).tolist() == want
+
+
+@pytest.mark.parametrize("params", RESCALES, ids=["two-parts", "high-part-relu"])
+def test_a_rescale_form_reads_back_computes_the_rule_and_only_its_pattern_matches(params):
+    values = rq_relax.rescale_values(params)
+    func, value_of, root = _emitted({"a": ((1, 8, 2, 2), "int8")},
+                                    lambda bb, a: rq_relax.emit(rq_relax.RESCALE, {"a": a}, values, bb.emit))
+    var2val = relax.analysis.get_var2val(func)
+    assert rq_relax.rescale_pattern().match(root, var2val) and not rq_relax.add_pattern().match(root, var2val)
+    a, got = rq_relax.read_rescale(root, value_of)
+    assert got == params and a.same_as(func.params[0])
+    x = RNG.integers(-128, 128, (1, 8, 4, 4))
+    np.testing.assert_array_equal(_evaluate(rq_relax.RESCALE, {"a": x}, values), rescale_ref(x, params))
