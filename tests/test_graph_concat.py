@@ -9,6 +9,8 @@ from onnx import numpy_helper
 from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
+from graph.specs import ConcatSpec
+from vta_sim.config import Config
 
 
 def _conv_relu(b, rng, x, ic, oc, k=1):
@@ -43,15 +45,16 @@ def _dense_block(rng):
     return b.build(b.dense(b.flatten(b.global_avg_pool(y)), rng.normal(0, .3, (5, 16)), rng.normal(0, .1, 5)))
 
 
-def _halves(rng):
-    """ShuffleNetV2's unit after quant_pre_process: constant-bound Slices of the input, one half
-    through convs, the halves concatenated (the channel shuffle's Reshape/Transpose after it)."""
+def _halves(rng, cut: int = 8):
+    """ShuffleNetV2's unit after quant_pre_process: constant-bound Slices of the input, the
+    second part through a conv, the parts concatenated (the channel shuffle's Reshape/Transpose
+    after it)."""
     b = OnnxBuilder("halves", (1, 8, 6, 6))
     x = _conv_relu(b, rng, "input", 8, 16)
     b.inits += [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
-                (("zero", [0]), ("one", [1]), ("eight", [8]), ("sixteen", [16]))]
-    left = b.node("Slice", [x, "zero", "eight", "one"])
-    right = _conv_relu(b, rng, b.node("Slice", [x, "eight", "sixteen", "one"]), 8, 8)
+                (("zero", [0]), ("one", [1]), ("cut", [cut]), ("sixteen", [16]))]
+    left = b.node("Slice", [x, "zero", "cut", "one"])
+    right = _conv_relu(b, rng, b.node("Slice", [x, "cut", "sixteen", "one"]), 16 - cut, 16 - cut)
     y = b.node("Concat", [left, right], axis=1)
     y = _conv_relu(b, rng, y, 16, 16)
     return b.build(b.dense(b.flatten(b.global_avg_pool(y)), rng.normal(0, .3, (5, 16)), rng.normal(0, .1, 5)))
@@ -79,3 +82,24 @@ def test_each_concat_alone_agrees_with_onnxruntime(run):
     for r in (r for r in run.layers if r["op"] == "concat"):
         assert r["onnxruntime"]["identical_fraction"] == 1.0, r
     assert run.onnxruntime["max_abs_lsb"] <= 1
+
+
+def test_a_slice_that_does_not_start_on_a_channel_block_stays_on_the_cpu_naming_why():
+    """4 + 12 channels: the second input's slice starts at channel 4, inside the first block of
+    8, so no producer can store it in place; the Concat stays on the CPU with that reason, and
+    the model still matches its CPU build."""
+    rng = np.random.default_rng(3)
+    qdq = quantizer_named("onnxruntime")(_halves(rng, cut=4), rng.random((8, 8, 6, 6), dtype=np.float32))
+    result = run_model(ModelCase("quarter", qdq, rng.random((2, 8, 6, 6), dtype=np.float32)), "1x8x8")
+    (concat,) = (r for r in result.layers if r["op"] == "concat")
+    assert concat["target"] == "cpu" and "starts at channel 4, not a multiple of the 8-channel block" in concat["reason"]
+    assert result.verified
+
+
+def test_the_last_input_may_end_inside_a_block():
+    """Only the slices' starts must be whole blocks: the output's padding lanes take a last
+    input's partial block."""
+    cfg = Config.load("1x8x8")
+    assert ConcatSpec(((1, 8, 4, 4), (1, 12, 4, 4)), (None, None)).misfit(cfg, 2) is None
+    assert "input 2 starts at channel 20" in ConcatSpec(((1, 8, 4, 4), (1, 12, 4, 4), (1, 8, 4, 4)),
+                                                        (None, None, None)).misfit(cfg, 2)
