@@ -156,8 +156,8 @@ def _check_scaled(r: ScaledRequant, operands) -> None:
             raise CompileError(f"{name} = {zero}: an int8 zero point is in [{INT8_MIN}, {INT8_MAX}]")
     ms = [m for _, _, m in operands]
     if r.k != fixed_point.SPLIT or min(ms) < 0 or not sum(ms):
-        raise CompileError(f"multipliers {', '.join(map(str, ms))} with split {r.k}: need m >= 0, not all 0, "
-                           f"split {fixed_point.SPLIT}")
+        raise CompileError(f"multipliers {', '.join(map(str, ms))} with split {r.k}: need m >= 0, "
+                           f"not {'both ' if len(ms) == 2 else ''}0, split {fixed_point.SPLIT}")
     top = OPERAND_REACH * sum(ms) + (1 << (r.s - 1))
     if top > INT32_MAX:
         raise CompileError(f"multipliers {', '.join(map(str, ms))} at shift {r.s}: the sum reaches {top}, "
