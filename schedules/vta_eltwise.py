@@ -1,5 +1,6 @@
 """The quantised residual add on VTA-8, scheduled: its requantisation (requantisation.add:
-AddParams, or ScaledAddParams with zero points and any scales) as ALU work over tiles.
+AddParams, or ScaledAddParams with zero points and any scales) as ALU work over tiles; and the
+same for one operand (RescaleParams: a Concat input moved into the Concat's scale).
 
 Both int8 operands come in through LOAD ACC_8BIT (sign-extended into int32 ACC entries); then
 one ALU instruction per stage over the whole tile: SHR by -sa and -sb (the hardware's left
