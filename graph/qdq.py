@@ -363,7 +363,7 @@ def _plan_add(g: _Graph, q, add, body, relu_var):
 def _plan_concat(g: _Graph, q, concat, body, relu_var):
     """A channel Concat of quantised tensors: each input in the output's scale and zero point
     is taken as it is, each other one moved into them by a rescale (requantisation.add's
-    RescaleParams, rounded as onnxruntime's QuantizeLinear after its DequantizeLinear); a ReLU
+    choose_rescale: the real multiplier's result on every int8 value); a ReLU
     after the Concat raises the clip's floor (an input it would clip is rescaled by 1)."""
     _single_use(g, body, relu_var)
     fields = g.val(concat.args[0])
@@ -385,8 +385,7 @@ def _plan_concat(g: _Graph, q, concat, body, relu_var):
             inputs.append((x, None))
             continue
         try:
-            r, (m,) = fixed_point.choose_sum([sx / sy], rq_add.OPERAND_REACH, zy, lo, INT8_MAX)
-            params = rq_add.RescaleParams(zx, m, r)
+            params = rq_add.choose_rescale(zx, sx / sy, zy, lo, INT8_MAX)
             rq_add.check_params(params)
         except CompileError as exc:
             raise _Refusal(f"an input's scale does not fit the rescale: {exc}") from None

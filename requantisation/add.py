@@ -10,6 +10,7 @@ schedules.vta_eltwise.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -94,6 +95,30 @@ class RescaleParams:
     @property
     def hi(self) -> int:
         return self.requant.hi
+
+
+def choose_rescale(zero: int, multiplier: float, zero_point: int, lo: int = INT8_MIN,
+                   hi: int = INT8_MAX) -> RescaleParams:
+    """The cheapest rescale of an int8 operand that gives the real multiplier's result,
+    clip(floor((a - zero) M + 1/2) + zp, lo, hi), for every one of the 256 operand values.
+
+    An operand has only 256 values, so the least shift s whose m = round(M 2^s) is below 2^15
+    (one multiplier part: one load and one MUL, fixed_point.SPLIT) and exact on all of them is
+    searched for; where none is, `fixed_point.choose_sum`'s two-part encoding (about 22 bits,
+    exact but at rare ties) is taken."""
+    a = np.arange(INT8_MIN, INT8_MAX + 1, dtype=np.int64) - zero
+    num, den = Fraction(float(multiplier)).as_integer_ratio()
+    want = np.array([(2 * v * num + den) // (2 * den) for v in a.tolist()], np.int64) + zero_point
+    want = np.clip(want, lo, hi)
+    for s in range(1, fixed_point.SPLIT + fixed_point.MAX_ROUND_SHIFT + 1):
+        m = round(multiplier * 2 ** s)
+        if m >= 1 << fixed_point.SPLIT:
+            break
+        r = ScaledRequant(fixed_point.SPLIT, max(0, s - fixed_point.MAX_ROUND_SHIFT), s, zero_point, lo, hi)
+        if m and np.array_equal(np.clip(round_shift(a * m, r), lo, hi), want):
+            return RescaleParams(zero, m, r)
+    r, (m,) = fixed_point.choose_sum([multiplier], OPERAND_REACH, zero_point, lo, hi)
+    return RescaleParams(zero, m, r)
 
 
 def _scaled_program(operands, requant: ScaledRequant) -> tuple:

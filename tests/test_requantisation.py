@@ -1,6 +1,7 @@
 """requantisation/: the ALU stage list against exact rational rounding, and the Relax forms
 emitted, matched and read back as one description (graph.qdq, graph.partition, graph.ops)."""
 import dataclasses
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -10,7 +11,8 @@ from tvm.relax.dpl import is_const, is_op, wildcard
 
 from requantisation import PowerOfTwo, ScaledRequant, as_requant, reference
 from requantisation import relax as rq_relax
-from requantisation.add import AddParams, RescaleParams, ScaledAddParams, add_ref, rescale_ref, scaled_add_ref
+from requantisation.add import (AddParams, RescaleParams, ScaledAddParams, add_ref, choose_rescale, rescale_ref,
+                                scaled_add_ref)
 from requantisation.fixed_point import SPLIT, ChannelParams
 from requantisation.stages import epilogue, tail
 
@@ -232,3 +234,17 @@ def test_a_rescale_form_reads_back_computes_the_rule_and_only_its_pattern_matche
     assert got == params and a.same_as(func.params[0])
     x = RNG.integers(-128, 128, (1, 8, 4, 4))
     np.testing.assert_array_equal(_evaluate(rq_relax.RESCALE, {"a": x}, values), rescale_ref(x, params))
+
+
+@pytest.mark.parametrize("zero, mult, zp, lo", [(-128, 0.7316, -128, -128), (-128, 1.0, -128, -128),
+                                                (3, 0.01234, -7, -128), (-20, 0.99999, 5, 5),
+                                                (0, 0.5, 0, -128), (-128, 37.5, -128, -128)])
+def test_a_chosen_rescale_gives_the_real_multiplier_on_every_int8(zero, mult, zp, lo):
+    """Against Fraction arithmetic on all 256 operands; a multiplier below 1 takes one part
+    (m < 2^15: one load, one MUL), a larger one may take the two-part encoding."""
+    p = choose_rescale(zero, mult, zp, lo)
+    want = [min(max(math.floor((a - zero) * Fraction(mult) + Fraction(1, 2)) + zp, lo), 127)
+            for a in range(-128, 128)]
+    assert rescale_ref(np.arange(-128, 128), p).tolist() == want
+    if mult < 1:
+        assert p.m < 1 << SPLIT and len(p.program()[0]) == 1
