@@ -155,6 +155,8 @@ def concat_inputs(root, value_of) -> list:
             out.append(read_rescale(field, value_of))
         except FormMismatch:
             out.append((field, None))
+    if any(isinstance(x, Constant) for x, _ in out):
+        raise _Unsupported("a concat with a constant input: only activations have producers to store slices")
     return out
 
 
