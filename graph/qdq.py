@@ -252,6 +252,7 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
             requant, params = fixed_point.choose(multipliers, int(zy), lo, INT8_MAX, acc_bound=acc_bound)
             params = _clamped(params, few, acc_bias)
             requant = dataclasses.replace(requant, step=bool(few.steps))
+            _check_left_to_choose(requant, params, multipliers, acc_bias, reach, int(zy), lo, few)
         except CompileError as exc:
             raise _Refusal(f"its requantisation multipliers cannot be encoded: {exc}") from None
     if np.abs(acc_bias).max(initial=0) >= 2 ** 31:
@@ -262,6 +263,9 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
 
 #: A bias' this large leaves the fixed-point sequence (products below 2^31) no room for M.
 HUGE_BIAS = 1 << 24
+#: How far (LSB) `fixed_point.choose` may put such a channel off the real multiplier: 1, the
+#: agreement every offloaded layer keeps with onnxruntime.
+HUGE_BIAS_LSB = 1
 
 
 @dataclass
@@ -288,23 +292,62 @@ def _few_valued(mult, bias, reach, zy: int, lo: int) -> tuple:
     leave 13.) Only channels whose bias' exceeds HUGE_BIAS are touched; four values or more
     are left to `fixed_point.choose`, which refuses them."""
     mult, bias, reach = (np.array(v, np.float64) for v in np.broadcast_arrays(mult, bias, reach))
-    low, high = lo - zy, INT8_MAX - zy                  # the output before + zy, where it clips
     done = _FewValued({}, {})
-    for c in np.flatnonzero((np.abs(bias) > HUGE_BIAS) & (mult > 0)):
-        m, b, r = Fraction(float(mult[c])), int(bias[c]), int(reach[c])
-
-        def out(acc):
-            return min(max(math.floor(m * (acc + b) + Fraction(1, 2)), low - 1), high + 1)
-
-        def first(n):              # the least accumulator whose output exceeds n (may pass r)
-            return math.ceil((n + Fraction(1, 2)) / m - b)
-        n0, n1 = out(-r), out(r)
+    for c in _huge_bias(mult, bias):
+        real = _RealChannel(mult[c], bias[c], zy, lo)
+        r = int(reach[c])
+        n0, n1 = real.out(-r), real.out(r)
         if n1 - n0 > 2:
             continue
-        mult[c], bias[c], done.bounds[int(c)] = 1.0, n0 + 1 - min(first(n0), r + 1), (n0, n0 + 1)
+        mult[c], bias[c], done.bounds[int(c)] = 1.0, n0 + 1 - min(real.first(n0), r + 1), (n0, n0 + 1)
         if n1 - n0 == 2:
-            done.steps[int(c)] = first(n0 + 1)
+            done.steps[int(c)] = real.first(n0 + 1)
     return mult, bias, done
+
+
+def _huge_bias(mult, bias) -> np.ndarray:
+    """The channels `_few_valued` looks at: bias' above HUGE_BIAS, a multiplier above 0."""
+    return np.flatnonzero((np.abs(bias) > HUGE_BIAS) & (mult > 0))
+
+
+class _RealChannel:
+    """One channel's output under its real multiplier M and bias', in exact arithmetic, before
+    the zero point and clipped one past where the output clips (`out`), and where it steps."""
+
+    def __init__(self, mult: float, bias: float, zy: int, lo: int):
+        self.m, self.b = Fraction(float(mult)), int(bias)
+        self.low, self.high = lo - zy, INT8_MAX - zy
+
+    def out(self, acc: int) -> int:
+        return min(max(math.floor(self.m * (acc + self.b) + Fraction(1, 2)), self.low - 1), self.high + 1)
+
+    def first(self, n: int) -> int:
+        """The least accumulator whose output exceeds n (it may lie past the reach)."""
+        return math.ceil((n + Fraction(1, 2)) / self.m - self.b)
+
+
+def _check_left_to_choose(requant, params, mult, bias, reach, zy: int, lo: int, few: _FewValued) -> None:
+    """Refuse (CompileError) a channel with bias' above HUGE_BIAS that `_few_valued` left to
+    `fixed_point.choose` (four output values or more) where the encoding is more than
+    `HUGE_BIAS_LSB` off the real multiplier: its reach leaves the multiplier too few bits.
+    Checked on both sides of every step of the real output and at both ends of the range: both
+    outputs are monotone in the accumulator, so the largest difference is at one of them."""
+    mult, bias, reach = np.broadcast_arrays(mult, bias, reach)
+    for c in _huge_bias(mult, bias):
+        if int(c) in few.bounds:
+            continue
+        real, r = _RealChannel(mult[c], bias[c], zy, lo), int(reach[c])
+        points = [-r, r] + [t + d for n in range(real.out(-r), real.out(r)) for t in (real.first(n),) for d in (-1, 0)]
+        acc = np.array(points, np.int64)
+        one = fixed_point.ChannelParams(*(v[c:c + 1] for v in params.arrays()))
+        got = fixed_point.requantize_ref(acc + int(bias[c]), requant, one, axis=0).astype(np.int64)
+        want = np.clip(np.array([real.out(int(a)) for a in points]) + zy, lo, INT8_MAX)
+        worst = int(np.argmax(np.abs(got - want)))
+        if abs(int(got[worst] - want[worst])) > HUGE_BIAS_LSB:
+            raise CompileError(f"channel {int(c)} (multiplier {mult[c]:.3g}, bias' {int(bias[c])}, "
+                               f"{real.out(r) - real.out(-r) + 1} output values) is encoded "
+                               f"{abs(int(got[worst] - want[worst]))} LSB off the real multiplier at "
+                               f"accumulator {points[worst]}: its reach leaves the multiplier too few bits")
 
 
 def _clamped(params: fixed_point.ChannelParams, few: _FewValued, bias) -> fixed_point.ChannelParams:

@@ -10,6 +10,7 @@ from onnx import numpy_helper
 
 from graph import qdq
 from graph.errors import GraphError
+from intrinsics.errors import CompileError
 from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
@@ -175,3 +176,18 @@ def test_a_concat_of_shape_computed_chunks_is_refused_naming_the_pre_processing(
     fixed = onnx.load(tmp_path / "pre.onnx")
     result = run_model(ModelCase("shuffle", quantizer_named("onnxruntime")(fixed, calibration), x), "1x8x8")
     assert result.verified and all(r["target"] == "vta" for r in result.layers if r["op"] == "conv2d")
+
+
+@pytest.mark.parametrize("mult, bias, off", [(2e-7, 5e8, 5), (1e-6, 1.2e8, None), (4e-6, 2e7, None)])
+def test_a_huge_bias_channel_left_to_choose_is_refused_when_more_than_one_lsb_off(mult, bias, off):
+    """Five or more output values over +-8.4 M with bias' above 2^24: fixed_point.choose's
+    encoding is checked at every step of the real output (exact arithmetic); 5 LSB off is
+    refused naming the channel, 1 LSB off at a step's edge is kept."""
+    mult, bias, reach = np.array([mult]), np.array([bias]), np.array([8_400_000])
+    m, b, few = qdq._few_valued(mult, bias, reach, 0, INT8_MIN)
+    r, params = fixed_point.choose(m, 0, INT8_MIN, INT8_MAX, acc_bound=reach + np.abs(b))
+    if off is None:
+        qdq._check_left_to_choose(r, params, m, b, reach, 0, INT8_MIN, few)
+    else:
+        with pytest.raises(CompileError, match=f"channel 0 .* {off} LSB off the real multiplier"):
+            qdq._check_left_to_choose(r, params, m, b, reach, 0, INT8_MIN, few)
