@@ -290,7 +290,7 @@ def _few_valued(mult, bias, reach, zy: int, lo: int) -> tuple:
     these steps exist, so every accumulator gives the same output. (A fixed-point M' cannot
     place both steps: they lie 1/M ~ 2^24 apart, which needs 24 bits of M' where the products
     leave 13.) Only channels whose bias' exceeds HUGE_BIAS are touched; four values or more
-    are left to `fixed_point.choose`, which refuses them."""
+    are left to `fixed_point.choose`, and `_check_left_to_choose` holds its encoding to them."""
     mult, bias, reach = (np.array(v, np.float64) for v in np.broadcast_arrays(mult, bias, reach))
     done = _FewValued({}, {})
     for c in _huge_bias(mult, bias):
@@ -337,7 +337,8 @@ def _check_left_to_choose(requant, params, mult, bias, reach, zy: int, lo: int, 
         if int(c) in few.bounds:
             continue
         real, r = _RealChannel(mult[c], bias[c], zy, lo), int(reach[c])
-        points = [-r, r] + [t + d for n in range(real.out(-r), real.out(r)) for t in (real.first(n),) for d in (-1, 0)]
+        steps = [real.first(n) for n in range(real.out(-r), real.out(r))]
+        points = [-r, r] + steps + [t - 1 for t in steps]
         acc = np.array(points, np.int64)
         one = fixed_point.ChannelParams(*(v[c:c + 1] for v in params.arrays()))
         got = fixed_point.requantize_ref(acc + int(bias[c]), requant, one, axis=0).astype(np.int64)
