@@ -32,7 +32,7 @@ CPU_ONLY = {
     "sigmoid": "no integer form here: the ALU (MIN, MAX, ADD, SHR, MUL) has no exp or table lookup",
     "silu": "no integer form here: x * sigmoid(x) needs exp or a table lookup",
     "softmax": "no integer form here: exp and a divide",
-    "concat": "producers store their own tensors; the CPU concatenates (in-place concat not implemented)",
+    "concat": "no accelerator pattern matched (an integer channel concat of int8 NCHW tensors is one)",
 }
 
 

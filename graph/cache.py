@@ -10,8 +10,8 @@ live under $VTA_KERNEL_CACHE (default kernels/ in the cache root, vta_sim.paths)
 - `vm-<key>.so`: a Relax VM executable, keyed by the IRModule's structural hash (which covers
   its constants) and `code_version()`.
 
-`code_version()` hashes the sources that shape a kernel (vta_sim, intrinsics, schedules,
-graph/kernels.py, this file), the tuning database and the Python, numpy, cloudpickle and TVM
+`code_version()` hashes the sources that shape a kernel (vta_sim, intrinsics, requantisation,
+schedules, graph/kernels.py, graph/specs.py, this file), the tuning database and the Python, numpy, cloudpickle and TVM
 versions, so an edit to any of them misses the cache rather than reusing a stale build. Entries are written to a scratch
 name and renamed into place, so concurrent runs never read half an entry. `VTA_KERNEL_CACHE=off`
 turns the cache off.
@@ -39,7 +39,7 @@ from schedules import tuning_db
 from vta_sim import paths
 
 ROOT = Path(__file__).resolve().parents[1]
-_SOURCES = ("vta_sim", "intrinsics", "schedules")
+_SOURCES = ("vta_sim", "intrinsics", "requantisation", "schedules")
 
 
 def cache_dir() -> Path | None:
@@ -54,7 +54,7 @@ def code_version() -> str:
     """A hash of everything besides the key that decides what a compile produces."""
     digest = hashlib.sha256(repr((tvm.__version__, sys.version, np.__version__, cloudpickle.__version__)).encode())
     files = sorted(p for pkg in _SOURCES for p in (ROOT / pkg).rglob("*.py"))
-    for path in files + [ROOT / "graph" / "kernels.py", Path(__file__).resolve()]:
+    for path in files + [ROOT / "graph" / name for name in ("kernels.py", "specs.py")] + [Path(__file__).resolve()]:
         digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
     db = tuning_db.db_path()
     digest.update(db.read_bytes() if db.is_file() else b"no tuning database")

@@ -1,6 +1,6 @@
 """The compiled kernels of a model's offloaded ops, each compiled once.
 
-Each spec (graph.specs) compiles its own kernel; this cache is keyed by config, spec and virtual
+Each spec (graph.specs) compiles its own kernel (a ConcatSpec: its parts'); this cache is keyed by config, spec and virtual
 threads: the weights are kernel inputs, so layers of the same shape share one compiled kernel,
 and across processes the on-disk cache (graph.cache) keeps them.
 """
@@ -25,7 +25,7 @@ class KernelCache:
         """A job per distinct kernel among `specs` that is in neither this cache nor on disk:
         each compiles it into the disk cache (for graph.cache.fill)."""
         text, jobs, seen = cfg.to_text(), [], set()
-        for spec in specs:
+        for spec in _compiled(specs):
             if (cfg, spec, vthreads) in self._kernels or spec in seen or not cache.missing_kernel(text, spec, vthreads):
                 continue
             seen.add(spec)
@@ -34,6 +34,8 @@ class KernelCache:
         return jobs
 
     def get(self, cfg: Config, spec, vthreads: int):
+        if hasattr(spec, "parts"):           # a ConcatSpec: its rescale kernels, each cached
+            return spec.assemble(cfg, {part: self.get(cfg, part, vthreads) for part in spec.parts})
         key = (cfg, spec, vthreads)
         if key in self._kernels:
             self.hits += 1
@@ -41,3 +43,9 @@ class KernelCache:
             self._kernels[key] = cache.op_kernel(cfg.to_text(), spec, vthreads,
                                                  lambda: spec.kernel(cfg, vthreads))
         return self._kernels[key]
+
+
+def _compiled(specs):
+    """The specs that compile a kernel: each spec, or the parts of one made of parts."""
+    for spec in specs:
+        yield from getattr(spec, "parts", (spec,))

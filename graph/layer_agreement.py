@@ -19,7 +19,8 @@ import onnx
 
 #: ONNX op type -> the report's layer kind.
 KINDS = {"Conv": "conv2d", "Gemm": "dense", "MatMul": "dense", "MaxPool": "max_pool", "Add": "add",
-         "AveragePool": "avg_pool", "GlobalAveragePool": "avg_pool", "ReduceMean": "avg_pool"}
+         "AveragePool": "avg_pool", "GlobalAveragePool": "avg_pool", "ReduceMean": "avg_pool",
+         "Concat": "concat"}
 #: Ops a layer's output passes through before its QuantizeLinear (folded into the clip).
 ACTIVATIONS = ("Relu", "Clip")
 UINT8_OFFSET = 128
@@ -62,7 +63,7 @@ def layer_tensors(proto: onnx.ModelProto) -> dict:
         kind = KINDS.get(node.op_type)
         if kind is None:
             continue
-        operands = node.input[:2] if kind == "add" else node.input[:1]
+        operands = node.input[:2] if kind == "add" else node.input if kind == "concat" else node.input[:1]
         inputs = [_quantised_input(i, producers, inits) for i in operands]
         if kind == "add" and not all(producers.get(i) is not None and producers[i].op_type == "DequantizeLinear"
                                      and producers[i].input[0] not in inits for i in operands):

@@ -14,14 +14,14 @@ from tvm.ir.expr import Constant
 
 from intrinsics.errors import CompileError
 from requantisation.add import check_params
-from requantisation.relax import FormMismatch, read_add, read_linear
+from requantisation.relax import FormMismatch, read_add, read_linear, read_rescale
 from schedules.vta_conv2d import ConvShape
 from schedules.vta_dense import DenseShape
 from schedules.vta_pool import PoolShape
 
 from .errors import GraphError
 from .qdq import static_shape
-from .specs import AddSpec, ConvSpec, DenseSpec, PoolSpec
+from .specs import AddSpec, ConcatSpec, ConvSpec, DenseSpec, PoolSpec
 
 
 
@@ -75,6 +75,12 @@ def read_spec(root, value_of=lambda e: e):
     vectors (bias, then a_min, a_max, m_hi, m_lo for a fixed-point requantisation). `value_of`
     maps a var to its bound value."""
     name = op_name(root)
+    if name == "relax.concat":
+        inputs = concat_inputs(root, value_of)
+        shapes = [static_shape(x) for x, _ in inputs]
+        if len({(s[0], *s[2:]) for s in shapes}) != 1 or len(shapes[0]) != 4:
+            raise _Unsupported(f"a concat of shapes {shapes}: NCHW inputs alike but for the channels")
+        return ConcatSpec(tuple(shapes), tuple(p for _, p in inputs)), ()
     if name == "relax.nn.max_pool2d":
         a = root.attrs
         x = root.args[0]
@@ -125,11 +131,33 @@ def activations(root, value_of) -> list:
     a pool's input, an add's two operands, a conv's (before its explicit pad) or matmul's input."""
     if op_name(root) == "relax.nn.max_pool2d":
         return [root.args[0]]
+    if op_name(root) == "relax.concat":
+        return [x for x, _ in concat_inputs(root, value_of)]
     acc, (form, read) = _requantised(root, value_of)
     if form == "add":
         return list(read[0])
     x = value_of(acc.args[0])
     return [x.args[0] if op_name(x) == "relax.nn.pad" else acc.args[0]]
+
+
+def concat_inputs(root, value_of) -> list:
+    """[(input, RescaleParams or None)] of a channel concat of int8 tensors, each input either
+    taken as it is or moved into the output's scale by a RESCALE block (graph.qdq)."""
+    fields = value_of(root.args[0])
+    if not isinstance(fields, relax.Tuple):
+        raise _Unsupported("a concat of a tuple variable: its inputs are not known")
+    if int(root.attrs.axis) not in (1, -3) or root.ty.dtype != "int8":
+        raise _Unsupported(f"a {root.ty.dtype} concat along axis {int(root.attrs.axis)}: the accelerator "
+                           "writes int8 channel slices (axis 1)")
+    out = []
+    for field in fields.fields:
+        try:
+            out.append(read_rescale(field, value_of))
+        except FormMismatch:
+            out.append((field, None))
+    if any(isinstance(x, Constant) for x, _ in out):
+        raise _Unsupported("a concat with a constant input: only activations have producers to store slices")
+    return out
 
 
 def _explicit_pad(pad_call) -> list:
@@ -193,7 +221,7 @@ def _check_pool_attrs(pool, strides, pad, a) -> None:
 
 def layer_call(root, value_of):
     """The call that names the layer of a matched op: the conv2d/matmul, the residual add, the pool."""
-    if op_name(root) == "relax.nn.max_pool2d":
+    if op_name(root) in ("relax.nn.max_pool2d", "relax.concat"):
         return root
     return _requantised(root, value_of)[0]
 

@@ -11,9 +11,9 @@ merging would buy nothing and would hide the per-layer cycle counts the report s
 from __future__ import annotations
 
 from tvm import relax
-from tvm.relax.dpl import is_const, is_op, wildcard
+from tvm.relax.dpl import is_const, is_op, is_tuple, wildcard
 
-from requantisation.relax import add_pattern, linear_pattern
+from requantisation.relax import add_pattern, linear_pattern, rescale_pattern
 
 from . import ops
 
@@ -28,6 +28,16 @@ PATTERNS = {
 }
 
 
+def _patterns(main) -> dict:
+    """PATTERNS and a `vta.concat` per concat arity in `main`: a channel concat whose inputs
+    are taken as they are or through their RESCALE block, which joins the region."""
+    arities = sorted({len(b.value.args[0].fields) for block in main.body.blocks for b in block.bindings
+                      if ops.op_name(b.value) == "relax.concat" and isinstance(b.value.args[0], relax.Tuple)})
+    def fields(k):       # a pattern object per field: a DPL pattern matches one expression
+        return is_tuple([rescale_pattern() | wildcard() for _ in range(k)])
+    return {**PATTERNS, **{f"vta.concat{k}": is_op("relax.concat")(fields(k)) for k in arities}}
+
+
 def refusals(main, misfit) -> dict:
     """{layer call: why it stays on the CPU} for every pattern match VTA-8 does not take.
 
@@ -35,11 +45,12 @@ def refusals(main, misfit) -> dict:
     in `partition`) the partitioner uses, so the report's reasons are the partitioner's."""
     var2val = dict(relax.analysis.get_var2val(main))
     value_of = ops.value_lookup(main)
+    patterns = _patterns(main).values()
     out = {}
     for block in main.body.blocks:
         for binding in block.bindings:
             root = binding.value
-            if any(p.match(root, var2val) for p in PATTERNS.values()):
+            if any(p.match(root, var2val) for p in patterns):
                 reason = ops.check(root, value_of, misfit)
                 if reason is not None:
                     out[ops.layer_call(root, value_of)] = reason
@@ -57,5 +68,5 @@ def partition(mod, misfit):
         return ops.check(ctx.matched_expr, ops.value_lookup(main, ctx.matched_bindings), misfit) is None
 
     patterns = [relax.transform.FusionPattern(name, pattern, check=check)
-                for name, pattern in PATTERNS.items()]
+                for name, pattern in _patterns(main).items()]
     return relax.transform.FuseOpsByPattern(patterns, bind_constants=True, annotate_codegen=True)(mod)

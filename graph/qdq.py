@@ -11,6 +11,8 @@ block into the integer graph the accelerator runs and the CPU build reproduces b
     average pool:     a depthwise conv2d of ones, then the fixed-point requantisation by
                       s_x / (s_y k^2), ties to even (global pools: k = H = W)
     max-pool:         max_pool2d(x_q) on int8 (same scale in and out)
+    concat:           concat(x_i or astype_i8(clip(round_shift((x_i - z_i) m_i) + zy))) along the
+                      channels: inputs of another scale or zero point moved into the output's
     reshape:          reshape(x_q) (same scale in and out)
 
 With power-of-two multipliers s_x s_w / s_y = 2^-shift and no zero points the requantisation is
@@ -48,7 +50,8 @@ from .errors import GraphError
 UINT8_OFFSET = 128
 #: Relax op -> the layer kind reports use.
 LAYER_OPS = {"relax.nn.conv2d": "conv2d", "relax.matmul": "dense", "relax.nn.max_pool2d": "max_pool",
-             "relax.add": "add", "relax.nn.avg_pool2d": "avg_pool", "relax.mean": "avg_pool"}
+             "relax.add": "add", "relax.nn.avg_pool2d": "avg_pool", "relax.mean": "avg_pool",
+             "relax.concat": "concat"}
 
 
 @dataclass
@@ -243,11 +246,13 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
         params = None
     else:
         reach = -INT8_MIN * np.abs(weight.astype(np.int64)).sum(axis=reduce)
-        multipliers, acc_bias, bounds = _two_valued(multipliers, acc_bias, reach, int(zy), lo)
+        multipliers, acc_bias, few = _few_valued(multipliers, acc_bias, reach, int(zy), lo)
         acc_bound = reach + np.abs(acc_bias)
         try:
             requant, params = fixed_point.choose(multipliers, int(zy), lo, INT8_MAX, acc_bound=acc_bound)
-            params = _clamped(params, bounds)
+            params = _clamped(params, few, acc_bias)
+            requant = dataclasses.replace(requant, step=bool(few.steps))
+            _check_left_to_choose(requant, params, multipliers, acc_bias, reach, int(zy), lo, few)
         except CompileError as exc:
             raise _Refusal(f"its requantisation multipliers cannot be encoded: {exc}") from None
     if np.abs(acc_bias).max(initial=0) >= 2 ** 31:
@@ -258,41 +263,107 @@ def _plan_linear(g: _Graph, q, body, relu_var, relu: bool):
 
 #: A bias' this large leaves the fixed-point sequence (products below 2^31) no room for M.
 HUGE_BIAS = 1 << 24
+#: How far (LSB) `fixed_point.choose` may put such a channel off the real multiplier: 1, the
+#: agreement every offloaded layer keeps with onnxruntime.
+HUGE_BIAS_LSB = 1
 
 
-def _two_valued(mult, bias, reach, zy: int, lo: int) -> tuple:
-    """(multipliers, biases, {channel: clamp bounds}): the channels that output at most two
-    values re-encoded exactly.
+@dataclass
+class _FewValued:
+    """Channels re-encoded by `_few_valued`: {channel: (n0, n0 + 1)} clamp bounds of the
+    sequence, and {channel: t2} where a third value n0 + 2 starts (the output step)."""
+    bounds: dict
+    steps: dict
+
+
+def _few_valued(mult, bias, reach, zy: int, lo: int) -> tuple:
+    """(multipliers, biases, _FewValued): the channels that output at most three values
+    re-encoded exactly.
 
     quantize_static keeps a bias in int32 by widening the weight scales when the input's scale
     is tiny (GoogLeNet's and ShuffleNet's classifiers at 64x64 with random weights: 3e-14), so a
     channel may have M = 3e-8 and bias' near 2^31: no fixed-point encoding fits. Over the
     channel's accumulators (|acc| <= reach) its output clip(round(M (acc + bias')) + zy) then
-    takes at most two values n0, n0 + 1, stepping at acc = t: M' = 1, bias'' = n0 + 1 - t and the
-    sequence's clamp to [n0, n0 + 1] (`_clamped`) give the same output for every accumulator.
-    Only channels whose bias' exceeds HUGE_BIAS are touched."""
+    takes a few values n0, n0 + 1, n0 + 2, stepping at acc = t1 and t2 (exact arithmetic):
+    M' = 1, bias'' = n0 + 1 - t1 and the sequence's clamp to [n0, n0 + 1] (`_clamped`) give the
+    first step; the output step [acc >= t2] (ChannelParams.s_*) the second. Over +-reach only
+    these steps exist, so every accumulator gives the same output. (A fixed-point M' cannot
+    place both steps: they lie 1/M ~ 2^24 apart, which needs 24 bits of M' where the products
+    leave 13.) Only channels whose bias' exceeds HUGE_BIAS are touched; four values or more
+    are left to `fixed_point.choose`, and `_check_left_to_choose` holds its encoding to them."""
     mult, bias, reach = (np.array(v, np.float64) for v in np.broadcast_arrays(mult, bias, reach))
-    low, high = lo - zy, INT8_MAX - zy                  # the output before + zy, where it clips
-    bounds = {}
-    for c in np.flatnonzero((np.abs(bias) > HUGE_BIAS) & (mult > 0)):
-        m, b, r = Fraction(float(mult[c])), int(bias[c]), int(reach[c])
-
-        def out(acc):
-            return min(max(math.floor(m * (acc + b) + Fraction(1, 2)), low - 1), high + 1)
-        n0, n1 = out(-r), out(r)
-        if n1 - n0 > 1:
+    done = _FewValued({}, {})
+    for c in _huge_bias(mult, bias):
+        real = _RealChannel(mult[c], bias[c], zy, lo)
+        r = int(reach[c])
+        n0, n1 = real.out(-r), real.out(r)
+        if n1 - n0 > 2:
             continue
-        step = r + 1 if n1 == n0 else math.ceil((n0 + Fraction(1, 2)) / m - b)
-        mult[c], bias[c], bounds[int(c)] = 1.0, n0 + 1 - step, (n0, n0 + 1)
-    return mult, bias, bounds
+        mult[c], bias[c], done.bounds[int(c)] = 1.0, n0 + 1 - min(real.first(n0), r + 1), (n0, n0 + 1)
+        if n1 - n0 == 2:
+            done.steps[int(c)] = real.first(n0 + 1)
+    return mult, bias, done
 
 
-def _clamped(params: fixed_point.ChannelParams, bounds: dict) -> fixed_point.ChannelParams:
-    """`params` with the clamp bounds of `_two_valued`'s channels."""
+def _huge_bias(mult, bias) -> np.ndarray:
+    """The channels `_few_valued` looks at: bias' above HUGE_BIAS, a multiplier above 0."""
+    return np.flatnonzero((np.abs(bias) > HUGE_BIAS) & (mult > 0))
+
+
+class _RealChannel:
+    """One channel's output under its real multiplier M and bias', in exact arithmetic, before
+    the zero point and clipped one past where the output clips (`out`), and where it steps."""
+
+    def __init__(self, mult: float, bias: float, zy: int, lo: int):
+        self.m, self.b = Fraction(float(mult)), int(bias)
+        self.low, self.high = lo - zy, INT8_MAX - zy
+
+    def out(self, acc: int) -> int:
+        return min(max(math.floor(self.m * (acc + self.b) + Fraction(1, 2)), self.low - 1), self.high + 1)
+
+    def first(self, n: int) -> int:
+        """The least accumulator whose output exceeds n (it may lie past the reach)."""
+        return math.ceil((n + Fraction(1, 2)) / self.m - self.b)
+
+
+def _check_left_to_choose(requant, params, mult, bias, reach, zy: int, lo: int, few: _FewValued) -> None:
+    """Refuse (CompileError) a channel with bias' above HUGE_BIAS that `_few_valued` left to
+    `fixed_point.choose` (four output values or more) where the encoding is more than
+    `HUGE_BIAS_LSB` off the real multiplier: its reach leaves the multiplier too few bits.
+    Checked on both sides of every step of the real output and at both ends of the range: both
+    outputs are monotone in the accumulator, so the largest difference is at one of them."""
+    mult, bias, reach = np.broadcast_arrays(mult, bias, reach)
+    for c in _huge_bias(mult, bias):
+        if int(c) in few.bounds:
+            continue
+        real, r = _RealChannel(mult[c], bias[c], zy, lo), int(reach[c])
+        steps = [real.first(n) for n in range(real.out(-r), real.out(r))]
+        points = [-r, r] + steps + [t - 1 for t in steps]
+        acc = np.array(points, np.int64)
+        one = fixed_point.ChannelParams(*(v[c:c + 1] for v in params.arrays()))
+        got = fixed_point.requantize_ref(acc + int(bias[c]), requant, one, axis=0).astype(np.int64)
+        want = np.clip(np.array([real.out(int(a)) for a in points]) + zy, lo, INT8_MAX)
+        worst = int(np.argmax(np.abs(got - want)))
+        if abs(int(got[worst] - want[worst])) > HUGE_BIAS_LSB:
+            raise CompileError(f"channel {int(c)} (multiplier {mult[c]:.3g}, bias' {int(bias[c])}, "
+                               f"{real.out(r) - real.out(-r) + 1} output values) is encoded "
+                               f"{abs(int(got[worst] - want[worst]))} LSB off the real multiplier at "
+                               f"accumulator {points[worst]}: its reach leaves the multiplier too few bits")
+
+
+def _clamped(params: fixed_point.ChannelParams, few: _FewValued, bias) -> fixed_point.ChannelParams:
+    """`params` with the clamp bounds of `_few_valued`'s channels, and its output steps
+    [acc >= t2] = clamp(acc + bias'' + s_bias, 0, 1) where there are any (0 elsewhere)."""
     a_min, a_max = params.a_min.copy(), params.a_max.copy()
-    for c, (first, last) in bounds.items():
+    for c, (first, last) in few.bounds.items():
         a_min[c], a_max[c] = first, last
-    return dataclasses.replace(params, a_min=a_min, a_max=a_max)
+    if not few.steps:
+        return dataclasses.replace(params, a_min=a_min, a_max=a_max)
+    s_bias, s_max = np.zeros_like(a_min), np.zeros_like(a_max)
+    for c, t2 in few.steps.items():
+        s_bias[c], s_max[c] = 1 - t2 - int(bias[c]), 1
+    return dataclasses.replace(params, a_min=a_min, a_max=a_max, s_bias=s_bias, s_min=np.zeros_like(a_min),
+                               s_max=s_max)
 
 
 def _common_pow2_shift(multipliers: np.ndarray) -> int | None:
@@ -331,6 +402,39 @@ def _plan_add(g: _Graph, q, add, body, relu_var):
     except CompileError as exc:
         raise _Refusal(f"its scales do not fit the integer add: {exc}") from None
     return _Plan("add", dict(a=a, b=b, params=params))
+
+
+def _plan_concat(g: _Graph, q, concat, body, relu_var):
+    """A channel Concat of quantised tensors: each input in the output's scale and zero point
+    is taken as it is, each other one moved into them by a rescale (requantisation.add's
+    choose_rescale: the real multiplier's result on every int8 value); a ReLU
+    after the Concat raises the clip's floor (an input it would clip is rescaled by 1)."""
+    _single_use(g, body, relu_var)
+    fields = g.val(concat.args[0])
+    if not isinstance(fields, relax.Tuple):
+        raise _Refusal("its inputs are a tuple variable, not a list of tensors")
+    try:
+        shapes = [static_shape(f) for f in fields.fields]
+    except GraphError as exc:
+        raise _Refusal(str(exc)) from None
+    if len(shapes[0]) != 4 or int(concat.attrs.axis) not in (1, -3):
+        raise _Refusal(f"a concat along axis {int(concat.attrs.axis)} of {len(shapes[0])}-d tensors: "
+                       "the accelerator writes channel slices of NCHW tensors")
+    sy, zy = _scalar(g, q.args[1], "output scale"), int(_scalar(g, q.args[2], "output zero point"))
+    lo = max(INT8_MIN, zy) if relu_var is not None else INT8_MIN
+    inputs = []
+    for field in fields.fields:
+        x, sx, zx, _ = _dq_input(g, field, "input", zero_point_ok=True)
+        if (sx, zx, lo) == (sy, zy, INT8_MIN):
+            inputs.append((x, None))
+            continue
+        try:
+            params = rq_add.choose_rescale(zx, sx / sy, zy, lo, INT8_MAX)
+            rq_add.check_params(params)
+        except CompileError as exc:
+            raise _Refusal(f"an input's scale does not fit the rescale: {exc}") from None
+        inputs.append((x, params))
+    return _Plan("concat", dict(inputs=inputs, axis=int(concat.attrs.axis)))
 
 
 def _pool_window(pool, h: int, w: int) -> tuple:
@@ -446,6 +550,8 @@ def plan(func) -> tuple[dict, list]:
                     layer_var = next(a for a in inner.args
                                      if _op(g.val(a)) in ("relax.nn.conv2d", "relax.matmul"))
                 plans[binding.var] = _plan_linear(g, q, body, relu_var, relu_var is not None)
+            elif name == "relax.concat":
+                plans[binding.var] = _plan_concat(g, q, inner, body, relu_var)
             elif name in ("relax.nn.avg_pool2d", "relax.mean") and relu_var is None:
                 plans[binding.var] = _plan_avg_pool(g, q, inner)
             elif name == "relax.nn.max_pool2d" and relu_var is None:
@@ -499,11 +605,24 @@ class _Rewriter(PyExprMutator):
                 return x
             op = a["op"]
             return relax.Call(op.op, [x] + list(op.args[1:]), op.attrs)
+        if p.kind == "concat":
+            return self._concat(a)
         if p.kind != "add":
             return self._linear(a)
         form, values = rq_relax.add_values(a["params"])
         inputs = {"a": self.visit_expr(a["a"]), "b": self.visit_expr(a["b"])}
         return rq_relax.emit(form, inputs, values, self.builder_.emit)
+
+    def _concat(self, a: dict):
+        """The inputs, each through its rescale where it has one, concatenated."""
+        items = []
+        for x, params in a["inputs"]:
+            x = self.visit_expr(x)
+            if params is not None:
+                x = self.builder_.emit(rq_relax.emit(rq_relax.RESCALE, {"a": x}, rq_relax.rescale_values(params),
+                                                     self.builder_.emit))
+            items.append(x)
+        return relax.op.concat(items, axis=a["axis"])
 
     def _linear(self, a: dict):
         """conv2d/matmul, + bias, then the power-of-two or the fixed-point requantisation."""

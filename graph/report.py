@@ -117,13 +117,18 @@ class Progress:
 
 def merged_trace(runs: list, cfg: Config) -> Trace:
     """One timeline of all accelerator layers, back to back in run order."""
+    return chained([run.result for run in runs], cfg.name)
+
+
+def chained(results: list, config_name: str) -> Trace:
+    """The traces of `results` (RunResults) back to back in order."""
     events, offset = [], 0
-    for run in runs:
-        if run.result.trace is None:
+    for result in results:
+        if result.trace is None:
             raise RuntimeError("the model was run without traces; build it with trace=True")
-        for e in run.result.trace.events:
+        for e in result.trace.events:
             events.append(dataclasses.replace(
                 e, enqueue=e.enqueue + offset, start=e.start + offset, grant=e.grant + offset,
                 done=e.done + offset, free=e.free + offset))
-        offset += int(run.result.cycles)
-    return Trace(events, offset, cfg.name)
+        offset += int(result.cycles)
+    return Trace(events, offset, config_name)

@@ -16,7 +16,7 @@ import numpy as np
 
 from intrinsics.errors import CompileError
 from requantisation import Requant, rule
-from requantisation.add import AddParams, ScaledAddParams, add_ref, scaled_add_ref
+from requantisation.add import AddParams, RescaleParams, ScaledAddParams, add_ref, rescale_ref, scaled_add_ref
 from requantisation.bounds import INT8_MIN
 from schedules import vta_eltwise, vta_ops, vta_pool
 from schedules import vta_workloads as wl
@@ -26,12 +26,15 @@ from schedules.vta_dense import DENSE, DenseShape
 from schedules.vta_pool import PoolShape
 from vta_sim.config import Config
 from vta_sim.isa import MAX_PAD
+from vta_sim.result import RunResult
+
+from .report import chained
 
 
 class AcceleratorOp(Protocol):
-    """What every offloaded op provides (ConvSpec, DenseSpec, PoolSpec, AddSpec)."""
+    """What every offloaded op provides (ConvSpec, DenseSpec, PoolSpec, AddSpec, ConcatSpec)."""
 
-    op: str                                   # the report's name: conv2d, avg_pool, dense, max_pool, add
+    op: str                                   # the report's name: conv2d, avg_pool, dense, max_pool, add, concat
 
     @property
     def macs(self) -> int: ...               # multiply-accumulates counted for the model's total
@@ -216,3 +219,108 @@ class AddSpec:
         if isinstance(p, ScaledAddParams):
             return scaled_add_ref(a, b, p)
         return add_ref(a, b, p.shift_a, p.shift_b, p.shift, p.lo, p.hi)
+
+
+@dataclass(frozen=True)
+class RescaleSpec:
+    """One Concat input moved into the Concat's scale (requantisation.add.RescaleParams) on the
+    ALU: a part of a ConcatSpec, compiled and cached as a kernel of its own."""
+    shape: tuple              # (n, c, h, w)
+    params: RescaleParams
+    op: str = field(default="rescale", init=False)
+    macs = 0
+
+    def describe(self) -> str:
+        p, (_, c, h, w) = self.params, self.shape
+        return f"(a{-p.zero:+d})M {c}x{h}x{w}"
+
+    def input_shapes(self) -> list:
+        return [self.shape]
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        return None      # cut into as many flat tiles as it needs, as the add
+
+    def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
+        return vta_eltwise.eltwise_kernel(cfg, self.shape, self.params)
+
+    def reference(self, a) -> np.ndarray:
+        return rescale_ref(a, self.params)
+
+
+@dataclass(frozen=True)
+class ConcatSpec:
+    """A Concat along the channels, written in place: its output is one DRAM tensor whose
+    channel-block slices the producers store. An input already in the output's scale and zero
+    point costs nothing (its producer's STORE goes to its slice); each other input is rescaled
+    into them on the ALU (`RescaleSpec`), storing its slice, and its cycles are the Concat's.
+    Every slice but the last must start on a channel block (`misfit`)."""
+    shapes: tuple             # (n, c_i, h, w) per input, in order
+    rescales: tuple           # RescaleParams per input, or None: already in the output's scale
+    op: str = field(default="concat", init=False)
+    macs = 0
+
+    def describe(self) -> str:
+        _, _, h, w = self.shapes[0]
+        moved = sum(r is not None for r in self.rescales)
+        return f"{'+'.join(str(s[1]) for s in self.shapes)} {h}x{w}, {moved} rescaled"
+
+    def input_shapes(self) -> list:
+        return list(self.shapes)
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        offset = 0
+        for i, (_, c, _, _) in enumerate(self.shapes):
+            if offset % cfg.BLOCK_OUT:
+                return (f"concat input {i} starts at channel {offset}, not a multiple of the "
+                        f"{cfg.BLOCK_OUT}-channel block: its slice of the output is not whole "
+                        "channel blocks, so it cannot be stored in place")
+            offset += c
+        return None
+
+    @property
+    def parts(self) -> tuple:
+        """The kernels it runs: one RescaleSpec per distinct rescaled input."""
+        return tuple(dict.fromkeys(RescaleSpec(s, r) for s, r in zip(self.shapes, self.rescales)
+                                   if r is not None))
+
+    def assemble(self, cfg: Config, kernels: dict) -> "ConcatKernel":
+        """The Concat's kernel from its parts' compiled kernels {RescaleSpec: OpKernel}."""
+        return ConcatKernel(self, kernels, cfg.name)
+
+    def kernel(self, cfg: Config, vthreads: int) -> "ConcatKernel":
+        return self.assemble(cfg, {part: part.kernel(cfg, vthreads) for part in self.parts})
+
+    def reference(self, *arrays) -> np.ndarray:
+        return np.concatenate([x if r is None else rescale_ref(x, r) for x, r in zip(arrays, self.rescales)],
+                              axis=1)
+
+
+@dataclass
+class ConcatKernel:
+    """A ConcatSpec's run: each rescaled input's program on the accelerator, back to back (their
+    cycles, statistics and traces summed), the slices side by side as the DRAM tensor holds
+    them. Each region has its own DRAM image here, so the host places the slices; on the
+    device each STORE writes its slice's address (the same bytes and bursts)."""
+    spec: ConcatSpec
+    kernels: dict             # RescaleSpec -> OpKernel
+    config_name: str
+    tile_source = None
+
+    @property
+    def compile_s(self) -> float:
+        return sum(k.compile_s for k in self.kernels.values())
+
+    def __call__(self, *arrays, backend="sim", trace: bool = False) -> tuple:
+        slices, results = [], []
+        for x, shape, r in zip(arrays, self.spec.shapes, self.spec.rescales):
+            if r is not None:
+                x, result = self.kernels[RescaleSpec(shape, r)](x, backend=backend, trace=trace)
+                results.append(result)
+            slices.append(x)
+        stats: dict = {}
+        for result in results:
+            for key, value in result.stats.items():
+                stats[key] = stats.get(key, 0) + value
+        total = RunResult(np.zeros(0, np.uint8), sum(int(r.cycles) for r in results), stats,
+                          chained(results, self.config_name) if trace else None, backend)
+        return np.concatenate(slices, axis=1), total

@@ -1,6 +1,7 @@
 """The quantised residual add's requantisation: y = clip(((a << sa) + (b << sb) + round) >> shift,
 lo, hi), or with zero points and any scales (ScaledAddParams) the fixed-point form
-y = clip(round((a - za) M_a + (b - zb) M_b) + zy, lo, hi), as TFLite's quantised ADD does.
+y = clip(round((a - za) M_a + (b - zb) M_b) + zy, lo, hi), as TFLite's quantised ADD does;
+and its one-operand form (RescaleParams), which moves a Concat input into the output's scale.
 
 `program()` gives the ALU work: the int8 operands' loads into ACC (LOAD ACC_8BIT sign-extends
 them into int32 entries) and the stages, ending with `stages.tail`. The schedule is
@@ -9,6 +10,7 @@ schedules.vta_eltwise.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -63,23 +65,7 @@ class ScaledAddParams:
     requant: ScaledRequant         # k = fixed_point.SPLIT; t, s, zero point, lo, hi
 
     def program(self) -> tuple:
-        loads, stages, terms = [], [], []
-        split = self.requant.k
-        for name, zero, m in (("a", self.zero_a, self.m_a), ("b", self.zero_b, self.m_b)):
-            for part, factor in (("hi", m >> split), ("lo", m & ((1 << split) - 1))):
-                if not factor:
-                    continue
-                block = f"{name}_{part}_acc"
-                loads.append((block, name))
-                chain = [Stage(f"{name}_{part}_zp", "add", block, -zero)] if zero else []
-                chain.append(Stage(f"{name}_{part}_mul", "mul", chain[-1].name if chain else block, factor))
-                if part == "hi":
-                    chain.append(Stage(f"{name}_hi_shl", "shl", chain[-1].name, split))
-                stages += chain
-                terms.append(chain[-1].name)
-        for i, term in enumerate(terms[1:]):
-            stages.append(Stage(f"sum{i}", "add", terms[0] if i == 0 else f"sum{i - 1}", term))
-        return tuple(loads), tuple(stages) + tail(self.requant, stages[-1].name)
+        return _scaled_program((("a", self.zero_a, self.m_a), ("b", self.zero_b, self.m_b)), self.requant)
 
     @property
     def lo(self) -> int:
@@ -90,13 +76,83 @@ class ScaledAddParams:
         return self.requant.hi
 
 
+@dataclass(frozen=True)
+class RescaleParams:
+    """y = clip(round((a - zero) M) + zp, lo, hi): one operand of the scaled add, alone. A
+    Concat input whose scale or zero point differs from the Concat's output is moved into the
+    output's with it (a ReLU after the Concat folds into lo)."""
+    zero: int
+    m: int
+    requant: ScaledRequant         # k = fixed_point.SPLIT; t, s, zero point, lo, hi
+
+    def program(self) -> tuple:
+        return _scaled_program((("a", self.zero, self.m),), self.requant)
+
+    @property
+    def lo(self) -> int:
+        return self.requant.lo
+
+    @property
+    def hi(self) -> int:
+        return self.requant.hi
+
+
+def choose_rescale(zero: int, multiplier: float, zero_point: int, lo: int = INT8_MIN,
+                   hi: int = INT8_MAX) -> RescaleParams:
+    """The cheapest rescale of an int8 operand that gives the real multiplier's result,
+    clip(floor((a - zero) M + 1/2) + zp, lo, hi), for every one of the 256 operand values.
+
+    An operand has only 256 values, so the least shift s whose m = round(M 2^s) is below 2^15
+    (one multiplier part: one load and one MUL, fixed_point.SPLIT) and exact on all of them is
+    searched for; where none is, `fixed_point.choose_sum`'s two-part encoding (about 22 bits,
+    exact but at rare ties) is taken."""
+    a = np.arange(INT8_MIN, INT8_MAX + 1, dtype=np.int64) - zero
+    num, den = Fraction(float(multiplier)).as_integer_ratio()
+    want = np.array([(2 * v * num + den) // (2 * den) for v in a.tolist()], np.int64) + zero_point
+    want = np.clip(want, lo, hi)
+    for s in range(1, fixed_point.SPLIT + fixed_point.MAX_ROUND_SHIFT + 1):
+        m = round(multiplier * 2 ** s)
+        if m >= 1 << fixed_point.SPLIT:
+            break
+        r = ScaledRequant(fixed_point.SPLIT, max(0, s - fixed_point.MAX_ROUND_SHIFT), s, zero_point, lo, hi)
+        if m and np.array_equal(np.clip(round_shift(a * m, r), lo, hi), want):
+            return RescaleParams(zero, m, r)
+    r, (m,) = fixed_point.choose_sum([multiplier], OPERAND_REACH, zero_point, lo, hi)
+    return RescaleParams(zero, m, r)
+
+
+def _scaled_program(operands, requant: ScaledRequant) -> tuple:
+    """(loads, stages) of round(sum_i (x_i - zero_i) m_i / 2^s) + zp, clipped, over
+    `operands` (name, zero, m): each part of a multiplier (m_hi << SPLIT, m_lo) its own load."""
+    loads, stages, terms = [], [], []
+    split = requant.k
+    for name, zero, m in operands:
+        for part, factor in (("hi", m >> split), ("lo", m & ((1 << split) - 1))):
+            if not factor:
+                continue
+            block = f"{name}_{part}_acc"
+            loads.append((block, name))
+            chain = [Stage(f"{name}_{part}_zp", "add", block, -zero)] if zero else []
+            chain.append(Stage(f"{name}_{part}_mul", "mul", chain[-1].name if chain else block, factor))
+            if part == "hi":
+                chain.append(Stage(f"{name}_hi_shl", "shl", chain[-1].name, split))
+            stages += chain
+            terms.append(chain[-1].name)
+    for i, term in enumerate(terms[1:]):
+        stages.append(Stage(f"sum{i}", "add", terms[0] if i == 0 else f"sum{i - 1}", term))
+    return tuple(loads), tuple(stages) + tail(requant, stages[-1].name)
+
+
 def check_params(p) -> None:
     """Refuse what the ALU cannot compute exactly in int32 with 16-bit immediates."""
     if isinstance(p, ScaledAddParams):
-        _check_scaled(p)
+        _check_scaled(p.requant, (("zero_a", p.zero_a, p.m_a), ("zero_b", p.zero_b, p.m_b)))
+        return
+    if isinstance(p, RescaleParams):
+        _check_scaled(p.requant, (("zero", p.zero, p.m),))
         return
     if not isinstance(p, AddParams):
-        raise CompileError(f"add parameters {p!r}: expected AddParams or ScaledAddParams")
+        raise CompileError(f"add parameters {p!r}: expected AddParams, ScaledAddParams or RescaleParams")
     for name in ("shift_a", "shift_b", "shift"):
         if not isinstance(getattr(p, name), (int, np.integer)):
             raise CompileError(f"{name} = {getattr(p, name)!r}: must be an integer")
@@ -117,18 +173,19 @@ def check_params(p) -> None:
                            "(the result is stored as int8)")
 
 
-def _check_scaled(p: ScaledAddParams) -> None:
-    r = p.requant
-    for name in ("zero_a", "zero_b"):
-        if not INT8_MIN <= getattr(p, name) <= INT8_MAX:
-            raise CompileError(f"{name} = {getattr(p, name)}: an int8 zero point is in "
-                               f"[{INT8_MIN}, {INT8_MAX}]")
-    if r.k != fixed_point.SPLIT or min(p.m_a, p.m_b) < 0 or not p.m_a + p.m_b:
-        raise CompileError(f"multipliers {p.m_a}, {p.m_b} with split {r.k}: need m >= 0, not both 0, "
-                           f"split {fixed_point.SPLIT}")
-    top = OPERAND_REACH * (p.m_a + p.m_b) + (1 << (r.s - 1))
+def _check_scaled(r: ScaledRequant, operands) -> None:
+    """`operands` (zero point's name, zero point, m): int8 zero points, m >= 0 not all 0, and
+    no partial sum outside int32."""
+    for name, zero, _ in operands:
+        if not INT8_MIN <= zero <= INT8_MAX:
+            raise CompileError(f"{name} = {zero}: an int8 zero point is in [{INT8_MIN}, {INT8_MAX}]")
+    ms = [m for _, _, m in operands]
+    if r.k != fixed_point.SPLIT or min(ms) < 0 or not sum(ms):
+        raise CompileError(f"multipliers {', '.join(map(str, ms))} with split {r.k}: need m >= 0, "
+                           f"not {'both ' if len(ms) == 2 else ''}0, split {fixed_point.SPLIT}")
+    top = OPERAND_REACH * sum(ms) + (1 << (r.s - 1))
     if top > INT32_MAX:
-        raise CompileError(f"multipliers {p.m_a}, {p.m_b} at shift {r.s}: the sum reaches {top}, "
+        raise CompileError(f"multipliers {', '.join(map(str, ms))} at shift {r.s}: the sum reaches {top}, "
                            "outside int32 (use fixed_point.choose_sum)")
 
 
@@ -144,3 +201,8 @@ def scaled_add_ref(a: np.ndarray, b: np.ndarray, p: ScaledAddParams) -> np.ndarr
     fixed-point requantisation is (fixed_point.round_shift), clipped."""
     total = (a.astype(np.int64) - p.zero_a) * p.m_a + (b.astype(np.int64) - p.zero_b) * p.m_b
     return np.clip(round_shift(total, p.requant), p.lo, p.hi).astype(np.int8)
+
+
+def rescale_ref(a: np.ndarray, p: RescaleParams) -> np.ndarray:
+    """The rescale in int64: (a - zero) m, rounded as every fixed-point requantisation is, clipped."""
+    return np.clip(round_shift((a.astype(np.int64) - p.zero) * p.m, p.requant), p.lo, p.hi).astype(np.int8)

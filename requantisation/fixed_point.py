@@ -55,6 +55,7 @@ class ScaledRequant:
     lo: int = INT8_MIN
     hi: int = INT8_MAX
     ties_even: bool = False   # ties to even, as ONNX rounds (average pools, whose ties are exact)
+    step: bool = False        # a per-channel output step after the shift (ChannelParams.s_*)
 
     def __post_init__(self):
         if not (0 <= self.k <= 31 and 0 <= self.t < max(self.s, 1) and 1 <= self.s <= 31
@@ -72,14 +73,20 @@ class ScaledRequant:
 
 @dataclass(frozen=True)
 class ChannelParams:
-    """Per-output-channel int32 vectors: the clamp bounds and the two multiplier parts."""
+    """Per-output-channel int32 vectors: the clamp bounds and the two multiplier parts, and for
+    a ScaledRequant with `step` the output step clamp(acc + s_bias, s_min, s_max), added after
+    the shift (0 where s_min = s_max = 0: graph.qdq places it for channels with three outputs)."""
     a_min: np.ndarray
     a_max: np.ndarray
     m_hi: np.ndarray
     m_lo: np.ndarray
+    s_bias: np.ndarray | None = None
+    s_min: np.ndarray | None = None
+    s_max: np.ndarray | None = None
 
     def arrays(self) -> tuple:
-        return (self.a_min, self.a_max, self.m_hi, self.m_lo)
+        step = () if self.s_bias is None else (self.s_bias, self.s_min, self.s_max)
+        return (self.a_min, self.a_max, self.m_hi, self.m_lo) + step
 
 
 def round_shift(p, r: ScaledRequant):
@@ -203,11 +210,16 @@ def _encode(mult, reach, zero_point: int, lo: int, hi: int, ties_even: bool) -> 
 
 def requantize_ref(acc: np.ndarray, r: ScaledRequant, params: ChannelParams, axis: int = 1) -> np.ndarray:
     """The int8 result of the sequence on int64 accumulators (bias already added), channel on `axis`."""
+    if r.step != (params.s_bias is not None):
+        raise CompileError(f"requantisation step={r.step} with{'out' if params.s_bias is None else ''} "
+                           "step vectors (ChannelParams.s_bias, s_min, s_max)")
     shape = [1] * acc.ndim
     shape[axis] = -1
-    a_min, a_max, m_hi, m_lo = (v.astype(np.int64).reshape(shape) for v in params.arrays())
-    a = np.minimum(np.maximum(acc.astype(np.int64), a_min), a_max)
-    return np.clip(_sequence(a, m_hi, m_lo, r), r.lo, r.hi).astype(np.int8)
+    a_min, a_max, m_hi, m_lo, *step = (v.astype(np.int64).reshape(shape) for v in params.arrays())
+    acc = acc.astype(np.int64)
+    a = np.minimum(np.maximum(acc, a_min), a_max)
+    extra = np.minimum(np.maximum(acc + step[0], step[1]), step[2]) if step else 0
+    return np.clip(_sequence(a, m_hi, m_lo, r) + extra, r.lo, r.hi).astype(np.int8)
 
 
 #: A sum's multipliers m = m_hi * 2^SPLIT + m_lo: both parts fit the ALU's signed 16-bit

@@ -12,8 +12,10 @@ Forms (the numpy rule is fixed_point.round_shift; the ALU's is stages.tail):
 
     power of two:  astype(clip((acc + bias) >> shift, lo, hi))
     fixed point:   a = min(max(acc + bias, a_min), a_max); p = a m_hi + ((a m_lo) >> k); tail(p)
+                   [with a step: tail(p) adds min(max(acc + bias + s_bias, s_min), s_max) after its shift]
     add, pow2:     astype(clip(((a << ka) + (b << kb) + rnd) >> shift, lo, hi))
     add, scaled:   tail((a - za) m_a + (b - zb) m_b)
+    rescale:       tail((a - za) m_a)            (a Concat input moved into the output's scale)
     tail(p):       u = p >> t [u += parity, ties to even]; astype(clip(((u + rnd) >> (s-t)) + zp, lo, hi))
 
 The tail always has its pre-shift and zero point (0 or not), so each form has one pattern.
@@ -30,9 +32,10 @@ from tvm.relax.dpl import is_const, is_op, wildcard
 
 from intrinsics.errors import CompileError
 
-from .add import AddParams, ScaledAddParams
+from .add import AddParams, RescaleParams, ScaledAddParams
 from .fixed_point import SPLIT, ChannelParams, ScaledRequant
 from .rule import PowerOfTwo, Requant, rounding_constant
+from .stages import VECTORS
 
 
 class Imm(NamedTuple):
@@ -54,15 +57,16 @@ class Node(NamedTuple):
     args: tuple
 
 
-def _tail(p: str, ties_even: bool) -> tuple:
+def _tail(p: str, ties_even: bool, step: bool = False) -> tuple:
     nodes = [Node("u", "right_shift", (p, Imm("t")))]
     if ties_even:      # u + q - ((q >> 1) << 1), q = u >> (s - t): the ALU's parity
         nodes += [Node("q", "right_shift", ("u", Imm("s_t"))), Node("q1", "right_shift", ("q", Imm("one"))),
                   Node("half", "left_shift", ("q1", Imm("one"))), Node("neg", "multiply", ("half", Imm("minus_one"))),
                   Node("parity", "add", ("q", "neg")), Node("tie", "add", ("u", "parity"))]
-    return tuple(nodes) + (Node("round", "add", (nodes[-1].name, Imm("rounding"))),
-                           Node("shr", "right_shift", ("round", Imm("s_t"))),
-                           Node("zp", "add", ("shr", Imm("zero_point"))), *_stored("zp"))
+    shifted = (Node("shr", "right_shift", ("round", Imm("s_t"))),
+               *((Node("step_sum", "add", ("shr", "step_hi")),) if step else ()))
+    return tuple(nodes) + (Node("round", "add", (nodes[-1].name, Imm("rounding"))), *shifted,
+                           Node("zp", "add", (shifted[-1].name, Imm("zero_point"))), *_stored("zp"))
 
 
 def _stored(x: str) -> tuple:
@@ -73,12 +77,15 @@ POW2 = (Node("bias_add", "add", ("acc", Vec("bias"))), Node("shr", "right_shift"
         *_stored("shr"))
 
 
-def _scaled(ties_even: bool) -> tuple:
-    return (Node("bias_add", "add", ("acc", Vec("bias"))), Node("clamp_lo", "maximum", ("bias_add", Vec("a_min"))),
+def _scaled(ties_even: bool, step: bool = False) -> tuple:
+    steps = (Node("step_add", "add", ("bias_add", Vec("s_bias"))), Node("step_lo", "maximum", ("step_add", Vec("s_min"))),
+             Node("step_hi", "minimum", ("step_lo", Vec("s_max"))))
+    return (Node("bias_add", "add", ("acc", Vec("bias"))), *(steps if step else ()),
+            Node("clamp_lo", "maximum", ("bias_add", Vec("a_min"))),
             Node("clamp_hi", "minimum", ("clamp_lo", Vec("a_max"))),
             Node("mul_lo", "multiply", ("clamp_hi", Vec("m_lo"))), Node("shr_lo", "right_shift", ("mul_lo", Imm("k"))),
             Node("mul_hi", "multiply", ("clamp_hi", Vec("m_hi"))), Node("sum", "add", ("mul_hi", "shr_lo")),
-            *_tail("sum", ties_even))
+            *_tail("sum", ties_even, step))
 
 
 def _widened(x: str) -> tuple:
@@ -93,8 +100,11 @@ ADD_SCALED = (*_widened("a"), Node("za", "add", ("wa", Imm("minus_zero_a"))), No
               *_widened("b"), Node("zb", "add", ("wb", Imm("minus_zero_b"))), Node("mb", "multiply", ("zb", Imm("m_b"))),
               Node("sum", "add", ("ma", "mb")), *_tail("sum", False))
 
+RESCALE = (*_widened("a"), Node("za", "add", ("wa", Imm("minus_zero_a"))), Node("ma", "multiply", ("za", Imm("m_a"))),
+           *_tail("ma", False))
+
 #: The forms after a conv2d/matmul accumulator and of the residual add, as the pattern tries them.
-LINEAR_FORMS = (POW2, _scaled(False), _scaled(True))
+LINEAR_FORMS = (POW2, _scaled(False), _scaled(True), _scaled(False, True), _scaled(True, True))
 ADD_FORMS = (ADD_POW2, ADD_SCALED)
 
 
@@ -112,8 +122,10 @@ def linear_values(requant: Requant, vectors: tuple) -> tuple:
         return POW2, {"bias": bias, "shift": requant.shift, "lo": requant.lo, "hi": requant.hi}
     bias, *channel = vectors
     c = ChannelParams(*channel)
-    return _scaled(requant.ties_even), {"bias": bias, "a_min": c.a_min, "a_max": c.a_max, "m_hi": c.m_hi,
-                                        "m_lo": c.m_lo, "k": requant.k, **_tail_values(requant)}
+    step = {} if c.s_bias is None else {"s_bias": c.s_bias, "s_min": c.s_min, "s_max": c.s_max}
+    return _scaled(requant.ties_even, requant.step), {
+        "bias": bias, "a_min": c.a_min, "a_max": c.a_max, "m_hi": c.m_hi, "m_lo": c.m_lo, **step,
+        "k": requant.k, **_tail_values(requant)}
 
 
 def add_values(p: AddParams | ScaledAddParams) -> tuple:
@@ -123,6 +135,11 @@ def add_values(p: AddParams | ScaledAddParams) -> tuple:
                             **_tail_values(p.requant)}
     return ADD_POW2, {"shift_a": p.shift_a, "shift_b": p.shift_b, "shift": p.shift,
                       "rounding": rounding_constant(p.shift), "lo": p.lo, "hi": p.hi}
+
+
+def rescale_values(p: RescaleParams) -> dict:
+    """The values of the RESCALE form (a Concat input moved into the output's scale)."""
+    return {"minus_zero_a": -p.zero, "m_a": p.m, **_tail_values(p.requant)}
 
 
 # ------------------------------------------------------------------ emit
@@ -171,6 +188,11 @@ def linear_pattern(acc):
         p = pattern(form, {"acc": acc})
         out = p if out is None else out | p
     return out
+
+
+def rescale_pattern():
+    """The RESCALE form on any operand."""
+    return pattern(RESCALE, {"a": wildcard()})
 
 
 def add_pattern():
@@ -250,8 +272,8 @@ def _check(values: dict, typed_values: dict) -> None:
                                f"{typed_values[role]}")
 
 
-def _scaled_requant(v: dict, k: int, ties_even: bool) -> ScaledRequant:
-    return ScaledRequant(k, v["t"], v["t"] + v["s_t"], v["zero_point"], v["lo"], v["hi"], ties_even)
+def _scaled_requant(v: dict, k: int, ties_even: bool, step: bool = False) -> ScaledRequant:
+    return ScaledRequant(k, v["t"], v["t"] + v["s_t"], v["zero_point"], v["lo"], v["hi"], ties_even, step)
 
 
 def read_linear(root, value_of) -> tuple:
@@ -261,8 +283,9 @@ def read_linear(root, value_of) -> tuple:
     if form is POW2:
         requant, vectors = PowerOfTwo(v["shift"], v["lo"], v["hi"]), (v["bias"],)
     else:
-        requant = _scaled_requant(v, v["k"], "tie" in {n.name for n in form})
-        vectors = tuple(v[r] for r in ("bias", "a_min", "a_max", "m_hi", "m_lo"))
+        names = {n.name for n in form}
+        requant = _scaled_requant(v, v["k"], "tie" in names, "step_sum" in names)
+        vectors = tuple(v[r] for r in VECTORS if r in v)
     _check(v, linear_values(requant, vectors)[1])
     return value_of(inputs["acc"]), vectors, requant
 
@@ -278,3 +301,11 @@ def read_add(root, value_of) -> tuple:
                                  _scaled_requant(v, SPLIT, False))
     _check(v, add_values(params)[1])
     return (inputs["a"], inputs["b"]), params, calls["sum"]
+
+
+def read_rescale(root, value_of) -> tuple:
+    """(operand expr, RescaleParams) of a RESCALE block; FormMismatch where it is not one."""
+    inputs, v, _ = read(RESCALE, root, value_of)
+    params = RescaleParams(-v["minus_zero_a"], v["m_a"], _scaled_requant(v, SPLIT, False))
+    _check(v, rescale_values(params))
+    return inputs["a"], params

@@ -26,7 +26,7 @@ class Stage(NamedTuple):
 
 
 #: Per-channel int32 kernel inputs the epilogues read (after data and weight, in this order).
-VECTORS = ("bias", "a_min", "a_max", "m_hi", "m_lo")
+VECTORS = ("bias", "a_min", "a_max", "m_hi", "m_lo", "s_bias", "s_min", "s_max")
 
 
 def epilogue(requant: Requant | None = None) -> tuple:
@@ -41,19 +41,23 @@ def epilogue(requant: Requant | None = None) -> tuple:
         raise TypeError(f"epilogue of {r!r}: expected a requantisation.Requant")
     # clamp, copy to a scratch, the two products: the copy is read before `mul_hi` overwrites
     # the clamped value in place (vta_common.schedule_epilogue keeps this order)
-    stages = [Stage("bias_add", "add", "acc", "bias"), Stage("clamp_lo", "max", "bias_add", "a_min"),
+    # a step (r.step) is read off the biased accumulator before the clamp overwrites it
+    step = (Stage("step", "copy", None, "bias_add"), Stage("step_add", "add", "step", "s_bias"),
+            Stage("step_lo", "max", "step_add", "s_min"), Stage("step_hi", "min", "step_lo", "s_max"))
+    stages = [Stage("bias_add", "add", "acc", "bias"), *(step if r.step else ()),
+              Stage("clamp_lo", "max", "bias_add", "a_min"),
               Stage("clamp_hi", "min", "clamp_lo", "a_max"), Stage("copy", "copy", None, "clamp_hi"),
               Stage("mul_hi", "mul", "clamp_hi", "m_hi"),
               Stage("mul_lo", "mul", "copy", "m_lo"), Stage("shr_lo", "shr", "mul_lo", r.k),
               Stage("sum", "add", "mul_hi", "shr_lo")]
-    return tuple(stages) + tail(r, "sum")
+    return tuple(stages) + tail(r, "sum", "step_hi" if r.step else None)
 
 
-def tail(r: ScaledRequant, source: str) -> tuple:
+def tail(r: ScaledRequant, source: str, step: str | None = None) -> tuple:
     """round(p / 2^s) + zp, clipped, after stage `source` holding p: `fixed_point.round_shift` as
     ALU instructions (a pre-shift keeps the rounding constant in 16 bits; with ties to even, the
-    parity of q = u >> (s-t) as q - ((q >> 1) << 1), there being no AND). Steps that would add 0
-    or shift by 0 are left out."""
+    parity of q = u >> (s-t) as q - ((q >> 1) << 1), there being no AND), and stage `step` added
+    after the shift where given. Steps that would add 0 or shift by 0 are left out."""
     stages = [Stage("pre_shr", "shr", source, r.t)] if r.t else []
     u = stages[-1].name if stages else source
     if r.ties_even:
@@ -62,6 +66,7 @@ def tail(r: ScaledRequant, source: str) -> tuple:
                    Stage("half_shl", "shl", "half_shr", 1), Stage("half_neg", "mul", "half_shl", -1),
                    Stage("parity", "add", "q_shr", "half_neg"), Stage("tie", "add", u, "parity")]
     steps = [("round", "add", r.rounding - r.ties_even), ("shr", "shr", r.s - r.t),
+             *((("step_sum", "add", step),) if step else ()),
              ("zero_point", "add", r.zero_point), ("clip_lo", "max", r.lo), ("clip_hi", "min", r.hi)]
     last = stages[-1].name if stages else source
     for name, op, value in steps:

@@ -1,5 +1,6 @@
 """The quantised residual add on VTA-8, scheduled: its requantisation (requantisation.add:
-AddParams, or ScaledAddParams with zero points and any scales) as ALU work over tiles.
+AddParams, or ScaledAddParams with zero points and any scales) as ALU work over tiles; and the
+same for one operand (RescaleParams: a Concat input moved into the Concat's scale).
 
 Both int8 operands come in through LOAD ACC_8BIT (sign-extended into int32 ACC entries); then
 one ALU instruction per stage over the whole tile: SHR by -sa and -sb (the hardware's left
@@ -37,18 +38,23 @@ def choose_tile(cfg: Config, entries: int, vthreads: int, loads: int = 2) -> tup
     return -(-entries // tiles), tiles
 
 
+def operands(p) -> list:
+    """The int8 operands `p.program()` loads, in order: a and b (an add), or a (a rescale)."""
+    return list(dict.fromkeys(src for _, src in p.program()[0]))
+
+
 def workload(cfg: Config, entries: int, p) -> list:
-    """TE tensors [a, b, out] over `entries` flat ACC entries; one stage per load and per ALU
-    instruction of `p.program()`."""
+    """TE tensors [*operands, out] over `entries` flat ACC entries; one stage per load and per
+    ALU instruction of `p.program()`."""
     shape = (entries, cfg.BATCH, cfg.BLOCK_OUT)
-    inputs = {name: te.placeholder(shape, "int8", name=name) for name in ("a", "b")}
+    inputs = {name: te.placeholder(shape, "int8", name=name) for name in operands(p)}
     loads, stages = p.program()
     done = {block: _widen(inputs[src], block) for block, src in loads}
     for st in stages:
         done[st.name] = _alu_stage(done[st.x], st.op, done[st.y] if isinstance(st.y, str) else st.y, st.name)
     last = done[stages[-1].name]
     out = te.compute(shape, lambda *i: last(*i).astype("int8"), name="out")
-    return [inputs["a"], inputs["b"], out]
+    return [*inputs.values(), out]
 
 
 def _widen(x, name: str):
@@ -91,7 +97,8 @@ def add_kernel(cfg: Config, n: int, c: int, h: int, w: int, shift_a: int, shift_
 
 
 def eltwise_kernel(cfg: Config, shape: tuple, p, vthreads: int = VTHREADS) -> OpKernel:
-    """Compiled add (AddParams or ScaledAddParams) of two plain int8 NCHW tensors -> int8 NCHW."""
+    """Compiled add (AddParams or ScaledAddParams) of two plain int8 NCHW tensors -> int8 NCHW,
+    or rescale (RescaleParams) of one."""
     n, c, h, w = shape
     if min(n, c, h, w) < 1:
         raise CompileError(f"add shape n={n} c={c} h={h} w={w}: all must be >= 1")
@@ -113,6 +120,11 @@ def eltwise_kernel(cfg: Config, shape: tuple, p, vthreads: int = VTHREADS) -> Op
                                                       *entry), n, c)
 
     kernel = compile_vta(schedule(cfg, padded, tile, p, vthreads), cfg)
-    return OpKernel("add", kernel, pack=lambda a, b: (flat(a, "add operand a"), flat(b, "add operand b")),
-                    unpack=unflat, tiles={"tile_entries": tile, "tiles": tiles,
+    names = operands(p)
+
+    def pack(*xs):
+        if len(xs) != len(names):
+            raise CompileError(f"expected {len(names)} operand(s) ({', '.join(names)}), got {len(xs)}")
+        return tuple(flat(x, f"operand {name}") for x, name in zip(xs, names))
+    return OpKernel("add" if len(names) == 2 else "rescale", kernel, pack=pack, unpack=unflat, tiles={"tile_entries": tile, "tiles": tiles,
                                                   "vthreads": vthreads})

@@ -1,5 +1,7 @@
 """requantisation/: the ALU stage list against exact rational rounding, and the Relax forms
 emitted, matched and read back as one description (graph.qdq, graph.partition, graph.ops)."""
+import dataclasses
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -9,7 +11,8 @@ from tvm.relax.dpl import is_const, is_op, wildcard
 
 from requantisation import PowerOfTwo, ScaledRequant, as_requant, reference
 from requantisation import relax as rq_relax
-from requantisation.add import AddParams, ScaledAddParams, add_ref, scaled_add_ref
+from requantisation.add import (AddParams, RescaleParams, ScaledAddParams, add_ref, choose_rescale, rescale_ref,
+                                scaled_add_ref)
 from requantisation.fixed_point import SPLIT, ChannelParams
 from requantisation.stages import epilogue, tail
 
@@ -20,10 +23,10 @@ ALU = {"add": lambda x, y: x + y, "max": np.maximum, "min": np.minimum, "mul": l
        "shr": lambda x, y: x >> y, "shl": lambda x, y: x << y}
 
 
-def _run_stages(stages, source: str, p: np.ndarray) -> np.ndarray:
-    """The stage list after stage `source` = p, on int64 values (no stage leaves int32 for these
-    inputs), as the ALU runs it."""
-    done = {source: p}
+def _run_stages(stages, start: dict) -> np.ndarray:
+    """The stage list after the blocks `start` {name: values}, on int64 values (no stage leaves
+    int32 for these inputs), as the ALU runs it."""
+    done = dict(start)
     for st in stages:
         if st.op == "copy":
             done[st.name] = done[st.y].copy()
@@ -51,7 +54,7 @@ def test_the_alu_tail_rounds_exactly_as_rational_arithmetic(s, t, zp, lo, ties_e
     p = np.concatenate([ties.reshape(-1), RNG.integers(-2**30, 2**30, 400)]).astype(np.int64)
     if t:      # the tie is judged after the pre-shift: exact ties have those bits zero
         p = (p >> t) << t
-    got = _run_stages(tail(r, "p"), "p", p)
+    got = _run_stages(tail(r, "p"), {"p": p})
     assert [int(v) for v in got] == [_exact(int(v), r) for v in p]
 
 
@@ -85,7 +88,16 @@ def _quarter(c: int) -> ChannelParams:
     return ChannelParams(*(np.full(c, v, np.int32) for v in (-9000, 9000, 1 << 12, 0)))
 
 
-LINEAR = [(PowerOfTwo(9, 0, 127), None), (_scaled(False), _channel(16)), (_scaled(True, 0, 0, 14), _quarter(16))]
+def _stepped(c: int) -> ChannelParams:
+    """_channel's vectors with an output step on every other channel (graph.qdq._few_valued)."""
+    on = np.arange(c) % 2
+    return ChannelParams(*_channel(c).arrays(), s_bias=(-300 * on).astype(np.int32),
+                         s_min=np.zeros(c, np.int32), s_max=on.astype(np.int32))
+
+
+LINEAR = [(PowerOfTwo(9, 0, 127), None), (_scaled(False), _channel(16)), (_scaled(True, 0, 0, 14), _quarter(16)),
+          (dataclasses.replace(_scaled(False), step=True), _stepped(16))]
+LINEAR_IDS = ["pow2", "fixed", "fixed-ties-even", "fixed-step"]
 ADDS = [AddParams(2, 0, 3, -128, 127), AddParams(0, 0, 0, 0, 127),
         ScaledAddParams(-128, 5, 40000, 9000, ScaledRequant(SPLIT, 2, 17, 4, -128, 127))]
 
@@ -104,7 +116,7 @@ def _emitted(inputs: dict, emit_body):
     return func, (lambda e: var2val.get(e, e) if isinstance(e, relax.Var) else e), var2val[out]
 
 
-@pytest.mark.parametrize("requant,channel", LINEAR, ids=["pow2", "fixed", "fixed-ties-even"])
+@pytest.mark.parametrize("requant,channel", LINEAR, ids=LINEAR_IDS)
 def test_a_linear_form_reads_back_as_the_requantisation_it_was_emitted_from(requant, channel):
     bias = RNG.integers(-500, 500, 16).astype(np.int32)
     vectors = (bias,) + (() if channel is None else channel.arrays())
@@ -141,7 +153,7 @@ def test_a_block_whose_constants_no_requantisation_gives_is_refused_naming_the_r
         rq_relax.read_linear(root, value_of)
 
 
-@pytest.mark.parametrize("requant,channel", LINEAR, ids=["pow2", "fixed", "fixed-ties-even"])
+@pytest.mark.parametrize("requant,channel", LINEAR, ids=LINEAR_IDS)
 def test_the_linear_pattern_matches_every_emitted_form(requant, channel):
     vectors = (np.zeros(16, np.int32),) + (() if channel is None else channel.arrays())
     form, values = rq_relax.linear_values(requant, vectors)
@@ -172,7 +184,7 @@ def _evaluate(form, inputs: dict, values: dict) -> np.ndarray:
     return done[form[-1].name]
 
 
-@pytest.mark.parametrize("requant,channel", LINEAR, ids=["pow2", "fixed", "fixed-ties-even"])
+@pytest.mark.parametrize("requant,channel", LINEAR, ids=LINEAR_IDS)
 def test_a_linear_form_computes_the_rule(requant, channel):
     bias = RNG.integers(-500, 500, 16).astype(np.int32)
     vectors = (bias,) + (() if channel is None else channel.arrays())
@@ -189,3 +201,50 @@ def test_an_add_form_computes_the_rule(params):
     want = (scaled_add_ref(a, b, params) if isinstance(params, ScaledAddParams)
             else add_ref(a, b, params.shift_a, params.shift_b, params.shift, params.lo, params.hi))
     np.testing.assert_array_equal(_evaluate(form, {"a": a, "b": b}, values), want)
+
+
+# ------------------------------------------------------------------ the Concat input's rescale
+RESCALES = [RescaleParams(-128, 40000, ScaledRequant(SPLIT, 2, 17, -128, -128, 127)),   # both parts
+            RescaleParams(5, 3 << SPLIT, ScaledRequant(SPLIT, 0, 15, 0, 0, 127))]      # high part only, ReLU
+
+
+def _exact_rescale(a: int, p: RescaleParams) -> int:
+    """round((a - zero) m / 2^s) + zp clipped, ties up, in rational arithmetic."""
+    return _exact((a - p.zero) * p.m, p.requant)
+
+
+@pytest.mark.parametrize("params", RESCALES, ids=["two-parts", "high-part-relu"])
+def test_the_rescale_program_and_rule_are_exact_on_every_int8(params):
+    a = np.arange(-128, 128, dtype=np.int64)
+    loads, stages = params.program()
+    assert [src for _, src in loads] == ["a"] * len(loads)
+    want = [_exact_rescale(int(v), params) for v in a]
+    assert _run_stages(stages, {block: a for block, _ in loads}).tolist() == want
+    assert rescale_ref(a, params).tolist() == want
+
+
+@pytest.mark.parametrize("params", RESCALES, ids=["two-parts", "high-part-relu"])
+def test_a_rescale_form_reads_back_computes_the_rule_and_only_its_pattern_matches(params):
+    values = rq_relax.rescale_values(params)
+    func, value_of, root = _emitted({"a": ((1, 8, 2, 2), "int8")},
+                                    lambda bb, a: rq_relax.emit(rq_relax.RESCALE, {"a": a}, values, bb.emit))
+    var2val = relax.analysis.get_var2val(func)
+    assert rq_relax.rescale_pattern().match(root, var2val) and not rq_relax.add_pattern().match(root, var2val)
+    a, got = rq_relax.read_rescale(root, value_of)
+    assert got == params and a.same_as(func.params[0])
+    x = RNG.integers(-128, 128, (1, 8, 4, 4))
+    np.testing.assert_array_equal(_evaluate(rq_relax.RESCALE, {"a": x}, values), rescale_ref(x, params))
+
+
+@pytest.mark.parametrize("zero, mult, zp, lo", [(-128, 0.7316, -128, -128), (-128, 1.0, -128, -128),
+                                                (3, 0.01234, -7, -128), (-20, 0.99999, 5, 5),
+                                                (0, 0.5, 0, -128), (-128, 37.5, -128, -128)])
+def test_a_chosen_rescale_gives_the_real_multiplier_on_every_int8(zero, mult, zp, lo):
+    """Against Fraction arithmetic on all 256 operands; a multiplier below 1 takes one part
+    (m < 2^15: one load, one MUL), a larger one may take the two-part encoding."""
+    p = choose_rescale(zero, mult, zp, lo)
+    want = [min(max(math.floor((a - zero) * Fraction(mult) + Fraction(1, 2)) + zp, lo), 127)
+            for a in range(-128, 128)]
+    assert rescale_ref(np.arange(-128, 128), p).tolist() == want
+    if mult < 1:
+        assert p.m < 1 << SPLIT and len(p.program()[0]) == 1

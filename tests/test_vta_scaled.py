@@ -128,3 +128,24 @@ def test_scaled_refusals(cfg):
         op(a, w, bias, params.a_min, params.a_max, params.m_hi[:9], params.m_lo)
     with pytest.raises(CompileError, match="neither a requantisation.PowerOfTwo nor a requantisation.ScaledRequant"):
         vo.dense_kernel(cfg, 3, 20, 10, 0.001)
+
+
+def test_dense_with_an_output_step(cfg):
+    """The per-channel output step (graph.qdq's three-valued channels): channels with
+    s_min = s_max = 0 are the plain sequence, the others add [acc + bias >= t] after the shift;
+    bit-exact against fixed_point.requantize_ref, and the step changes some outputs."""
+    rng = np.random.default_rng(5)
+    a, wt = _int8(rng, (3, 20)), _int8(rng, (10, 20))
+    bias = rng.integers(-3000, 3000, 10).astype(np.int32)
+    r, params = _scaled(rng, 10, True, 5, -128, 127, typical=5500.0 * np.sqrt(20))
+    r = fp.ScaledRequant(r.k, r.t, r.s, r.zero_point, r.lo, r.hi, r.ties_even, step=True)
+    stepped = np.arange(10) % 2 == 1
+    params = fp.ChannelParams(*params.arrays(), s_bias=np.where(stepped, -500, 0).astype(np.int32),
+                              s_min=np.zeros(10, np.int32), s_max=stepped.astype(np.int32))
+    out, _ = vo.dense_kernel(cfg, 3, 20, 10, r, vthreads=2)(a, wt, bias, *params.arrays())
+    acc = wl.dense_acc(a, wt, bias)
+    ref = fp.requantize_ref(acc, r, params, axis=1)
+    np.testing.assert_array_equal(out, ref)
+    plain = fp.requantize_ref(acc, fp.ScaledRequant(r.k, r.t, r.s, r.zero_point), fp.ChannelParams(*params.arrays()[:4]))
+    assert (ref != plain).any() and np.array_equal(ref[:, ~stepped], plain[:, ~stepped])
+    assert [st.name for st in epilogue(r)][:6] == ["bias_add", "step", "step_add", "step_lo", "step_hi", "clamp_lo"]

@@ -1,0 +1,105 @@
+"""Concats written in place on VTA-8 (graph.specs.ConcatSpec) in the shapes torchvision's
+exporters write: GoogLeNet's inception block, DenseNet's growing dense block, ShuffleNetV2's
+concat of halves; quantised by onnxruntime's quantize_static (QDQ: every Concat input with its
+own scale), bit-exact against the CPU build and each layer against onnxruntime."""
+import numpy as np
+import pytest
+from onnx import numpy_helper
+
+from graph.models.onnx_builder import OnnxBuilder
+from graph.quantize import quantizer_named
+from graph.run import ModelCase, run_model
+from graph.specs import ConcatSpec
+from vta_sim.config import Config
+
+
+def _conv_relu(b, rng, x, ic, oc, k=1):
+    return b.relu(b.conv(x, rng.normal(0, 1 / np.sqrt(ic * k * k), (oc, ic, k, k)), rng.normal(0, .1, oc),
+                         pad=k // 2))
+
+
+def _inception(rng):
+    """GoogLeNet's block: four branches (1x1; 1x1 then 3x3; 1x1 then 3x3; max-pool then 1x1)
+    concatenated, 16+24+8+8 channels, then a conv reading the concat."""
+    b = OnnxBuilder("inception", (1, 8, 6, 6))
+    x = _conv_relu(b, rng, "input", 8, 16)
+    one = _conv_relu(b, rng, x, 16, 16)
+    three = _conv_relu(b, rng, _conv_relu(b, rng, x, 16, 8), 8, 24, 3)
+    five = _conv_relu(b, rng, _conv_relu(b, rng, x, 16, 8), 8, 8, 3)
+    pool = _conv_relu(b, rng, b.max_pool(x, 3, 1, 1), 16, 8)
+    y = b.node("Concat", [one, three, five, pool], axis=1)
+    y = _conv_relu(b, rng, y, 56, 16)
+    return b.build(b.dense(b.flatten(b.global_avg_pool(y)), rng.normal(0, .3, (5, 16)), rng.normal(0, .1, 5)))
+
+
+def _dense_block(rng):
+    """DenseNet's block as torch exports it: each layer concatenates every feature so far
+    (a Concat per layer, growing by 8 channels), then the transition conv."""
+    b = OnnxBuilder("denseblock", (1, 8, 6, 6))
+    features = [_conv_relu(b, rng, "input", 8, 16)]
+    for _ in range(3):
+        x = b.node("Concat", list(features), axis=1) if len(features) > 1 else features[0]
+        channels = 16 + 8 * (len(features) - 1)
+        features.append(_conv_relu(b, rng, _conv_relu(b, rng, x, channels, 16), 16, 8, 3))
+    y = _conv_relu(b, rng, b.node("Concat", features, axis=1), 40, 16)
+    return b.build(b.dense(b.flatten(b.global_avg_pool(y)), rng.normal(0, .3, (5, 16)), rng.normal(0, .1, 5)))
+
+
+def _halves(rng, cut: int = 8):
+    """ShuffleNetV2's unit after quant_pre_process: constant-bound Slices of the input, the
+    second part through a conv, the parts concatenated (the channel shuffle's Reshape/Transpose
+    after it)."""
+    b = OnnxBuilder("halves", (1, 8, 6, 6))
+    x = _conv_relu(b, rng, "input", 8, 16)
+    b.inits += [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in
+                (("zero", [0]), ("one", [1]), ("cut", [cut]), ("sixteen", [16]))]
+    left = b.node("Slice", [x, "zero", "cut", "one"])
+    right = _conv_relu(b, rng, b.node("Slice", [x, "cut", "sixteen", "one"]), 16 - cut, 16 - cut)
+    y = b.node("Concat", [left, right], axis=1)
+    y = _conv_relu(b, rng, y, 16, 16)
+    return b.build(b.dense(b.flatten(b.global_avg_pool(y)), rng.normal(0, .3, (5, 16)), rng.normal(0, .1, 5)))
+
+
+MODELS = {"inception": _inception, "dense_block": _dense_block, "halves": _halves}
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def run(request):
+    rng = np.random.default_rng(3)
+    model = MODELS[request.param](rng)
+    qdq = quantizer_named("onnxruntime")(model, rng.random((8, 8, 6, 6), dtype=np.float32))
+    return run_model(ModelCase(request.param, qdq, rng.random((2, 8, 6, 6), dtype=np.float32)), "1x8x8",
+                     compare_onnxruntime=True)
+
+
+def test_every_concat_runs_on_the_accelerator_bit_exact(run):
+    concats = [r for r in run.layers if r["op"] == "concat"]
+    assert concats and all(r["target"] == "vta" for r in concats), [r.get("reason") for r in concats]
+    assert run.verified and all(r["verified"] for r in concats)
+
+
+def test_each_concat_alone_agrees_with_onnxruntime(run):
+    for r in (r for r in run.layers if r["op"] == "concat"):
+        assert r["onnxruntime"]["identical_fraction"] == 1.0, r
+    assert run.onnxruntime["max_abs_lsb"] <= 1
+
+
+def test_a_slice_that_does_not_start_on_a_channel_block_stays_on_the_cpu_naming_why():
+    """4 + 12 channels: the second input's slice starts at channel 4, inside the first block of
+    8, so no producer can store it in place; the Concat stays on the CPU with that reason, and
+    the model still matches its CPU build."""
+    rng = np.random.default_rng(3)
+    qdq = quantizer_named("onnxruntime")(_halves(rng, cut=4), rng.random((8, 8, 6, 6), dtype=np.float32))
+    result = run_model(ModelCase("quarter", qdq, rng.random((2, 8, 6, 6), dtype=np.float32)), "1x8x8")
+    (concat,) = (r for r in result.layers if r["op"] == "concat")
+    assert concat["target"] == "cpu" and "starts at channel 4, not a multiple of the 8-channel block" in concat["reason"]
+    assert result.verified
+
+
+def test_the_last_input_may_end_inside_a_block():
+    """Only the slices' starts must be whole blocks: the output's padding lanes take a last
+    input's partial block."""
+    cfg = Config.load("1x8x8")
+    assert ConcatSpec(((1, 8, 4, 4), (1, 12, 4, 4)), (None, None)).misfit(cfg, 2) is None
+    assert "input 2 starts at channel 20" in ConcatSpec(((1, 8, 4, 4), (1, 12, 4, 4), (1, 8, 4, 4)),
+                                                        (None, None, None)).misfit(cfg, 2)
