@@ -137,9 +137,12 @@ module vta_dma_read #(
     // a data write moves cur by step elements; both of a narrow beat's cases (to the beat's end,
     // or the row's xl entries left) are adders on registers, chosen after: no carry chain waits
     // for the entry count the beat writes
-    wire [31:0] cur_beat_end = (cur & ~32'(BB - 1)) + 32'(BB);
-    wire [31:0] cur_row_data_end = cur + (32'(xl) << lg);
-    wire [31:0] cur_step = !narrow ? cur + (32'd1 << lg) : xl_le_beat ? cur_row_data_end : cur_beat_end;
+    // (* keep *): Yosys' opt_share would otherwise merge the shifts with go's `DRAM_BASE << elog`
+    // and put go's choice in front of the shifter and this carry chain (the placed critical path)
+    (* keep *) wire [31:0] cur_beat_end = (cur & ~32'(BB - 1)) + 32'(BB);
+    (* keep *) wire [31:0] cur_row_data_end = cur + (32'(xl) << lg);
+    (* keep *) wire [31:0] cur_elem_next = cur + (32'd1 << lg);
+    wire [31:0] cur_step = !narrow ? cur_elem_next : xl_le_beat ? cur_row_data_end : cur_beat_end;
     wire [31:0] cur_next = row_wrap ? row_base_next : (wr_en && !in_pad) ? cur_step : cur;
 
     // The next burst's set-up in two registered halves. Where it is requested (to_req) only its
@@ -148,7 +151,7 @@ module vta_dma_read #(
     // nothing in its last cycle). A row's bursts but its first then read the bytes left in the
     // row from left_r, registered from that same position. The request is seen from the next
     // cycle, and its length and beats are worked out from these registers when it is granted.
-    wire [31:0] f_base = `VTA_MEM_DRAM_BASE(insn) << elog;
+    (* keep *) wire [31:0] f_base = `VTA_MEM_DRAM_BASE(insn) << elog;
     wire [31:0] f_row_bytes = 32'(`VTA_MEM_X_SIZE(insn)) << elog;
     wire [31:0] f_stride = 32'(`VTA_MEM_X_STRIDE(insn)) << elog;
     wire [31:0] nb_cur = go ? f_base : !(in_pad && p_wrap) ? cur : data_row ? nrb : row_base;
