@@ -95,7 +95,7 @@ MUTATIONS = (
              "assign push_next = push_phase && pend_next;",
              "dp_push_prev_first", "push_next lands while push_prev still waits for a full queue", 6),
     Mutation("alu_shift_cap", "alu_lanes", "vta_alu_core.v",
-             "bb < -`VTA_ALU_SHIFT_CAP)", "bb < -`VTA_ALU_SHIFT_CAP - 1)",
+             "(!(&bb[30:SB]) || bb[SB-1:0] == 0)", "(!(&bb[30:SB]))",
              "alu_lanes_are_spec", "a left shift by 32 is not capped at 31 (shifts by 0)", 2),
     Mutation("aw_valid_dropped", "axi_write", "vta_store.v",
              "assign aw_valid = aw_active && (wl_count != 3'd4);",

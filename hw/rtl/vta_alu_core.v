@@ -1,9 +1,11 @@
 // ALU: BATCH x BLOCK_OUT int32 lanes (spec section 5). MIN/MAX signed, ADD/MUL wrapping, SHR
 // arithmetic right by y (y >= 0) or left by -y (y < 0), the amount capped at 31; reset gives 0.
-// Two stages, z a cycle after x, y, op and reset: the first registers MIN/MAX/ADD/SHR's result
-// and the three 16 x 16 partial products of MUL's low 32 bits (multipliers with registered
-// outputs: with VTA_ECP5_DSP, three MULT18X18D per lane with their output registers,
-// hw/rtl/ecp5/vta_ecp5_mul.v); the second adds the partial products and picks the result.
+// Two stages, z a cycle after x, y, op and reset: the first registers MIN/MAX/ADD's result, SHR's
+// operand with its amount and direction, and the three 16 x 16 partial products of MUL's low 32
+// bits (multipliers with registered outputs: with VTA_ECP5_DSP, three MULT18X18D per lane with
+// their output registers, hw/rtl/ecp5/vta_ecp5_mul.v); the second shifts, adds the partial
+// products and picks the result (the barrel shifter after the amount's logic was the first
+// stage's longest path).
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_alu_core (
@@ -20,7 +22,11 @@ module vta_alu_core (
     localparam SB = $clog2(`VTA_ALU_SHIFT_CAP + 1);   // shift amount bits
     reg [SB-1:0] amt;
     reg over;
-    reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a;               // non-MUL result
+    reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a;               // MIN/MAX/ADD's result
+    reg [`VTA_ACC_BYTES*8-1:0] x_a;                    // SHR's operand
+    reg [LANES*SB-1:0] amt_c, amt_a;                   // its amount and direction
+    reg [LANES-1:0] left_c, left_a;
+    reg signed [31:0] sa;
 `ifdef VTA_ECP5_DSP
     wire [`VTA_ACC_BYTES*8-1:0] ll_a;                  // lo x lo product
     wire [LANES*16-1:0] lh_a, hl_a;                    // lo x hi and hi x lo, their low 16 bits
@@ -28,7 +34,7 @@ module vta_alu_core (
     reg [`VTA_ACC_BYTES*8-1:0] ll_c, ll_a;
     reg [LANES*16-1:0] lh_c, lh_a, hl_c, hl_a;
 `endif
-    reg mul_a, reset_a;
+    reg mul_a, shr_a, reset_a;
     always @(*)
         for (i = 0; i < LANES; i = i + 1) begin
             a = x[i * 32 +: 32];
@@ -41,9 +47,11 @@ module vta_alu_core (
                 `VTA_ALU_MIN: r = (a < bb) ? a : bb;
                 `VTA_ALU_MAX: r = (a > bb) ? a : bb;
                 `VTA_ALU_ADD: r = a + bb;
-                default:      r = bb[31] ? (a <<< amt) : (a >>> amt);  // SHR; MUL below, 5-7 refused
+                default:      r = a;        // SHR (shifted in the second stage); MUL below, 5-7 refused
             endcase
             r_c[i * 32 +: 32] = r;
+            amt_c[i * SB +: SB] = amt;
+            left_c[i] = bb[31];
 `ifndef VTA_ECP5_DSP
             ll_c[i * 32 +: 32] = 32'(a[15:0]) * 32'(bb[15:0]);
             lh_c[i * 16 +: 16] = 16'(a[15:0] * bb[31:16]);
@@ -66,6 +74,10 @@ module vta_alu_core (
 `endif
     always @(posedge clk) begin
         mul_a <= (op == `VTA_ALU_MUL);
+        shr_a <= (op != `VTA_ALU_MIN) && (op != `VTA_ALU_MAX) && (op != `VTA_ALU_ADD);
+        x_a <= x;
+        amt_a <= amt_c;
+        left_a <= left_c;
         reset_a <= reset;
         r_a <= r_c;
 `ifndef VTA_ECP5_DSP
@@ -75,9 +87,13 @@ module vta_alu_core (
 `endif
     end
     always @(*)
-        for (i = 0; i < LANES; i = i + 1)
+        for (i = 0; i < LANES; i = i + 1) begin
+            sa = x_a[i * 32 +: 32];
+            // its own statement: inside the unsigned ?: below, >>> would shift in zeros
+            sa = left_a[i] ? sa <<< amt_a[i * SB +: SB] : sa >>> amt_a[i * SB +: SB];
             z[i * 32 +: 32] = reset_a ? 32'd0
                             : mul_a ? ll_a[i * 32 +: 32] + {lh_a[i * 16 +: 16] + hl_a[i * 16 +: 16], 16'd0}
-                                    : r_a[i * 32 +: 32];
+                            : shr_a ? sa : r_a[i * 32 +: 32];
+        end
 endmodule
 `default_nettype wire

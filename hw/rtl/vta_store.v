@@ -87,7 +87,14 @@ module vta_store (
     assign aw_addr = aw_cur;
     assign aw_len = fits ? 8'((left - 1) >> LBB) : 8'((32'(to_bound) - 1) >> LBB);
     wire aw_fire = aw_valid && aw_ready;
-    (* keep *) wire [31:0] nrs_inc = nrs + stride_bytes;   // not merged with start's adder (vta_dma_read)
+    // (* keep *): the AW walk's adders and the start's are kept apart; Yosys' opt_share would
+    // merge each pair into one adder with its operands chosen by start, in front of the carry
+    (* keep *) wire [31:0] nrs_inc = nrs + stride_bytes;
+    (* keep *) wire [31:0] aw_cur_inc = aw_cur + 32'(to_bound);
+    (* keep *) wire [31:0] left_dec = left - 32'(to_bound);
+    (* keep *) wire [LB:0] nrs_to_bound = (LB+1)'(BOUND) - (LB+1)'(nrs & (BOUND - 1));
+    (* keep *) wire [31:0] f_nrs = f_base + (32'(`VTA_MEM_X_STRIDE(insn)) << LE);
+    (* keep *) wire [LB:0] f_to_bound = (LB+1)'(BOUND) - (LB+1)'(f_base & (BOUND - 1));
 
     // burst lengths for WLAST
     wire       wl_valid;
@@ -164,10 +171,10 @@ module vta_store (
                     aw_cur <= nrs;
                     nrs <= nrs_inc;
                     left <= row_bytes;
-                    to_bound <= (LB+1)'(BOUND) - (LB+1)'(nrs & (BOUND - 1));
+                    to_bound <= nrs_to_bound;
                 end else begin
-                    aw_cur <= aw_cur + 32'(to_bound);
-                    left <= left - 32'(to_bound);
+                    aw_cur <= aw_cur_inc;
+                    left <= left_dec;
                     to_bound <= (LB+1)'(BOUND);
                 end
             end
@@ -183,9 +190,9 @@ module vta_store (
                 aw_active <= (f_x != 0) && (f_y != 0);
                 aw_row <= 0;
                 aw_cur <= f_base;
-                nrs <= f_base + (32'(`VTA_MEM_X_STRIDE(insn)) << LE);
+                nrs <= f_nrs;
                 left <= 32'(f_x) << LE;
-                to_bound <= (LB+1)'(BOUND) - (LB+1)'(f_base & (BOUND - 1));
+                to_bound <= f_to_bound;
                 rd_idx <= `VTA_MEM_SRAM_BASE(insn);
                 rd_rows <= (f_x != 0) ? f_y : 16'd0;
                 rd_x <= f_x;
