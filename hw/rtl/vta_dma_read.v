@@ -137,7 +137,7 @@ module vta_dma_read #(
     // a data write moves cur by step elements; both of a narrow beat's cases (to the beat's end,
     // or the row's xl entries left) are adders on registers, chosen after: no carry chain waits
     // for the entry count the beat writes
-    wire [31:0] cur_beat_end = (cur & ~32'(BB - 1)) + 32'(BB);
+    wire [31:0] cur_beat_end = (cur & ~(32'(BB - 1))) + 32'(BB);
     wire [31:0] cur_row_data_end = cur + (32'(xl) << lg);
     wire [31:0] cur_step = !narrow ? cur + (32'd1 << lg) : xl_le_beat ? cur_row_data_end : cur_beat_end;
     wire [31:0] cur_next = row_wrap ? row_base_next : (wr_en && !in_pad) ? cur_step : cur;
