@@ -42,7 +42,8 @@ class Harness:
     cover_depth: int     # steps within which every cover must be reached
     uses: tuple = ()     # other harnesses (hw/formal files) it instantiates
     engine: str = "smtbmc"   # its check's engine: SymbiYosys' smtbmc (Yices), or "sat": Yosys' own
-    #                          `sat -tempinduct` (MiniSat), which proves the GEMM lanes where Yices stalls
+    #                          `sat -tempinduct` (MiniSat), which proves the GEMM lanes and the AXI read
+    #                          master where Yices stalls
 
     @property
     def source(self) -> Path:
@@ -57,11 +58,13 @@ HARNESSES = (
     Harness("store_live", "module", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc",
             20, 20, ("f_axi_write.sv",)),
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
+    Harness("error_code", "axi", tuple(p.name for p in sorted(RTL_DIR.glob("*.v"))), "prove", 1, 8),
     Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 2, 4),
     Harness("mul_exact", "compute", (), "prove", 1, 1),
     Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "prove", 5, 6, engine="sat"),
     Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "prove", 2, 16),
-    Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "bmc", 12, 16),
+    Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "prove", 1, 16,
+            engine="sat"),
 )
 GROUPS = tuple(dict.fromkeys(h.group for h in HARNESSES))
 
@@ -97,6 +100,10 @@ MUTATIONS = (
     Mutation("alu_shift_cap", "alu_lanes", "vta_alu_core.v",
              "(!(&bb[30:SB]) || bb[SB-1:0] == 0)", "(!(&bb[30:SB]))",
              "alu_lanes_are_spec", "a left shift by 32 is not capped at 31 (shifts by 0)", 2),
+    Mutation("bus_err_ignored", "error_code", "vta_top.v",
+             "if (bus_err || fetch_err || index_err || (deadlock && !finish)) begin",
+             "if (fetch_err || index_err || (deadlock && !finish)) begin",
+             "err_resp_sets_code", "an AXI error response does not end the run (ERROR_CODE stays 0)", 8),
     Mutation("aw_valid_dropped", "axi_write", "vta_store.v",
              "assign aw_valid = aw_active && (wl_count != 3'd4);",
              "assign aw_valid = aw_active && (wl_count != 3'd4) && !b_valid;",

@@ -181,6 +181,13 @@ module f_axi_read (
     (* f_peek = "ld.pad_r" *) wire p_ld_pad_r;
     (* f_peek = "ld.bc" *) wire [7:0] p_ld_bc;
     (* f_peek = "ld.stride_bytes" *) wire [31:0] p_ld_stride_bytes;
+    (* f_peek = "ld.narrow" *) wire p_ld_narrow;
+    (* f_peek = "ld.bc_last" *) wire [7:0] p_ld_bc_last;
+    (* f_peek = "ld.x0_m1" *) wire [16:0] p_ld_x0_m1;
+    (* f_peek = "ld.x_end_m1" *) wire [16:0] p_ld_x_end_m1;
+    (* f_peek = "ld.pad_row1" *) wire p_ld_pad_row1;
+    (* f_peek = "ld.no_xp1" *) wire p_ld_no_xp1;
+    (* f_peek = "ld.b_len" *) wire [7:0] p_ld_b_len;
     (* f_peek = "cp.state" *) wire [1:0] p_cp_state;
     (* f_peek = "cp.ar_pend" *) wire p_cp_ar_pend;
     (* f_peek = "cp.empty" *) wire p_cp_empty;
@@ -212,20 +219,31 @@ module f_axi_read (
     (* f_peek = "cp.pad_r" *) wire p_cp_pad_r;
     (* f_peek = "cp.bc" *) wire [7:0] p_cp_bc;
     (* f_peek = "cp.stride_bytes" *) wire [31:0] p_cp_stride_bytes;
+    (* f_peek = "cp.narrow" *) wire p_cp_narrow;
+    (* f_peek = "cp.bc_last" *) wire [7:0] p_cp_bc_last;
+    (* f_peek = "cp.x0_m1" *) wire [16:0] p_cp_x0_m1;
+    (* f_peek = "cp.x_end_m1" *) wire [16:0] p_cp_x_end_m1;
+    (* f_peek = "cp.pad_row1" *) wire p_cp_pad_row1;
+    (* f_peek = "cp.no_xp1" *) wire p_cp_no_xp1;
+    (* f_peek = "cp.b_len" *) wire [7:0] p_cp_b_len;
     f_dma_inv #(.BW(BW)) ld_inv (.on(f_live && !rst), .state(p_ld_state), .ar_pend(p_ld_ar_pend),
         .empty(p_ld_empty), .r(p_ld_r), .c(p_ld_c), .r_last(p_ld_r_last), .w_last(p_ld_w_last), .y_end(p_ld_y_end),
         .x_end(p_ld_x_end), .xl(p_ld_xl), .data_row_r(p_ld_data_row), .y0(p_ld_y0), .x0(p_ld_x0), .lg(p_ld_lg),
         .cur(p_ld_cur), .row_base(p_ld_row_base), .row_end(p_ld_row_end), .nrb(p_ld_nrb), .left_r(p_ld_left_r),
         .row_bytes(p_ld_row_bytes), .q_cur(p_ld_q_cur), .q_bound(p_ld_q_bound), .q_row(p_ld_q_row),
         .q_beats(p_ld_q_beats), .b_beats(p_ld_b_beats), .b_got(p_ld_b_got), .b_addr(p_ld_b_addr),
-        .end_r(p_ld_end_r), .pad_r(p_ld_pad_r), .bc(p_ld_bc), .stride_bytes(p_ld_stride_bytes));
+        .end_r(p_ld_end_r), .pad_r(p_ld_pad_r), .bc(p_ld_bc), .stride_bytes(p_ld_stride_bytes),
+        .narrow_r(p_ld_narrow), .bc_last(p_ld_bc_last),
+        .x0_m1(p_ld_x0_m1), .x_end_m1(p_ld_x_end_m1), .pad_row1(p_ld_pad_row1), .no_xp1(p_ld_no_xp1), .b_len(p_ld_b_len));
     f_dma_inv #(.BW(BW)) cp_inv (.on(f_live && !rst), .state(p_cp_state), .ar_pend(p_cp_ar_pend),
         .empty(p_cp_empty), .r(p_cp_r), .c(p_cp_c), .r_last(p_cp_r_last), .w_last(p_cp_w_last), .y_end(p_cp_y_end),
         .x_end(p_cp_x_end), .xl(p_cp_xl), .data_row_r(p_cp_data_row), .y0(p_cp_y0), .x0(p_cp_x0), .lg(p_cp_lg),
         .cur(p_cp_cur), .row_base(p_cp_row_base), .row_end(p_cp_row_end), .nrb(p_cp_nrb), .left_r(p_cp_left_r),
         .row_bytes(p_cp_row_bytes), .q_cur(p_cp_q_cur), .q_bound(p_cp_q_bound), .q_row(p_cp_q_row),
         .q_beats(p_cp_q_beats), .b_beats(p_cp_b_beats), .b_got(p_cp_b_got), .b_addr(p_cp_b_addr),
-        .end_r(p_cp_end_r), .pad_r(p_cp_pad_r), .bc(p_cp_bc), .stride_bytes(p_cp_stride_bytes));
+        .end_r(p_cp_end_r), .pad_r(p_cp_pad_r), .bc(p_cp_bc), .stride_bytes(p_cp_stride_bytes),
+        .narrow_r(p_cp_narrow), .bc_last(p_cp_bc_last),
+        .x0_m1(p_cp_x0_m1), .x_end_m1(p_cp_x_end_m1), .pad_row1(p_cp_pad_row1), .no_xp1(p_cp_no_xp1), .b_len(p_cp_b_len));
     localparam IB = (BB >= 16) ? 1 : 16 / BB;     // beats of fetch's one-instruction burst
     localparam F_RUN = 3'd2, D_BURST = 2'd3;
     // the burst of the port's owner: its ar_pend, beats taken, beats
@@ -286,7 +304,12 @@ module f_dma_inv #(parameter BW = 1) (
     input wire [31:0] b_addr,
     input wire end_r, pad_r,
     input wire [7:0] bc,
-    input wire [31:0] stride_bytes
+    input wire [31:0] stride_bytes,
+    input wire narrow_r,
+    input wire [7:0] bc_last,
+    input wire [16:0] x0_m1, x_end_m1,
+    input wire pad_row1, no_xp1,
+    input wire [7:0] b_len
 );
     localparam BB = `VTA_BUS_BYTES, LBB = `VTA_LOG_BUS_BYTES, BOUND = `VTA_BURST_BOUNDARY, LB = $clog2(BOUND);
     localparam S_PAD = 2'd1, S_REQ = 2'd2, S_BURST = 2'd3;
@@ -303,12 +326,16 @@ module f_dma_inv #(parameter BW = 1) (
         ok = beats != 0 && beats <= 256 && addr % BB == 0 && 32'(addr % BOUND) + beats * BB <= BOUND;
     endfunction
     always @(*) if (on && state != 2'd0) begin
-        dma_inv_grid: assert(r_last + 1 >= y_end && w_last + 1 >= x_end && x_end > 17'(x0) && y_end >= 17'(y0) &&
+        dma_inv_grid: assert(!empty && r_last + 1 >= y_end && w_last + 1 >= x_end && x_end > 17'(x0) && y_end >= 17'(y0) &&
                              lg <= 4'd6 && row_bytes == 32'(x_end - 17'(x0)) << lg && (row_base & emask) == 0 &&
                              (stride_bytes & emask) == 0 && (narrow ? bc == 0 : 32'(bc) < (32'd1 << (lg - 4'(LBB)))));
-        // the registered stand-ins for compares and sums
+        // the registered stand-ins for compares and sums (narrow, bc_last: latched at go from lg;
+        // x0_m1, x_end_m1, no_xp1, pad_row1: the bounds' compares of the padding walk)
         dma_inv_registers: assert(data_row_r == data_row && xl == x_end - c && row_end == row_base + row_bytes &&
-                                  nrb == row_base + stride_bytes);
+                                  nrb == row_base + stride_bytes && narrow_r == narrow &&
+                                  x0_m1 == 17'(17'(x0) - 1) && x_end_m1 == 17'(x_end - 1) && no_xp1 == (w_last + 1 == x_end) &&
+                                  pad_row1 == (r + 1 < 17'(y0) || r + 1 >= y_end) &&
+                                  bc_last == (narrow ? 8'd0 : 8'((32'd1 << (lg - 4'(LBB))) - 1)));
         // the program's side: a LOAD's data lies below 4 GiB (each row ends 8 bytes short of it
         // at the latest), as the DMA compares DRAM byte addresses without a carry
         if (data_row) assume(33'(row_base) + 33'(row_bytes) <= 33'hFFFFFFF8);
@@ -316,13 +343,13 @@ module f_dma_inv #(parameter BW = 1) (
         if (state == S_PAD)
             dma_inv_pad: assert(is_pad && r <= r_last && c <= w_last);
         if (state == S_REQ)
-            dma_inv_next_burst: assert(q_cur == cur && q_bound == (LB+1)'(BOUND) - (LB+1)'(q_cur & (BOUND - 1)) &&
+            dma_inv_next_burst: assert(!pad_r && !end_r && r <= r_last && c <= w_last && q_cur == cur && q_bound == (LB+1)'(BOUND) - (LB+1)'(q_cur & (BOUND - 1)) &&
                                        (q_row ? cur == row_base : left_r == row_end - cur) &&
                                        ok(q_addr, 32'(q_beats)) && !is_pad && bc == 0 && q_addr == beat_of_cur &&
                                        (narrow || ((q_addr + 32'(q_beats) * BB) & emask) == 0) &&
                                        32'(q_beats) * BB <= row_end8 - q_addr);
         if (state == S_BURST)
-            dma_inv_burst: assert(ok(b_addr, 32'(b_beats)) && b_got <= b_beats && (!ar_pend || b_got == 0) &&
+            dma_inv_burst: assert(ok(b_addr, 32'(b_beats)) && 32'(b_len) + 1 == 32'(b_beats) && b_got <= b_beats && (!ar_pend || b_got == 0) &&
                                   end_r == (r == r_last + 1) && pad_r == is_pad && r <= r_last + 1 && c <= w_last &&
                                   (narrow || (((b_addr + 32'(b_beats) * BB) & emask) == 0 &&
                                               (b_got != b_beats || bc == 0))));

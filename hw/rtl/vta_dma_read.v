@@ -138,8 +138,9 @@ module vta_dma_read #(
     // or the row's xl entries left) are adders on registers, chosen after: no carry chain waits
     // for the entry count the beat writes
     // (* keep *): Yosys' opt_share would otherwise merge the shifts with go's `DRAM_BASE << elog`
-    // and put go's choice in front of the shifter and this carry chain (the placed critical path)
-    (* keep *) wire [31:0] cur_beat_end = (cur & ~32'(BB - 1)) + 32'(BB);
+    // and put go's choice in front of the shifter and this carry chain (the placed critical path).
+    // `~(32'(..))`, not `~32'(..)`: Yosys 0.70 drops a `~` in front of a sized cast.
+    (* keep *) wire [31:0] cur_beat_end = (cur & ~(32'(BB - 1))) + 32'(BB);
     (* keep *) wire [31:0] cur_row_data_end = cur + (32'(xl) << lg);
     (* keep *) wire [31:0] cur_elem_next = cur + (32'd1 << lg);
     wire [31:0] cur_step = !narrow ? cur_elem_next : xl_le_beat ? cur_row_data_end : cur_beat_end;

