@@ -53,8 +53,22 @@ class AddParams:
         return (("a_acc", "a"), ("b_acc", "b")), tuple(stages)
 
 
+class _ScaledClamp:
+    """The clamp bounds of a program that ends with a ScaledRequant's tail."""
+
+    requant: ScaledRequant
+
+    @property
+    def lo(self) -> int:
+        return self.requant.lo
+
+    @property
+    def hi(self) -> int:
+        return self.requant.hi
+
+
 @dataclass(frozen=True)
-class ScaledAddParams:
+class ScaledAddParams(_ScaledClamp):
     """y = clip(round((a - zero_a) M_a + (b - zero_b) M_b) + zp, lo, hi) with M = m / 2^s
     (fixed_point.choose_sum): an operand's product is a*m_hi << SPLIT plus a*m_lo, both by
     16-bit immediates, so each operand is loaded twice (a copy costs as much as a load)."""
@@ -67,17 +81,9 @@ class ScaledAddParams:
     def program(self) -> tuple:
         return _scaled_program((("a", self.zero_a, self.m_a), ("b", self.zero_b, self.m_b)), self.requant)
 
-    @property
-    def lo(self) -> int:
-        return self.requant.lo
-
-    @property
-    def hi(self) -> int:
-        return self.requant.hi
-
 
 @dataclass(frozen=True)
-class RescaleParams:
+class RescaleParams(_ScaledClamp):
     """y = clip(round((a - zero) M) + zp, lo, hi): one operand of the scaled add, alone. A
     Concat input whose scale or zero point differs from the Concat's output is moved into the
     output's with it (a ReLU after the Concat folds into lo)."""
@@ -87,14 +93,6 @@ class RescaleParams:
 
     def program(self) -> tuple:
         return _scaled_program((("a", self.zero, self.m),), self.requant)
-
-    @property
-    def lo(self) -> int:
-        return self.requant.lo
-
-    @property
-    def hi(self) -> int:
-        return self.requant.hi
 
 
 def choose_rescale(zero: int, multiplier: float, zero_point: int, lo: int = INT8_MIN,

@@ -64,38 +64,31 @@ def test_a_conv_after_a_shape_computed_reshape_stays_on_the_cpu_with_the_reason(
     assert result.verified
 
 
-def test_a_classifier_on_a_vanishing_input_runs_on_the_accelerator_exactly():
+@pytest.mark.parametrize("name, conv_scale, channels, fc_scale, outputs, stepped", [
+    ("tiny", 1e-12, 8, .01, 6, False),    # at most two values per channel: the clamp alone
+    ("three", 1e-6, 64, .1, 16, True),    # three values: the clamp and the output step
+])
+def test_a_classifier_on_a_vanishing_input_runs_on_the_accelerator_exactly(name, conv_scale, channels, fc_scale,
+                                                                           outputs, stepped):
     """GoogLeNet's and ShuffleNet's fc at 64x64 with random weights: the input's scale is tiny,
     quantize_static widens the weight scales to keep the int32 bias, and some channels get
-    M ~ 1e-8 with bias' ~ 2^31, which no fixed-point encoding holds. Those channels output at
-    most three values over their accumulator range and are re-encoded exactly (qdq._few_valued)."""
+    M ~ 1e-8 with bias' ~ 2^31, which no fixed-point encoding holds. Over their accumulator
+    range those channels output two values (GoogLeNet; the sequence's clamp places the step) or
+    three (ShuffleNetV2, M 2 reach ~ 2: the output step, ChannelParams.s_*, places the second)
+    and are re-encoded exactly (qdq._few_valued): the dense runs on VTA-8, identical to
+    onnxruntime."""
     rng = np.random.default_rng(8)
-    b = OnnxBuilder("tiny", (1, 4, 4, 4))
-    x = b.conv("input", rng.normal(0, 1e-12, (8, 4, 3, 3)), np.zeros(8), pad=1)
-    model = b.build(b.dense(b.flatten(x), rng.normal(0, .01, (6, 128)), rng.normal(0, .1, 6)))
+    b = OnnxBuilder(name, (1, 4, 4, 4))
+    x = b.conv("input", rng.normal(0, conv_scale, (channels, 4, 3, 3)), np.zeros(channels), pad=1)
+    model = b.build(b.dense(b.flatten(x), rng.normal(0, fc_scale, (outputs, channels * 16)),
+                            rng.normal(0, .1, outputs)))
     qdq = quantizer_named("onnxruntime-per-channel")(model, rng.random((8, 4, 4, 4), dtype=np.float32))
-    result = run_model(ModelCase("tiny", qdq, rng.random((4, 4, 4, 4), dtype=np.float32)), "1x8x8",
+    result = run_model(ModelCase(name, qdq, rng.random((4, 4, 4, 4), dtype=np.float32)), "1x8x8",
                        compare_onnxruntime=True)
     dense = next(r for r in result.layers if r["op"] == "dense")
     assert dense["target"] == "vta", dense.get("reason")
-    assert dense["onnxruntime"]["identical_fraction"] == 1.0
-    assert result.verified and result.onnxruntime["identical_fraction"] == 1.0
-
-
-def test_a_classifier_whose_channels_take_three_values_runs_on_the_accelerator_exactly():
-    """ShuffleNetV2's fc at 64x64: channels with bias' near 2^31 whose output takes three values
-    over the accumulator range (M 2 reach ~ 2): the sequence's clamp places one step, the output
-    step (ChannelParams.s_*) the other; the dense runs on VTA-8, identical to onnxruntime."""
-    rng = np.random.default_rng(8)
-    b = OnnxBuilder("three", (1, 4, 4, 4))
-    x = b.conv("input", rng.normal(0, 1e-6, (64, 4, 3, 3)), np.zeros(64), pad=1)
-    model = b.build(b.dense(b.flatten(x), rng.normal(0, .1, (16, 1024)), rng.normal(0, .1, 16)))
-    qdq = quantizer_named("onnxruntime-per-channel")(model, rng.random((8, 4, 4, 4), dtype=np.float32))
-    result = run_model(ModelCase("three", qdq, rng.random((4, 4, 4, 4), dtype=np.float32)), "1x8x8",
-                       compare_onnxruntime=True)
-    dense = next(r for r in result.layers if r["op"] == "dense")
-    assert dense["target"] == "vta", dense.get("reason")
-    assert any(run.region.spec.requant.step for run in result.runs if run.region.spec.op == "dense")
+    steps = [bool(run.region.spec.requant.step) for run in result.runs if run.region.spec.op == "dense"]
+    assert any(steps) == stepped
     assert dense["onnxruntime"]["identical_fraction"] == 1.0
     assert result.verified and result.onnxruntime["identical_fraction"] == 1.0
 
