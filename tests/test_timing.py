@@ -6,7 +6,7 @@ import pytest
 from programs import image_with, load, store
 from vta_sim import Simulator, isa
 from vta_sim.config import MEM_INP, MEM_UOP, MEM_WGT
-from vta_sim.timing import FETCH_DECODE, ISSUE_DELAY, QUEUE_DELAY, REQUEST_DELAY, TOKEN_DELAY
+from vta_sim.timing import BEGIN_DELAY, FETCH_DECODE, ISSUE_DELAY, QUEUE_DELAY, REQUEST_DELAY, TOKEN_DELAY
 
 
 def fetch(cfg):
@@ -39,14 +39,14 @@ def test_gemm_is_pipeline_plus_one_iteration_per_cycle(cfg, n_uops, iters):
     n = n_uops * iters[0] * iters[1]
     gemm = isa.GemmInsn(uop_bgn=0, uop_end=n_uops, iter_out=iters[0], iter_in=iters[1])
     done = begin(cfg, 0) + cfg.GEMM_PIPELINE + n
-    assert cycles(cfg, [gemm, isa.FinishInsn()]) == max(begin(cfg, 1), done) + 1
+    assert cycles(cfg, [gemm, isa.FinishInsn()]) == max(begin(cfg, 1), done + BEGIN_DELAY) + 1
 
 
 @pytest.mark.parametrize("use_imm, per_iteration", [(1, 1), (0, 2)])
 def test_alu_is_one_per_cycle_with_immediate_two_with_tensor(cfg, use_imm, per_iteration):
     alu = isa.AluInsn(uop_bgn=0, uop_end=2, iter_out=40, alu_opcode=isa.ALU_ADD, use_imm=use_imm, imm=1)
     done = begin(cfg, 0) + cfg.ALU_PIPELINE + 80 * per_iteration
-    assert cycles(cfg, [alu, isa.FinishInsn()]) == max(begin(cfg, 1), done) + 1
+    assert cycles(cfg, [alu, isa.FinishInsn()]) == max(begin(cfg, 1), done + BEGIN_DELAY) + 1
 
 
 @pytest.mark.parametrize("y, x, pads", [(1, 4, (0, 0, 0, 0)), (3, 5, (0, 0, 0, 0)), (2, 3, (1, 2, 1, 3))])
@@ -86,9 +86,9 @@ def test_misaligned_uop_load_pays_an_extra_beat(cfg):
     uop_grant = max(begin(cfg, 0) + REQUEST_DELAY, enq(cfg, 0) + f)
     assert uop_grant < enq(cfg, 1)
     uop_done = uop_grant + cfg.DMA_READ_LATENCY + 2
-    gemm_done = max(begin(cfg, 1), uop_done) + cfg.GEMM_PIPELINE + 2
+    gemm_done = max(begin(cfg, 1), uop_done + BEGIN_DELAY) + cfg.GEMM_PIPELINE + 2
     finish_enq = max(enq(cfg, 1), uop_done) + f + FETCH_DECODE
-    assert cycles(cfg, insns) == max(finish_enq + QUEUE_DELAY + ISSUE_DELAY, gemm_done) + 1
+    assert cycles(cfg, insns) == max(finish_enq + QUEUE_DELAY + ISSUE_DELAY, gemm_done + BEGIN_DELAY) + 1
 
 
 def test_store_is_beats_plus_write_latency_per_row(cfg):
@@ -99,16 +99,16 @@ def test_store_is_beats_plus_write_latency_per_row(cfg):
     assert cycles(cfg, insns, size=64 * 1024) == begin(cfg, 1, pushed=begin(cfg, 0) + rows) + 1
 
 
-def test_back_to_back_instructions_begin_at_once_and_fetch_waits_for_a_full_queue(cfg):
-    """The next instruction is issued while the current one runs and begins the cycle it is
-    done, so only the first pays the issue latency; a full queue stalls fetch."""
+def test_back_to_back_instructions_begin_after_the_free_delay_and_fetch_waits_for_a_full_queue(cfg):
+    """The next instruction is issued while the current one runs and begins BEGIN_DELAY after it
+    is done, so only the first pays the issue latency; a full queue stalls fetch."""
     depth = cfg.CMD_QUEUE_DEPTH
     n = depth + 4
     gemm = isa.GemmInsn(uop_bgn=0, uop_end=1, iter_out=400)   # long enough for fetch to fill the queue
     image, addr, count = image_with(cfg, [gemm] * n + [isa.FinishInsn()], b"", 4096)
     res = Simulator(cfg).run(image, insn_addr=addr, insn_count=count)
     per = cfg.GEMM_PIPELINE + 400
-    assert res.cycles == begin(cfg, 0) + n * per + 1
+    assert res.cycles == begin(cfg, 0) + n * (per + BEGIN_DELAY) + 1
     assert res.stats["fetch_stall_queue_cycles"] > 0
 
 

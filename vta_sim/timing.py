@@ -84,6 +84,7 @@ FETCH_DECODE = 3   # a word whose last beat is due at D is checked at D + 1 and 
 QUEUE_DELAY = 1    # an instruction enqueued at t can issue from t + 1; a slot freed at t is seen at t + 1
 TOKEN_DELAY = 1    # a token pushed at t can be popped from t + 1; a slot freed at t is seen at t + 1
 ISSUE_DELAY = 1    # an instruction issued (taken from its queue, tokens popped) at t begins from t + 1
+BEGIN_DELAY = 1    # a module freed at t begins its next instruction from t + 1 (registered free)
 REQUEST_DELAY = 1  # a read burst requests the port 1 cycle after the segment before it (or the begin)
 
 
@@ -267,7 +268,7 @@ class Engine:
                 if phase == _IDLE:
                     if m.nxt is None:
                         continue
-                    key, act = (max(now, m.free, m.nxt[2] + ISSUE_DELAY), 1, m.num), _BEGIN
+                    key, act = (max(now, m.free + BEGIN_DELAY, m.nxt[2] + ISSUE_DELAY), 1, m.num), _BEGIN
                 elif phase == _PORT:
                     key, act = (max(now, m.current.t, port_free), 3, PORT_PRIORITY[m.num]), _GRANT
                 elif phase == _RUN:

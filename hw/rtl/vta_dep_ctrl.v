@@ -4,11 +4,12 @@
 // pops is queued (registered counters) and the register is empty or hands its instruction on in
 // this cycle; the tokens are popped then. Begin (`start`): the issued instruction begins once the
 // module is free. Its body runs, then its tokens are pushed (push_prev before push_next), each
-// landing in a cycle its queue was not full at the last edge; the module is free in the cycle its
-// last push lands. Every decision reads registers only (no same-cycle push, pop or enqueue), so
-// no chain crosses from one module into another, and the next instruction waits in the issue
-// register while the current one runs: back-to-back instructions begin in the cycle the previous
-// one frees the module.
+// landing in a cycle its queue was not full at the last edge; the instruction retires in the cycle
+// its last push lands and the module is free from the next. Every decision reads registers only
+// (no same-cycle push, pop, enqueue or completion), so no chain crosses from one module into
+// another, nor from a body's end into the next begin, and the next instruction waits in the
+// issue register while the current one runs: back-to-back instructions begin in the cycle after
+// the previous one retires.
 `default_nettype none
 module vta_dep_ctrl (
     input  wire         clk,
@@ -46,9 +47,10 @@ module vta_dep_ctrl (
     wire land_next = push_next && next_push_ok;
     wire all_landed = (!pend_prev || land_prev) && (!pend_next || land_next);
 
+    // free from registers only (docs/timing.md, BEGIN_DELAY): a module that retires at t begins
+    // its next instruction from t + 1, so no chain runs from a body's end into the next begin
     wire idle = !st_body && !st_push;
-    wire free = idle || (push_phase && all_landed);
-    assign start = enable && n_valid && free;
+    assign start = enable && n_valid && idle;
 
     wire n_free = !n_valid || start;
     wire tokens_ok = (!head_pop_prev || prev_avail) && (!head_pop_next || next_avail);

@@ -377,7 +377,7 @@ int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt
     }
     const int64_t qdepth = p[VTA_P_CMD_QUEUE_DEPTH], tdepth = p[VTA_P_TOKEN_DEPTH];
     const int64_t FD = p[VTA_P_FETCH_DECODE], QD = p[VTA_P_QUEUE_DELAY], TD = p[VTA_P_TOKEN_DELAY],
-                  ID = p[VTA_P_ISSUE_DELAY];
+                  ID = p[VTA_P_ISSUE_DELAY], BD = p[VTA_P_BEGIN_DELAY];
     machine_t m = {.p = p, .dram = dram, .inp = inp, .wgt = wgt, .out = out, .acc = acc, .uop = uop,
                    .stats = stats};
     int64_t depths[3] = {p[VTA_P_DEPTH_INP], p[VTA_P_DEPTH_WGT], p[VTA_P_DEPTH_ACC]};
@@ -447,7 +447,7 @@ int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt
             }
             if (mod->phase == IDLE) {
                 if (!mod->has_nxt) continue;
-                key[0] = MAX(MAX(now, mod->free), mod->nxt_issue + ID), key[1] = 1, key[2] = k, act = A_BEGIN;
+                key[0] = MAX(MAX(now, mod->free + BD), mod->nxt_issue + ID), key[1] = 1, key[2] = k, act = A_BEGIN;
             } else if (mod->phase == PORT) {
                 key[0] = MAX(MAX(now, mod->t), port_free), key[1] = 3, key[2] = port_prio[k], act = A_GRANT;
             } else if (mod->phase == RUN) {
