@@ -9,11 +9,16 @@
 //   S2  ALU: operands registered; GEMM: INP and WGT registered (the multipliers' input registers)
 //   S3  ALU: first stage (results but MUL's, MUL's partial products) registered;
 //       GEMM: INP x WGT products registered
-//   S4  ALU: second stage -> ACC and OUT write; GEMM: adder tree (registered), ACC[dst] read
-//   S5  GEMM: ACC[dst] + dot -> ACC and OUT write
-// The SRAMs are write-first, so an iteration reading the entry that the previous one writes in
-// the same cycle sees the new value: GEMM reads its accumulator one cycle before it adds, so its
-// read-add-write stays one cycle however deep the multiplier side is. The ALU reads ACC[dst] in
+//   S3  GEMM: ACC[dst] read
+//   S4  ALU: second stage -> ACC and OUT write; GEMM: adder tree registered, ACC[dst] registered
+//   S5  GEMM: ACC[dst] (forwarded) + dot registered
+//   S6  GEMM: the sum -> ACC and OUT write
+// The SRAMs are write-first, so an iteration reading the entry that is written in the same cycle
+// sees the new value. GEMM's accumulator is registered on both sides of its adder (no path from
+// the ACC SRAM's output through the adder into its input): an iteration reads ACC[dst] in S3,
+// before the two iterations ahead of it have written theirs (S6), so S5 takes their sums from
+// the write register (z_r, the one just ahead) or the one behind it (z_rr, two ahead) when they
+// wrote the same entry; three ahead writes in the cycle of the read. The ALU reads ACC[dst] in
 // S1 and writes in S4, so it can miss the writes of the two iterations ahead of it. When its
 // operands are registered (S2), the one two ahead is in S4 and its result is forwarded; the one
 // just ahead (only an ALU with an immediate issues every cycle) is in S3, its result not there
@@ -21,8 +26,8 @@
 // operand (x2 kept, or the result in S4 if that iteration did the same), with the immediate
 // doubled: x + 2 imm, x * imm^2, min/max unchanged, a shift by twice the amount (x << 32 or more
 // is 0, given as x * 0). The instruction is done GEMM_PIPELINE (ALU_PIPELINE) cycles after its
-// last issue slot, as docs/timing.md models it; the last write is 6 (5) cycles after it, so
-// GEMM_PIPELINE >= 6 and ALU_PIPELINE >= 5 are exact (hw/header.py refuses less).
+// last issue slot, as docs/timing.md models it; the last write is 7 (5) cycles after it, so
+// GEMM_PIPELINE >= 7 and ALU_PIPELINE >= 5 are exact (hw/header.py refuses less).
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_compute (
@@ -165,10 +170,10 @@ module vta_compute (
     wire last_u = (u + 1 == u_end), last_j = (j + 1 == n_in), last_i = (i + 1 == n_out);
 
     // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
-    reg        s0b_valid, s1_valid, s1b_valid, s2_valid, s3_valid, s4_valid, s5_valid;
+    reg        s0b_valid, s1_valid, s1b_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid, s7_valid;
     reg [31:0] s0b_d, s0b_s, s0b_w, s1_d, s1_s, s1_w, s1b_a;
     /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM;
-    reg [31:0] s1b_src, s2_a, s3_a, s4_a, s5_a;  // and a micro-op's bits above its three indices
+    reg [31:0] s1b_src, s2_a, s3_a, s4_a, s5_a, s6_a, s7_a;  // and a micro-op's bits above its three indices
     reg [31:0] uop_q;
     /* verilator lint_on UNUSEDSIGNAL */
     reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2;
@@ -187,13 +192,15 @@ module vta_compute (
         (!reset && tensor && src >= `VTA_ACC_DEPTH));
     assign inp_raddr = `VTA_LI'(src);
     assign wgt_raddr = `VTA_LW'(wg);
-    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s4_a);
+    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s3_a);
 
     wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z;
-    vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_rdata),
+    reg  [`VTA_ACC_BYTES*8-1:0] acc_q, z_r, z_rr;   // GEMM: ACC[dst] as read (S4), the sums of S6 and S7
+    wire [`VTA_ACC_BYTES*8-1:0] acc_s5 = (s6_valid && s6_a == s5_a) ? z_r : (s7_valid && s7_a == s5_a) ? z_rr : acc_q;
+    vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_s5),
                         .acc_out(gemm_z));
     vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .z(alu_z));
-    wire [`VTA_ACC_BYTES*8-1:0] z = is_alu ? alu_z : gemm_z;
+    wire [`VTA_ACC_BYTES*8-1:0] z = is_alu ? alu_z : z_r;
     wire alu_we = s4_valid && is_alu;
     // S2's operands: forwarded from S4 (written this cycle, after the S1 read), or (an immediate
     // ALU) the S3 iteration's operand or forwarded result, the operation doubled
@@ -203,9 +210,9 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !tensor ? {LANES{same3 ? imm_d : imm}}
                                    : (alu_we && s4_a == s2_src) ? alu_z : acc_rdata;
 
-    wire exec_we = alu_we || s5_valid;    // one instruction kind runs at a time
+    wire exec_we = alu_we || s6_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
-    assign acc_waddr = s5_valid ? `VTA_LA'(s5_a) : exec_we ? `VTA_LA'(s4_a) : `VTA_LA'(dma_idx);
+    assign acc_waddr = s6_valid ? `VTA_LA'(s6_a) : exec_we ? `VTA_LA'(s4_a) : `VTA_LA'(dma_idx);
     assign acc_wdata = exec_we ? z : (mt == `VTA_MEM_ACC) ? dma_data : acc8;
     assign out_we = exec_we;
     genvar g;
@@ -236,6 +243,8 @@ module vta_compute (
             s3_valid <= 1'b0;
             s4_valid <= 1'b0;
             s5_valid <= 1'b0;
+            s6_valid <= 1'b0;
+            s7_valid <= 1'b0;
             err <= 1'b0;
             {acc_bytes, uop_bytes, gemm_count, alu_count, busy_cycles} <= 0;
             {stall_token, stall_port, stall_push, insn_count} <= 0;
@@ -256,6 +265,8 @@ module vta_compute (
             s3_valid <= s2_valid;
             s4_valid <= s3_valid;
             s5_valid <= s4_valid && !is_alu;
+            s6_valid <= s5_valid;
+            s7_valid <= s6_valid;
             if (s2_valid) begin
                 s3_a <= s2_a;
                 x2 <= x_s2;
@@ -265,6 +276,8 @@ module vta_compute (
             end
             if (s3_valid) s4_a <= s3_a;
             if (s4_valid) s5_a <= s4_a;
+            if (s5_valid) s6_a <= s5_a;
+            if (s6_valid) s7_a <= s6_a;
             if (issue) begin
                 s0b_d <= d_ij;
                 s0b_s <= s_ij;
@@ -382,6 +395,12 @@ module vta_compute (
                 dur_step <= 2'd1;
             end
         end
+    end
+    // GEMM's accumulator registers: no reset, no enable (their valid bits gate every use)
+    always @(posedge clk) begin
+        acc_q <= acc_rdata;
+        z_r <= gemm_z;
+        z_rr <= z_r;
     end
 endmodule
 `default_nettype wire

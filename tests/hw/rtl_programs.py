@@ -79,6 +79,7 @@ def chain_programs(cfg):
         out.append(_prog(cfg, f"alu_{isa.ALU_NAMES[op].lower()}_{'tensor' if imm is None else imm}", insns, lay))
     out.append(alu_same_entry_program(cfg, rng))
     out.append(gemm_program(cfg, rng))
+    out.append(gemm_same_entry_program(cfg, rng))
     return out + token_queue_full_programs(cfg) + [queue_full_program(cfg)]
 
 
@@ -101,6 +102,24 @@ def gemm_program(cfg, rng, shift: int = 0):
         compute.append(isa.AluInsn(uop_bgn=4, uop_end=16, alu_opcode=isa.ALU_SHR, use_imm=1, imm=shift))
     name = "gemm_padded_inp_acc8_bias" + (f"_shr{shift}" if shift else "")
     return _prog(cfg, name, chain(loads, compute, [store(0, o, 1, 12)]), lay)
+
+
+def gemm_same_entry_program(cfg, rng):
+    """GEMM iterations that accumulate into the entry one, two or three iterations before them
+    wrote (ACC[dst] is read before the two ahead have written theirs, hw/rtl/vta_compute.v): dst
+    0 1 0 0 2 1 0, twice, on an ACC preloaded with random values; the int8 store keeps every
+    product's low bits."""
+    ib, wb, ab, ob = (cfg.buffers[b].entry_bytes for b in ("inp", "wgt", "acc", "out"))
+    lay = Layout()
+    inp = lay.put(_rand_bytes(rng, 4 * ib), ib)
+    wgt = lay.put(_rand_bytes(rng, 4 * wb), wb)
+    acc = lay.put(rng.integers(-2**31, 2**31, size=3 * ab // 4, dtype=np.int64).astype("<i4").tobytes(), ab)
+    u = lay.put(uop_words(cfg, [(0, 0, 0), (1, 1, 1), (0, 2, 2), (0, 3, 3), (2, 0, 1), (1, 1, 0), (0, 2, 3)]), 4)
+    o = lay.reserve(3 * ob, ob)
+    loads = [load(MEM_INP, 0, inp, 1, 4), load(MEM_WGT, 0, wgt, 1, 4)]
+    compute = [load(MEM_UOP, 0, u, 1, 7), load(MEM_ACC, 0, acc, 1, 3),
+               isa.GemmInsn(uop_bgn=0, uop_end=7, iter_out=2)]
+    return _prog(cfg, "gemm_same_entry", chain(loads, compute, [store(0, o, 1, 3)]), lay)
 
 
 def queue_full_program(cfg):

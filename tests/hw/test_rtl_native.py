@@ -6,8 +6,8 @@ import pytest
 from hw import native
 from hw.build import ECP5_CELLS
 from hw.backend import RTLBackend
-from rtl_programs import (blocked_gemm_program, chain_programs, high_bits_programs, queue_full_program,
-                          random_program, single_instruction_programs, token_queue_full_programs)
+from rtl_programs import (blocked_gemm_program, chain_programs, gemm_same_entry_program, high_bits_programs,
+                          queue_full_program, random_program, single_instruction_programs, token_queue_full_programs)
 from test_rtl_top import error_programs
 from vta_sim import Config, Simulator
 from vta_sim.errors import DeadlockError, MemoryAccessError, VTAError
@@ -24,7 +24,8 @@ def programs(cfg):
     picked = [(name, *singles[name]) for name in ("store", "load_wgt_long_row", "load_uop_misaligned",
                                                   "load_inp_pads2134", "load_acc8")]
     return (picked + chain_programs(cfg)[:2] + token_queue_full_programs(cfg)[:1] + [queue_full_program(cfg)]
-            + [random_program(cfg, seed) for seed in range(2)] + [blocked_gemm_program(cfg)] + high_bits_programs(cfg))
+            + [random_program(cfg, seed) for seed in range(2)] + [blocked_gemm_program(cfg)] + high_bits_programs(cfg)
+            + [gemm_same_entry_program(cfg, np.random.default_rng(5))])
 
 
 def assert_same_as_simulator(cfg, progs):
