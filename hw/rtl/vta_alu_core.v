@@ -21,7 +21,7 @@ module vta_alu_core (
     reg signed [31:0] a, bb, r;
     localparam SB = $clog2(`VTA_ALU_SHIFT_CAP + 1);   // shift amount bits
     reg [SB-1:0] amt;
-    reg over;
+    reg over, lt;
     reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a;               // MIN/MAX/ADD's result
     reg [`VTA_ACC_BYTES*8-1:0] x_a;                    // SHR's operand
     reg [LANES*SB-1:0] amt_c, amt_a;                   // its amount and direction
@@ -43,9 +43,12 @@ module vta_alu_core (
             // y >= 2^SB, or y < 0 outside [-CAP, -1]
             over = bb[31] ? (!(&bb[30:SB]) || bb[SB-1:0] == 0) : (|bb[30:SB]);
             amt = over ? SB'(`VTA_ALU_SHIFT_CAP) : (bb[31] ? SB'(-bb[SB-1:0]) : bb[SB-1:0]);
+            // MIN and MAX from one signed a < y, its two 16-bit halves compared side by side (half
+            // the carry chain of a 32-bit compare; equal operands give either)
+            lt = ($signed(a[31:16]) < $signed(bb[31:16])) || (a[31:16] == bb[31:16] && a[15:0] < bb[15:0]);
             case (op)
-                `VTA_ALU_MIN: r = (a < bb) ? a : bb;
-                `VTA_ALU_MAX: r = (a > bb) ? a : bb;
+                `VTA_ALU_MIN: r = lt ? a : bb;
+                `VTA_ALU_MAX: r = lt ? bb : a;
                 `VTA_ALU_ADD: r = a + bb;
                 default:      r = a;        // SHR (shifted in the second stage); MUL below, 5-7 refused
             endcase

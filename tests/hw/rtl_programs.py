@@ -69,6 +69,9 @@ def chain_programs(cfg):
         acc = rng.integers(-2**31, 2**31, size=16 * ab // 4, dtype=np.int64).astype("<i4")
         if op == isa.ALU_SHR and imm is None:   # shift amounts, both signs and beyond 31
             acc[len(acc) // 2:] = rng.integers(-40, 40, size=len(acc) - len(acc) // 2)
+        if op == isa.ALU_MIN:   # every other source lane shares its destination's upper 16 bits
+            half = len(acc) // 2
+            acc[half::2] = (acc[:half:2] & ~0xFFFF) | (acc[half::2] & 0xFFFF)
         a = lay.put(acc.tobytes(), ab)
         u = lay.put(uop_words(cfg, [(0, 8, 0), (1, 9, 0)]), 4)
         o = lay.reserve(8 * ob, ob)
