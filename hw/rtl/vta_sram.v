@@ -1,8 +1,14 @@
 // On-chip SRAM as a block RAM: one write port and one read port whose address is registered
 // (a synchronous read, data in the cycle after the address). Reading through the registered
 // address is write-first: an entry written in the cycle its address is taken reads back new,
-// which is the only forwarding the compute pipeline needs. Yosys keeps it a transparent read
-// port; on ECP5 it adds the bypass DP16KD lacks between its two ports.
+// which is the only forwarding the compute pipeline needs.
+//
+// The write is registered before the block RAM (performed at the next edge), so that no path
+// runs from the writer's logic (a DMA's beat assembly, an adder) across the die into the block
+// RAMs' data inputs: the ports' behaviour is unchanged, the write that is still in its register
+// when its entry is read is forwarded (`hit`, worked out when the read address is taken). Yosys
+// keeps the array's own read port transparent to the registered write; on ECP5 it adds the
+// bypass DP16KD lacks between its two ports.
 `default_nettype none
 module vta_sram #(
     parameter WIDTH = 64,
@@ -17,10 +23,17 @@ module vta_sram #(
 );
     reg [WIDTH-1:0] mem [0:(1<<AW)-1];
     reg [AW-1:0] ra;
+    reg             w_en = 1'b0, hit = 1'b0;   // FPGA power-up values: no write is pending
+    reg [AW-1:0]    w_addr;
+    reg [WIDTH-1:0] w_data;
     always @(posedge clk) begin
-        if (we) mem[waddr] <= wdata;
+        if (w_en) mem[w_addr] <= w_data;
+        w_en <= we;
+        w_addr <= waddr;
+        w_data <= wdata;
+        hit <= we && (waddr == raddr);
         ra <= raddr;
     end
-    assign rdata = mem[ra];
+    assign rdata = hit ? w_data : mem[ra];
 endmodule
 `default_nettype wire
