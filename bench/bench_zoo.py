@@ -3,6 +3,7 @@ MACs on VTA-8, cycles per frame, and agreement with onnxruntime per layer and at
 
     python bench/bench_zoo.py [--size 64|224] [--quantizers onnxruntime,onnxruntime-per-channel]
                               [--onnx-dir build/zoo] [--models resnet18,...] [--json-dir DIR] [--pre-process]
+                              [--chain]
     python bench/bench_zoo.py --depthwise      # MobileNetV2's depthwise layers: GEMM vs ALU mapping
     python bench/bench_zoo.py --pool-rounding  # integer tie rules of an average pool vs onnxruntime
 
@@ -14,6 +15,9 @@ quantises them here with quantize_static. Without it the bench runs the families
 itself (graph.models: MobileNetV2 and ResNet-18 in torchvision's layout, seeded random weights).
 `--pre-process` first runs onnxruntime's quant_pre_process on each float model, as its quantiser
 advises (it folds the Shape-computed Slice bounds of ShuffleNet's x.chunk into constants).
+`--chain` also prints, per offloaded layer, its agreement with onnxruntime fed its own input
+(alone) and fed the earlier layers' outputs as the run chains them (graph.layer_agreement.chained):
+where the final outputs' differences enter and how they grow.
 """
 from __future__ import annotations
 
@@ -26,9 +30,10 @@ import time
 import numpy as np
 import onnx
 
+from graph import layer_agreement
 from graph.kernels import KernelCache
 from graph.quantize import quantizer_named
-from graph.run import ModelCase, run_model
+from graph.run import ModelCase, onnxruntime_outputs, run_model
 
 
 def own_models(size: int) -> dict:
@@ -40,6 +45,11 @@ def own_models(size: int) -> dict:
     return models
 
 
+def identical(fraction: float) -> str:
+    """A share of identical values, rounded down so that "100.00 %" means every one."""
+    return f"{np.floor(10000 * fraction + 1e-6) / 100:.2f} %"      # + 1e-6: 0.671 is 6709.99... in binary
+
+
 def row(name: str, quantizer: str, result, seconds: float) -> str:
     j = result.to_json()
     o = j["onnxruntime"]
@@ -49,10 +59,34 @@ def row(name: str, quantizer: str, result, seconds: float) -> str:
     cpu = sorted({r["reason"].split(";")[0][:50] for r in j["layers"] if r["target"] == "cpu"})
     return (f"| {name} | {quantizer} | {len(vta)}/{len(j['layers'])} | {100 * (j['mac_fraction_vta'] or 0):.1f} % | "
             f"{j['cycles_per_frame']:,.0f} | {j['frames_per_second']:.2f} | {'yes' if j['verified'] else 'NO'} | "
-            f"{'' if worst is None else format(100 * worst['identical_fraction'], '.2f') + ' %'} | "
+            f"{'' if worst is None else identical(worst['identical_fraction'])} | "
             f"{max((a['max_abs_lsb'] for a in per_layer), default='')} | "
-            f"{100 * o['identical_fraction']:.2f} % / {o['max_abs_lsb']} / {'yes' if o['argmax_equal'] else 'NO'} | "
+            f"{identical(o['identical_fraction'])} / {o['max_abs_lsb']} / {'yes' if o['argmax_equal'] else 'NO'} | "
             f"{seconds:.0f} s | {'; '.join(cpu)} |")
+
+
+def chain_table(result, qdq: onnx.ModelProto, x: np.ndarray) -> str:
+    """Per offloaded layer: agreement with onnxruntime alone and chained (rows where either differs,
+    and the last layer), and the count of layers differing at all."""
+    tensors = layer_agreement.layer_tensors(qdq)
+    values = onnxruntime_outputs(layer_agreement.with_outputs(qdq, layer_agreement.needed(tensors)), x)
+    layer_agreement.chained(result.layers, result.runs, tensors, values, qdq)
+    vta = [r for r in result.layers if r["target"] == "vta"]
+
+    def cell(a: dict) -> str:
+        return a["reason"] if "reason" in a else f"{identical(a['identical_fraction'])} / {a['max_abs_lsb']}"
+
+    def differs(a: dict) -> bool:
+        return "reason" in a or a["max_abs_lsb"] > 0
+
+    out = ["| layer | op | shape | alone: identical / LSB | chained: identical / LSB | inputs from onnxruntime |",
+           "|---|---|---|---:|---:|---:|"]
+    out += [f"| {r['name']} | {r['op']} | {r['shape']} | {cell(r['onnxruntime'])} | {cell(r['onnxruntime_chained'])} | "
+            f"{r['onnxruntime_chained'].get('from_onnxruntime', '')} |"
+            for r in vta if r is vta[-1] or differs(r["onnxruntime"]) or differs(r["onnxruntime_chained"])]
+    out.append(f"{sum(differs(r['onnxruntime']) for r in vta)} of {len(vta)} layers differ alone, "
+               f"{sum(differs(r['onnxruntime_chained']) for r in vta)} chained")
+    return "\n".join(out)
 
 
 def exported_models(onnx_dir: pathlib.Path, size: int) -> dict:
@@ -76,7 +110,7 @@ def pre_processed(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def zoo(size: int, quantizers: list, onnx_dir: pathlib.Path | None, names: list | None,
-        json_dir: pathlib.Path | None, pre_process: bool) -> None:
+        json_dir: pathlib.Path | None, pre_process: bool, chain: bool = False) -> None:
     models = exported_models(onnx_dir, size) if onnx_dir else own_models(size)
     if names:
         unknown = sorted(set(names) - set(models))
@@ -97,6 +131,8 @@ def zoo(size: int, quantizers: list, onnx_dir: pathlib.Path | None, names: list 
             qdq = quantizer_named(quantizer)(model, calibration)
             result = run_model(ModelCase(name, qdq, x), cache=cache, compare_onnxruntime=True)
             print(row(name, quantizer, result, time.perf_counter() - t0), flush=True)
+            if chain:
+                print(chain_table(result, qdq, x), flush=True)
             if json_dir:
                 json_dir.mkdir(parents=True, exist_ok=True)
                 (json_dir / f"{name}-{size}-{quantizer}{'-pre' if pre_process else ''}.json").write_text(json.dumps(result.to_json(), indent=1))
@@ -210,6 +246,7 @@ def main() -> None:
     p.add_argument("--models", help="comma-separated names among those found")
     p.add_argument("--json-dir", type=pathlib.Path, help="write each run's JSON report here")
     p.add_argument("--pre-process", action="store_true", help="onnxruntime's quant_pre_process first")
+    p.add_argument("--chain", action="store_true", help="per layer: agreement alone and chained")
     p.add_argument("--depthwise", action="store_true")
     p.add_argument("--pool-rounding", action="store_true")
     args = p.parse_args()
@@ -219,7 +256,7 @@ def main() -> None:
         pool_rounding()
     else:
         zoo(args.size, args.quantizers.split(","), args.onnx_dir, args.models and args.models.split(","),
-            args.json_dir, args.pre_process)
+            args.json_dir, args.pre_process, args.chain)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,10 @@ Layers are matched to ONNX nodes by kind and order: the i-th conv2d of the repor
 Conv node, and so on (TVM's frontend keeps the node order; an average pool lowered to a
 depthwise conv of ones is still the i-th AveragePool/GlobalAveragePool/ReduceMean). Where the counts
 differ, or a node's tensors are not quantised, the layer's entry says so instead.
+
+`chained` answers the other question, where the final outputs' differences come from: each layer
+is fed the outputs the earlier layers computed here (as the accelerator's run chains them), so
+the comparison shows where differences enter and how they grow.
 """
 from __future__ import annotations
 
@@ -23,6 +27,9 @@ KINDS = {"Conv": "conv2d", "Gemm": "dense", "MatMul": "dense", "MaxPool": "max_p
          "Concat": "concat"}
 #: Ops a layer's output passes through before its QuantizeLinear (folded into the clip).
 ACTIVATIONS = ("Relu", "Clip")
+#: Ops that only move elements: requantised into their input's own scale and zero point, their
+#: int8 output is their int8 input rearranged (Flatten before a classifier).
+REARRANGING = ("Flatten", "Reshape", "Squeeze", "Unsqueeze")
 UINT8_OFFSET = 128
 
 
@@ -94,25 +101,65 @@ def _as_int8(x: np.ndarray) -> np.ndarray:
 def compare(rows: list, runs: list, tensors: dict, values: dict) -> None:
     """Add `onnxruntime` (identical_fraction, max_abs_lsb, or a reason) to every accelerator
     row, in place. `values`: onnxruntime's tensors by name; `runs`: the LayerRuns in order."""
+    for row, run, inputs, output in _matched(rows, runs, tensors, "onnxruntime"):
+        row["onnxruntime"] = _agreement(_reference(run, [values[n] for n in inputs]), values[output])
+
+
+def chained(rows: list, runs: list, tensors: dict, values: dict, proto: onnx.ModelProto) -> None:
+    """Add `onnxruntime_chained` to every accelerator row, in place: as `compare`, but each layer
+    is fed the output an earlier layer computed here wherever one produced its input (through
+    REARRANGING ops), onnxruntime's tensor elsewhere; `from_onnxruntime` counts those inputs."""
+    producers = {o: n for n in proto.graph.node for o in n.output}
+    computed: dict = {}
+    for row, run, inputs, output in _matched(rows, runs, tensors, "onnxruntime_chained"):
+        sources = [_rearranged_source(name, producers, computed) for name in inputs]
+        got = _reference(run, [values[n] if s is None else computed[s] for n, s in zip(inputs, sources)])
+        computed[output] = got
+        row["onnxruntime_chained"] = {**_agreement(got, values[output]),
+                                      "from_onnxruntime": sum(s is None for s in sources)}
+
+
+def _matched(rows: list, runs: list, tensors: dict, key: str):
+    """(row, run, input names, output name) of each accelerator layer whose ONNX node is found
+    with quantised tensors; the others get `key` with the reason."""
     vta_rows = [r for r in rows if r["target"] == "vta"]
     counts = {kind: sum(r["op"] == kind for r in rows) for kind in {r["op"] for r in rows}}
     for row, run in zip(vta_rows, runs):
         kind = row["op"]
         found = tensors.get(kind, [])
         if len(found) != counts[kind]:
-            row["onnxruntime"] = {"reason": f"{counts[kind]} {kind} layers here, {len(found)} in the ONNX graph: "
-                                            "not matched"}
+            row[key] = {"reason": f"{counts[kind]} {kind} layers here, {len(found)} in the ONNX graph: not matched"}
             continue
         inputs, output = found[int(row["name"][len(kind):]) - 1]
         if inputs is None or output is None:
-            row["onnxruntime"] = {"reason": "its ONNX node's tensors are not all quantised"}
+            row[key] = {"reason": "its ONNX node's tensors are not all quantised"}
             continue
-        spec = run.region.spec
-        arrays = [_as_int8(values[n]).reshape(shape) for n, shape in zip(inputs, spec.input_shapes())]
-        got = spec.reference(*arrays, *run.region.constants).astype(np.int16)
-        want = _as_int8(values[output]).reshape(got.shape).astype(np.int16)
-        lsb = np.abs(got - want)
-        row["onnxruntime"] = {"identical_fraction": float((lsb == 0).mean()), "max_abs_lsb": int(lsb.max())}
+        yield row, run, inputs, output
+
+
+def _reference(run, arrays: list) -> np.ndarray:
+    """The layer's numpy reference (which its kernel matched bit for bit) on these int8 inputs."""
+    spec = run.region.spec
+    return spec.reference(*[_as_int8(a).reshape(shape) for a, shape in zip(arrays, spec.input_shapes())],
+                          *run.region.constants)
+
+
+def _agreement(got: np.ndarray, onnxruntime_tensor: np.ndarray) -> dict:
+    lsb = np.abs(got.astype(np.int16) - _as_int8(onnxruntime_tensor).reshape(got.shape).astype(np.int16))
+    return {"identical_fraction": float((lsb == 0).mean()), "max_abs_lsb": int(lsb.max())}
+
+
+def _rearranged_source(name: str, producers: dict, computed: dict) -> str | None:
+    """The computed tensor `name` is, directly or as Q(op(DQ(x))) with op in REARRANGING and one
+    scale and zero point on both sides; None where it is not one."""
+    while name not in computed:
+        q = producers.get(name)
+        op = q is not None and q.op_type == "QuantizeLinear" and producers.get(q.input[0])
+        dq = op and op.op_type in REARRANGING and producers.get(op.input[0])
+        if not (dq and dq.op_type == "DequantizeLinear" and list(dq.input[1:]) == list(q.input[1:])):
+            return None
+        name = dq.input[0]
+    return name
 
 
 def needed(tensors: dict) -> list:

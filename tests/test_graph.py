@@ -428,6 +428,36 @@ def test_an_op_that_rounds_differently_shows_in_its_layer_alone():
     assert all(r["onnxruntime"]["max_abs_lsb"] <= 1 for i, r in enumerate(rows) if i != 1)
 
 
+def test_the_chained_comparison_follows_the_run_and_shows_where_differences_enter():
+    """Fed the earlier layers' outputs (through the Flatten before the dense layer), the chain
+    reproduces the run: the last layer's agreement is the model output's. With the second conv
+    broken on purpose, the layers after it differ chained while each alone still agrees."""
+    from graph import layer_agreement
+    from graph.quantize import quantizer_named
+    from graph.run import onnxruntime_outputs
+
+    rng = np.random.default_rng(1)
+    qdq = quantizer_named("onnxruntime")(_cnn(), rng.random((16, 3, 9, 9), dtype=np.float32))
+    x = rng.random((2, 3, 9, 9), dtype=np.float32)
+    result = run_model(ModelCase("t", qdq, x), "1x8x8", compare_onnxruntime=True)
+    tensors = layer_agreement.layer_tensors(qdq)
+    values = onnxruntime_outputs(layer_agreement.with_outputs(qdq, layer_agreement.needed(tensors)), x)
+    rows = [dict(r) for r in result.layers]
+    layer_agreement.chained(rows, result.runs, tensors, values, qdq)
+    assert [r["op"] for r in rows] == ["conv2d", "conv2d", "add", "max_pool", "dense"]
+    assert [r["onnxruntime_chained"]["from_onnxruntime"] for r in rows] == [1, 0, 0, 0, 0]
+    assert rows[-1]["onnxruntime_chained"]["identical_fraction"] == result.onnxruntime["identical_fraction"]
+    region = result.runs[1].region
+    weight, bias, *rest = region.constants
+    region.constants = (weight, bias + np.int32(1 << 14), *rest)
+    layer_agreement.compare(rows, result.runs, tensors, values)
+    layer_agreement.chained(rows, result.runs, tensors, values, qdq)
+    assert rows[0]["onnxruntime_chained"] == {**rows[0]["onnxruntime"], "from_onnxruntime": 1}
+    assert rows[1]["onnxruntime_chained"]["identical_fraction"] < 0.5
+    assert all(r["onnxruntime"]["max_abs_lsb"] <= 1 for i, r in enumerate(rows) if i != 1)
+    assert rows[2]["onnxruntime_chained"]["max_abs_lsb"] > 1
+
+
 @pytest.mark.parametrize("pool, target, reason", [
     (lambda b, y: b.avg_pool(y, 3, 1, pad=1, count_include_pad=0), "cpu", "count_include_pad"),
     (lambda b, y: b.avg_pool(y, 3, 2, ceil_mode=1), "cpu", "ceil_mode"),     # 4x4: a partial window
