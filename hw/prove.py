@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from vta_sim import timing
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
 
@@ -57,6 +58,8 @@ HARNESSES = (
     Harness("dep_push", "module", ("vta_dep_ctrl.v",), "bmc", 16, 8, ("f_dep_ctrl.sv",)),
     Harness("store_live", "module", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc",
             20, 20, ("f_axi_write.sv",)),
+    Harness("load_live", "module", ("vta_load.v", "vta_dma_read.v", "vta_dep_ctrl.v", "vta_axi_master.v", "vta_fifo.v"),
+            "bmc", 25, 25),
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
     Harness("error_code", "axi", tuple(p.name for p in sorted(RTL_DIR.glob("*.v"))), "prove", 1, 8),
     Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 2, 4),
@@ -181,10 +184,17 @@ def _script(h: Harness) -> list:
             *[f"chformal -assert -cover -remove a:src={u}:*" for u in h.uses]]
 
 
+def model_header_text() -> str:
+    """`f_model.vh`: the timing model's structural hand-off delays (vta_sim.timing), which the
+    liveness harnesses add into their bounds; the configuration's latencies come from vta_cfg.vh."""
+    return "\n".join([f"`define F_ISSUE_DELAY {timing.ISSUE_DELAY}",
+                      f"`define F_REQUEST_DELAY {timing.REQUEST_DELAY}", ""])
+
+
 def sby_text(h: Harness, task: str, depth: int, bmc_only: bool = False) -> str:
     """The .sby file of one task: `check` (the harness's mode, or `bmc`) or `cover`."""
     mode = "cover" if task == "cover" else "bmc" if bmc_only else h.mode
-    files = [*h.rtl, *h.uses, h.source.name, *FORMAL_INCLUDES, "vta_cfg.vh"]
+    files = [*h.rtl, *h.uses, h.source.name, *FORMAL_INCLUDES, "vta_cfg.vh", "f_model.vh"]
     return "\n".join(["[options]", f"mode {mode}", f"depth {depth}", "", "[engines]", "smtbmc yices", "",
                       "[script]", *_script(h), "", "[files]", *files, ""])
 
@@ -252,6 +262,7 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
     for f in (h.source.name, *h.uses, *FORMAL_INCLUDES):
         shutil.copy(FORMAL_DIR / f, src / f)
     (src / "vta_cfg.vh").write_text(header_text(cfg))
+    (src / "f_model.vh").write_text(model_header_text())
     sat = h.engine == "sat" and task == "check" and not bmc_only
     if sat:
         (src / "check.ys").write_text(sat_text(h, depth))
