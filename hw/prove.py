@@ -60,6 +60,8 @@ HARNESSES = (
             20, 20, ("f_axi_write.sv",)),
     Harness("load_live", "module", ("vta_load.v", "vta_dma_read.v", "vta_dep_ctrl.v", "vta_axi_master.v", "vta_fifo.v"),
             "bmc", 25, 25),
+    Harness("compute_live", "module", ("vta_compute.v", "vta_dma_read.v", "vta_dep_ctrl.v", "vta_gemm_core.v",
+                                       "vta_alu_core.v"), "bmc", 23, 23),
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
     Harness("error_code", "axi", tuple(p.name for p in sorted(RTL_DIR.glob("*.v"))), "prove", 1, 8),
     Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 2, 4),
@@ -85,7 +87,7 @@ class Mutation:
     depth: int           # steps the counterexample needs
 
 
-#: One deliberate bug per property group (docs/hardware.md, "Formal"); the tests prove each caught.
+#: Deliberate bugs, at least one per property group (docs/hardware.md, "Formal"); the tests prove each caught.
 MUTATIONS = (
     Mutation("token_overflow", "token_queue", "vta_token_queue.v",
              "assign push_ok = (cnt != DEPTH[CW-1:0]);", "assign push_ok = 1'b1;",
@@ -100,6 +102,11 @@ MUTATIONS = (
              "assign push_next = push_phase && pend_next && (!pend_prev || prev_push_ok);",
              "assign push_next = push_phase && pend_next;",
              "dp_push_prev_first", "push_next lands while push_prev still waits for a full queue", 6),
+    Mutation("read_burst_late", "load_live", "vta_dma_read.v",
+             "b_tick <= TW'(1 - `VTA_DMA_READ_LATENCY);", "b_tick <= TW'(0 - `VTA_DMA_READ_LATENCY);",
+             "ll_within_bound", "a read burst holds the port a cycle past DMA_READ_LATENCY + its beats", 14),
+    Mutation("uop_loop_stalled", "compute_live", "vta_compute.v", "u <= u + 1;", "u <= u;",
+             "cl_within_bound", "the micro-op counter stops: a GEMM/ALU of two or more micro-ops never ends", 12),
     Mutation("alu_shift_cap", "alu_lanes", "vta_alu_core.v",
              "(!(&bb[30:SB]) || bb[SB-1:0] == 0)", "(!(&bb[30:SB]))",
              "alu_lanes_are_spec", "a left shift by 32 is not capped at 31 (shifts by 0)", 2),
