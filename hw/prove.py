@@ -104,9 +104,9 @@ MUTATIONS = (
              "dp_push_prev_first", "push_next lands while push_prev still waits for a full queue", 6),
     Mutation("read_burst_late", "load_live", "vta_dma_read.v",
              "b_tick <= TW'(1 - `VTA_DMA_READ_LATENCY);", "b_tick <= TW'(0 - `VTA_DMA_READ_LATENCY);",
-             "ll_within_bound", "a read burst holds the port a cycle past DMA_READ_LATENCY + its beats", 14),
+             "live_within_bound", "a read burst holds the port a cycle past DMA_READ_LATENCY + its beats", 14),
     Mutation("uop_loop_stalled", "compute_live", "vta_compute.v", "u <= u + 1;", "u <= u;",
-             "cl_within_bound", "the micro-op counter stops: a GEMM/ALU of two or more micro-ops never ends", 12),
+             "live_within_bound", "the micro-op counter stops: a GEMM/ALU of two or more micro-ops never ends", 12),
     Mutation("alu_shift_cap", "alu_lanes", "vta_alu_core.v",
              "(!(&bb[30:SB]) || bb[SB-1:0] == 0)", "(!(&bb[30:SB]))",
              "alu_lanes_are_spec", "a left shift by 32 is not capped at 31 (shifts by 0)", 2),
@@ -134,16 +134,18 @@ def mutate(name: str, dest: Path) -> tuple:
         raise VTAError(f"mutation {name}: {m.file} no longer contains {m.old!r} exactly once")
     (dest / m.file).write_text(text.replace(m.old, m.new))
     return m, next(h for h in HARNESSES if h.name == m.harness)
-#: Files every harness may include: the reset prologue and the ghosts included by RTL modules.
-FORMAL_INCLUDES = ("f_reset.svh", "vta_fifo_ghost.svh")
+#: Files every harness may include: the reset prologue, the liveness harnesses' instruction tracker
+#: and the ghosts included by RTL modules.
+FORMAL_INCLUDES = ("f_reset.svh", "f_live_bound.svh", "vta_fifo_ghost.svh")
 _CHECK = re.compile(r"\b(assert|cover)\s*\(")
 _LABEL = re.compile(r"(\w+)\s*:\s*$")
 
 
 def properties(h: Harness) -> list:
     """(label, kind) of every assertion and cover of a harness and the ghosts it includes."""
-    texts = [h.source.read_text()] + [(FORMAL_DIR / f).read_text() for f in FORMAL_INCLUDES
-                                      if f != "f_reset.svh" and any(_includes(r, f) for r in h.rtl)]
+    src = h.source.read_text()
+    texts = [src] + [(FORMAL_DIR / f).read_text() for f in FORMAL_INCLUDES
+                     if f != "f_reset.svh" and (f'"{f}"' in src or any(_includes(r, f) for r in h.rtl))]
     props = []
     for text in texts:
         for m in _CHECK.finditer(text):

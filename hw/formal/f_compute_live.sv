@@ -54,29 +54,17 @@ module f_compute_live (
     wire [31:0] n_bound = `F_ISSUE_DELAY + (alu ? `VTA_ALU_PIPELINE : `VTA_GEMM_PIPELINE) + (tensor ? 2 * n : n);
     always @(*) if (head_valid) assume(n_bound <= MAXB);
 
-    // one instruction at a time, from its issue (f_age 0) to the cycle after its last running cycle
-    reg [31:0] f_age, f_bound, f_n;
-    reg f_busy, f_ran, f_alu, f_tensor;
-    wire f_end = f_busy && f_ran && !running;
-    always @(*) if (!rst) assume(!head_valid || !f_busy);
-    always @(posedge clk)
-        if (rst) {f_busy, f_ran} <= 0;
-        else if (issue) begin
-            {f_busy, f_ran, f_age, f_bound, f_n} <= {2'b10, 32'd1, n_bound, n};
-            {f_alu, f_tensor} <= {alu, tensor};
-        end else if (f_busy) begin
-            f_busy <= !f_end;
-            f_ran <= f_ran || running;
-            f_age <= f_age + 1;
-        end
-    always @(*) if (f_live && !rst)
-        cl_within_bound: assert(!f_busy || f_end || f_age <= f_bound);
+    // one instruction at a time, from its issue to the cycle after its last running cycle
+`include "f_live_bound.svh"
+    reg [31:0] f_n;
+    reg f_alu, f_tensor;
+    always @(posedge clk) if (issue) {f_n, f_alu, f_tensor} <= {n, alu, tensor};
     // the bound is met exactly (it is the model's duration), by instructions of several iterations
     always @(posedge clk) if (f_live && !rst) begin
-        cl_cover_gemm_at_bound: cover(f_end && f_age == f_bound + 1 && !f_alu && f_n >= 4);
-        cl_cover_alu_tensor_at_bound: cover(f_end && f_age == f_bound + 1 && f_tensor && f_n >= 2);
-        cl_cover_alu_imm_at_bound: cover(f_end && f_age == f_bound + 1 && f_alu && !f_tensor && f_n >= 4);
-        cl_cover_empty_at_bound: cover(f_end && f_age == f_bound + 1 && f_n == 0);
+        cl_cover_gemm_at_bound: cover(f_at_bound && !f_alu && f_n >= 4);
+        cl_cover_alu_tensor_at_bound: cover(f_at_bound && f_tensor && f_n >= 2);
+        cl_cover_alu_imm_at_bound: cover(f_at_bound && f_alu && !f_tensor && f_n >= 4);
+        cl_cover_empty_at_bound: cover(f_at_bound && f_n == 0);
     end
 endmodule
 `default_nettype wire

@@ -104,32 +104,23 @@ module f_load_live (
     wire [31:0] n_bound = `F_ISSUE_DELAY + ((x_size == 0 || body == 0) ? 32'd1 : body);
     always @(*) if (head_valid) assume(n_bound <= MAXB);
 
-    // one LOAD at a time, from its issue (f_age 0) to the cycle after its last running cycle
-    reg [31:0] f_age, f_bound, f_nb;
-    reg f_busy, f_ran, f_padded, f_wgt;
-    wire f_end = f_busy && f_ran && !running;
-    always @(*) if (!rst) assume(!head_valid || !f_busy);
+    // one LOAD at a time, from its issue to the cycle after its last running cycle
+`include "f_live_bound.svh"
+    reg [31:0] f_nb;
+    reg f_padded, f_wgt;
     always @(posedge clk)
-        if (rst) {f_busy, f_ran} <= 0;
-        else if (issue) begin
-            {f_busy, f_ran, f_age, f_bound} <= {2'b10, 32'd1, n_bound};
+        if (issue) begin
             f_nb <= (x_size == 0) ? 0 : n_bursts;
             f_padded <= x_size != 0 && y_size != 0 && pads != 0;
             f_wgt <= wgt;
-        end else if (f_busy) begin
-            f_busy <= !f_end;
-            f_ran <= f_ran || running;
-            f_age <= f_age + 1;
         end
-    always @(*) if (f_live && !rst) begin
-        ll_within_bound: assert(!f_busy || f_end || f_age <= f_bound);
+    always @(*) if (f_live && !rst)
         ll_one_burst_at_a_time: assert(!arvalid || f_left == 0);
-    end
     // the bound is met exactly (it is the model's duration), for each kind of segment
     always @(posedge clk) if (f_live && !rst) begin
-        ll_cover_two_bursts_at_bound: cover(f_end && f_age == f_bound + 1 && f_nb == 2);
-        ll_cover_padded_at_bound: cover(f_end && f_age == f_bound + 1 && f_padded);
-        ll_cover_wgt_at_bound: cover(f_end && f_age == f_bound + 1 && f_wgt && f_nb == 1);
+        ll_cover_two_bursts_at_bound: cover(f_at_bound && f_nb == 2);
+        ll_cover_padded_at_bound: cover(f_at_bound && f_padded);
+        ll_cover_wgt_at_bound: cover(f_at_bound && f_wgt && f_nb == 1);
     end
 endmodule
 `default_nettype wire

@@ -59,7 +59,8 @@ def test_load_and_compute_instructions_end_within_their_model_bound_at_a_short_d
     report = prove.prove(harnesses=["load_live", "compute_live"], depth=14, out_dir=tmp_path, progress=None,
                          covers=False)
     assert report["ok"] and [t["mode"] for t in report["tasks"]] == ["bmc", "bmc"], prove.table(report)
-    assert {"ll_within_bound", "cl_within_bound"} <= {p["property"] for p in report["properties"]}
+    assert {("live_within_bound", "load_live"), ("live_within_bound", "compute_live"),
+            ("ll_one_burst_at_a_time", "load_live")} <= {(p["property"], p["harness"]) for p in report["properties"]}
 
 
 def test_peeks_name_flattened_signals_and_a_vanished_one_is_an_error(tmp_path, monkeypatch):
