@@ -193,11 +193,12 @@ def _script(h: Harness) -> list:
             *[f"chformal -assert -cover -remove a:src={u}:*" for u in h.uses]]
 
 
-def model_header_text() -> str:
+def model_header_text(depth: int) -> str:
     """`f_model.vh`: the timing model's structural hand-off delays (vta_sim.timing), which the
-    liveness harnesses add into their bounds; the configuration's latencies come from vta_cfg.vh."""
+    liveness harnesses add into their bounds (the configuration's latencies come from vta_cfg.vh),
+    and the task's depth, which sets the largest bound a liveness harness follows to its end."""
     return "\n".join([f"`define F_ISSUE_DELAY {timing.ISSUE_DELAY}",
-                      f"`define F_REQUEST_DELAY {timing.REQUEST_DELAY}", ""])
+                      f"`define F_REQUEST_DELAY {timing.REQUEST_DELAY}", f"`define F_DEPTH {depth}", ""])
 
 
 def sby_text(h: Harness, task: str, depth: int, bmc_only: bool = False) -> str:
@@ -271,7 +272,7 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
     for f in (h.source.name, *h.uses, *FORMAL_INCLUDES):
         shutil.copy(FORMAL_DIR / f, src / f)
     (src / "vta_cfg.vh").write_text(header_text(cfg))
-    (src / "f_model.vh").write_text(model_header_text())
+    (src / "f_model.vh").write_text(model_header_text(depth))
     sat = h.engine == "sat" and task == "check" and not bmc_only
     if sat:
         (src / "check.ys").write_text(sat_text(h, depth))

@@ -4,7 +4,8 @@
 // + n for a GEMM, ALU_PIPELINE + n with an immediate and ALU_PIPELINE + 2n with a tensor operand,
 // n = iter_out * iter_in * max(0, uop_end - uop_bgn). Checked by BMC for every GEMM and ALU (any
 // flags, reset bit, factors, op, immediate, token timing) with iter_out, iter_in <= 7 and
-// uop_end <= uop_bgn + 7 whose bound is at most MAXB cycles: what the depth follows to its end.
+// uop_end <= uop_bgn + 7 whose bound is at most MAXB = depth - 3 cycles: what the depth follows
+// to its end.
 `default_nettype none
 `include "vta_cfg.vh"
 `include "f_model.vh"
@@ -21,7 +22,8 @@ module f_compute_live (
 );
 `include "f_reset.svh"
     localparam BB = `VTA_BUS_BYTES;
-    localparam MAXB = 20;   // the largest bound checked: the depth (23) less reset, issue and the step after
+    // the largest bound checked: the task's depth less reset, the issue and the step after the end
+    localparam MAXB = `F_DEPTH - 3;
     reg [127:0] head;
     always @(*) begin
         head = head_bits;

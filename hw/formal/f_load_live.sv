@@ -6,7 +6,7 @@
 // of no entries, else one cycle per pad entry plus, per read burst of each data row (split at the
 // burst boundary), REQUEST_DELAY + DMA_READ_LATENCY + its beats. Checked by BMC for every INP or WGT
 // LOAD (any addresses, strides, flags, token timing) with y_size <= 3, x_size <= 7, pads <= 3
-// whose bound is at most MAXB cycles: what the depth follows to its end.
+// whose bound is at most MAXB = depth - 3 cycles: what the depth follows to its end.
 `default_nettype none
 `include "vta_cfg.vh"
 `include "f_model.vh"
@@ -23,7 +23,8 @@ module f_load_live (
 );
 `include "f_reset.svh"
     localparam BB = `VTA_BUS_BYTES, BOUND = `VTA_BURST_BOUNDARY, LAT = `VTA_DMA_READ_LATENCY;
-    localparam MAXB = 22;   // the largest bound checked: the depth (25) less reset, issue and the step after
+    // the largest bound checked: the task's depth less reset, the issue and the step after the end
+    localparam MAXB = `F_DEPTH - 3;
     reg [127:0] head;
     always @(*) begin
         head = head_bits;
