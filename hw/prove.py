@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from vta_sim import timing
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
 
@@ -57,6 +58,10 @@ HARNESSES = (
     Harness("dep_push", "module", ("vta_dep_ctrl.v",), "bmc", 16, 8, ("f_dep_ctrl.sv",)),
     Harness("store_live", "module", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v"), "bmc",
             20, 20, ("f_axi_write.sv",)),
+    Harness("load_live", "module", ("vta_load.v", "vta_dma_read.v", "vta_dep_ctrl.v", "vta_axi_master.v", "vta_fifo.v"),
+            "bmc", 25, 25),
+    Harness("compute_live", "module", ("vta_compute.v", "vta_dma_read.v", "vta_dep_ctrl.v", "vta_gemm_core.v",
+                                       "vta_alu_core.v"), "bmc", 23, 23),
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
     Harness("error_code", "axi", tuple(p.name for p in sorted(RTL_DIR.glob("*.v"))), "prove", 1, 8),
     Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 2, 4),
@@ -82,7 +87,7 @@ class Mutation:
     depth: int           # steps the counterexample needs
 
 
-#: One deliberate bug per property group (docs/hardware.md, "Formal"); the tests prove each caught.
+#: Deliberate bugs, at least one per property group (docs/hardware.md, "Formal"); the tests prove each caught.
 MUTATIONS = (
     Mutation("token_overflow", "token_queue", "vta_token_queue.v",
              "assign push_ok = (cnt != DEPTH[CW-1:0]);", "assign push_ok = 1'b1;",
@@ -97,6 +102,11 @@ MUTATIONS = (
              "assign push_next = push_phase && pend_next && (!pend_prev || prev_push_ok);",
              "assign push_next = push_phase && pend_next;",
              "dp_push_prev_first", "push_next lands while push_prev still waits for a full queue", 6),
+    Mutation("read_burst_late", "load_live", "vta_dma_read.v",
+             "b_tick <= TW'(1 - `VTA_DMA_READ_LATENCY);", "b_tick <= TW'(0 - `VTA_DMA_READ_LATENCY);",
+             "live_within_bound", "a read burst holds the port a cycle past DMA_READ_LATENCY + its beats", 14),
+    Mutation("uop_loop_stalled", "compute_live", "vta_compute.v", "u <= u + 1;", "u <= u;",
+             "live_within_bound", "the micro-op counter stops: a GEMM/ALU of two or more micro-ops never ends", 12),
     Mutation("alu_shift_cap", "alu_lanes", "vta_alu_core.v",
              "(!(&bb[30:SB]) || bb[SB-1:0] == 0)", "(!(&bb[30:SB]))",
              "alu_lanes_are_spec", "a left shift by 32 is not capped at 31 (shifts by 0)", 2),
@@ -124,16 +134,18 @@ def mutate(name: str, dest: Path) -> tuple:
         raise VTAError(f"mutation {name}: {m.file} no longer contains {m.old!r} exactly once")
     (dest / m.file).write_text(text.replace(m.old, m.new))
     return m, next(h for h in HARNESSES if h.name == m.harness)
-#: Files every harness may include: the reset prologue and the ghosts included by RTL modules.
-FORMAL_INCLUDES = ("f_reset.svh", "vta_fifo_ghost.svh")
+#: Files every harness may include: the reset prologue, the liveness harnesses' instruction tracker
+#: and the ghosts included by RTL modules.
+FORMAL_INCLUDES = ("f_reset.svh", "f_live_bound.svh", "vta_fifo_ghost.svh")
 _CHECK = re.compile(r"\b(assert|cover)\s*\(")
 _LABEL = re.compile(r"(\w+)\s*:\s*$")
 
 
 def properties(h: Harness) -> list:
     """(label, kind) of every assertion and cover of a harness and the ghosts it includes."""
-    texts = [h.source.read_text()] + [(FORMAL_DIR / f).read_text() for f in FORMAL_INCLUDES
-                                      if f != "f_reset.svh" and any(_includes(r, f) for r in h.rtl)]
+    src = h.source.read_text()
+    texts = [src] + [(FORMAL_DIR / f).read_text() for f in FORMAL_INCLUDES
+                     if f != "f_reset.svh" and (f'"{f}"' in src or any(_includes(r, f) for r in h.rtl))]
     props = []
     for text in texts:
         for m in _CHECK.finditer(text):
@@ -181,10 +193,18 @@ def _script(h: Harness) -> list:
             *[f"chformal -assert -cover -remove a:src={u}:*" for u in h.uses]]
 
 
+def model_header_text(depth: int) -> str:
+    """`f_model.vh`: the timing model's structural hand-off delays (vta_sim.timing), which the
+    liveness harnesses add into their bounds (the configuration's latencies come from vta_cfg.vh),
+    and the task's depth, which sets the largest bound a liveness harness follows to its end."""
+    return "\n".join([f"`define F_ISSUE_DELAY {timing.ISSUE_DELAY}",
+                      f"`define F_REQUEST_DELAY {timing.REQUEST_DELAY}", f"`define F_DEPTH {depth}", ""])
+
+
 def sby_text(h: Harness, task: str, depth: int, bmc_only: bool = False) -> str:
     """The .sby file of one task: `check` (the harness's mode, or `bmc`) or `cover`."""
     mode = "cover" if task == "cover" else "bmc" if bmc_only else h.mode
-    files = [*h.rtl, *h.uses, h.source.name, *FORMAL_INCLUDES, "vta_cfg.vh"]
+    files = [*h.rtl, *h.uses, h.source.name, *FORMAL_INCLUDES, "vta_cfg.vh", "f_model.vh"]
     return "\n".join(["[options]", f"mode {mode}", f"depth {depth}", "", "[engines]", "smtbmc yices", "",
                       "[script]", *_script(h), "", "[files]", *files, ""])
 
@@ -252,6 +272,7 @@ def run_task(h: Harness, task: str, depth: int, workdir: Path, rtl_dir: Path, cf
     for f in (h.source.name, *h.uses, *FORMAL_INCLUDES):
         shutil.copy(FORMAL_DIR / f, src / f)
     (src / "vta_cfg.vh").write_text(header_text(cfg))
+    (src / "f_model.vh").write_text(model_header_text(depth))
     sat = h.engine == "sat" and task == "check" and not bmc_only
     if sat:
         (src / "check.ys").write_text(sat_text(h, depth))

@@ -53,6 +53,16 @@ def test_an_axi_error_response_sets_error_code_for_all_time(tmp_path):
     assert f"`define VTA_ERR_AXI_RESP {ERROR_CODES['AXI_RESP']}" in header_text(Config.load("1x8x8"))
 
 
+def test_load_and_compute_instructions_end_within_their_model_bound_at_a_short_depth(tmp_path):
+    # the smallest LOAD (one INP entry, ISSUE_DELAY + REQUEST_DELAY + DMA_READ_LATENCY + 1 cycles)
+    # and GEMM/ALU instructions are followed to their end; the full depths are bench_prove's
+    report = prove.prove(harnesses=["load_live", "compute_live"], depth=14, out_dir=tmp_path, progress=None,
+                         covers=False)
+    assert report["ok"] and [t["mode"] for t in report["tasks"]] == ["bmc", "bmc"], prove.table(report)
+    assert {("live_within_bound", "load_live"), ("live_within_bound", "compute_live"),
+            ("ll_one_burst_at_a_time", "load_live")} <= {(p["property"], p["harness"]) for p in report["properties"]}
+
+
 def test_peeks_name_flattened_signals_and_a_vanished_one_is_an_error(tmp_path, monkeypatch):
     live = next(h for h in prove.HARNESSES if h.name == "store_live")
     # a harness used inside another has its instance name put in front of both sides
