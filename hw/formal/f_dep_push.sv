@@ -1,7 +1,8 @@
 // vta_dep_ctrl's issue register and pushes (through f_dep_ctrl, whose properties hold here too):
 // it issues only into an empty (or emptying) register and keeps the instruction unchanged there,
-// begins only an issued instruction and only when free, pushes exactly the tokens its flags ask
-// for, after its body, each once and push_prev first, and retires when they have landed. Bounded: a body may last any number of
+// begins only an issued instruction and only when free (from the cycle after a retire: BEGIN_DELAY
+// of docs/timing.md, revision 4), pushes exactly the tokens its flags ask for, after its body, each
+// once and push_prev first, and retires when they have landed. Bounded: a body may last any number of
 // cycles, and what the module owes is state its ports show only when the body ends, so
 // k-induction has no bound to stop at; BMC checks every behaviour up to the depth.
 `default_nettype none
@@ -62,15 +63,15 @@ module f_dep_push (
         dp_issue_only_room: assert(!issue || !f_issued || start);
         dp_begin_only_issued: assert(!start || (f_issued && enable));
         dp_issued_insn_kept: assert(!f_issued || insn == f_insn);
-        dp_start_only_free: assert(!start || !f_busy || retire);
+        dp_start_only_free: assert(!start || !f_busy);
         dp_push_only_owed: assert((!push_prev || (f_pushing && f_owe_prev)) && (!push_next || (f_pushing && f_owe_next)));
         dp_push_prev_first: assert(!push_next || !f_owe_prev || (push_prev && prev_push_ok));
         dp_retire_when_pushed: assert(retire == (f_pushing && (!f_owe_prev || prev_push_ok) && (!f_owe_next || next_push_ok)));
         dp_body_tracks: assert(in_body == (f_busy && !f_body_over));
     end
     always @(posedge clk) if (f_live && !rst) begin
-        dp_cover_push_waits_then_lands: cover($past(stall_push) && push_next && next_push_ok && start);
-        dp_cover_back_to_back: cover($past(start) && start);
+        dp_cover_push_waits_then_lands: cover($past(stall_push, 2) && $past(push_next && next_push_ok) && start);
+        dp_cover_back_to_back: cover($past(retire) && start);
     end
 endmodule
 `default_nettype wire
