@@ -9,15 +9,10 @@
 // when its entry is read is forwarded (`hit`, worked out when the read address is taken). Yosys
 // keeps the array's own read port transparent to the registered write; on ECP5 it adds the
 // bypass DP16KD lacks between its two ports.
-//
-// RD_REG = 1 registers the read data once more (data two cycles after the address), for the
-// memories whose readers lie across the die from their block RAMs (INP and WGT feed the GEMM's
-// multipliers: the block RAM's clock-to-out and that route were one cycle's whole budget).
 `default_nettype none
 module vta_sram #(
     parameter WIDTH = 64,
-    parameter AW = 10,
-    parameter RD_REG = 0
+    parameter AW = 10
 ) (
     input  wire             clk,
     input  wire             we,
@@ -39,13 +34,6 @@ module vta_sram #(
         hit <= we && (waddr == raddr);
         ra <= raddr;
     end
-    wire [WIDTH-1:0] rd = hit ? w_data : mem[ra];
-    generate if (RD_REG) begin : g_rd_reg
-        reg [WIDTH-1:0] rd_r;
-        always @(posedge clk) rd_r <= rd;
-        assign rdata = rd_r;
-    end else begin : g_rd
-        assign rdata = rd;
-    end endgenerate
+    assign rdata = hit ? w_data : mem[ra];
 endmodule
 `default_nettype wire
