@@ -23,7 +23,8 @@ module vta_sram #(
 );
     reg [WIDTH-1:0] mem [0:(1<<AW)-1];
     reg [AW-1:0] ra;
-    reg             w_en = 1'b0, hit = 1'b0;   // FPGA power-up values: no write is pending
+    reg             w_en, hit;
+    initial {w_en, hit} = 2'b00;   // FPGA power-up values: no write is pending (no reset port)
     reg [AW-1:0]    w_addr;
     reg [WIDTH-1:0] w_data;
     always @(posedge clk) begin
