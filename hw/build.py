@@ -45,8 +45,10 @@ class Cells:
     models: tuple
 
 
-#: ECP5: the GEMM and ALU multipliers as MULT18X18D with their registers inside the block.
-ECP5_CELLS = Cells("ecp5", "VTA_ECP5_DSP", (RTL_DIR / "ecp5" / "vta_ecp5_mul.v",), (HW_DIR / "tests" / "MULT18X18D.v",))
+#: ECP5: the GEMM and ALU multipliers as MULT18X18D with their registers inside the block, the
+#: read-registered SRAMs as DP16KD with their output registers.
+ECP5_CELLS = Cells("ecp5", "VTA_ECP5_CELLS", (RTL_DIR / "ecp5" / "vta_ecp5_mul.v", RTL_DIR / "ecp5" / "vta_ecp5_bram.v"),
+                   (HW_DIR / "tests" / "MULT18X18D.v", HW_DIR / "tests" / "DP16KD.v"))
 
 #: Test-bench tops and their extra sources besides the RTL.
 BENCH_TOPS = {"vta_top": (), "vta_units_tb": (HW_DIR / "tests" / "vta_units_tb.v",)}

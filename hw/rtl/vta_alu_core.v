@@ -2,7 +2,7 @@
 // arithmetic right by y (y >= 0) or left by -y (y < 0), the amount capped at 31; reset gives 0.
 // Two stages, z a cycle after x, y, op and reset: the first registers MIN/MAX/ADD's result, SHR's
 // operand with its amount and direction, and the three 16 x 16 partial products of MUL's low 32
-// bits (multipliers with registered outputs: with VTA_ECP5_DSP, three MULT18X18D per lane with
+// bits (multipliers with registered outputs: with VTA_ECP5_CELLS, three MULT18X18D per lane with
 // their output registers, hw/rtl/ecp5/vta_ecp5_mul.v); the second shifts, adds the partial
 // products and picks the result (the barrel shifter after the amount's logic was the first
 // stage's longest path).
@@ -27,7 +27,7 @@ module vta_alu_core (
     reg [LANES*SB-1:0] amt_c, amt_a;                   // its amount and direction
     reg [LANES-1:0] left_c, left_a;
     reg signed [31:0] sa;
-`ifdef VTA_ECP5_DSP
+`ifdef VTA_ECP5_CELLS
     wire [`VTA_ACC_BYTES*8-1:0] ll_a;                  // lo x lo product
     wire [LANES*16-1:0] lh_a, hl_a;                    // lo x hi and hi x lo, their low 16 bits
 `else
@@ -55,13 +55,13 @@ module vta_alu_core (
             r_c[i * 32 +: 32] = r;
             amt_c[i * SB +: SB] = amt;
             left_c[i] = bb[31];
-`ifndef VTA_ECP5_DSP
+`ifndef VTA_ECP5_CELLS
             ll_c[i * 32 +: 32] = 32'(a[15:0]) * 32'(bb[15:0]);
             lh_c[i * 16 +: 16] = 16'(a[15:0] * bb[31:16]);
             hl_c[i * 16 +: 16] = 16'(a[31:16] * bb[15:0]);
 `endif
         end
-`ifdef VTA_ECP5_DSP
+`ifdef VTA_ECP5_CELLS
     wire [LANES*32-1:0] lh_p, hl_p;
     genvar gi;
     generate for (gi = 0; gi < LANES; gi = gi + 1) begin : g_lane
@@ -83,7 +83,7 @@ module vta_alu_core (
         left_a <= left_c;
         reset_a <= reset;
         r_a <= r_c;
-`ifndef VTA_ECP5_DSP
+`ifndef VTA_ECP5_CELLS
         ll_a <= ll_c;
         lh_a <= lh_c;
         hl_a <= hl_c;

@@ -6,17 +6,17 @@
 //   S0b micro-op registered (the SRAM's output never feeds the index adders directly)
 //   S1  indices = micro-op + loop offsets -> INP/WGT reads; ALU: ACC read (tensor: ACC[dst], then
 //       S1b ACC[src])
-//   S2  ALU: operands registered; GEMM: INP and WGT registered (the multipliers' input registers)
+//   S2  ALU: operands registered; GEMM: INP and WGT registered at their SRAMs (RD_REG)
 //   S3  ALU: first stage (results but MUL's, MUL's partial products) registered;
-//       GEMM: INP x WGT products registered
-//   S3  GEMM: ACC[dst] read
-//   S4  ALU: second stage -> ACC and OUT write; GEMM: adder tree registered, ACC[dst] registered
-//   S5  GEMM: ACC[dst] (forwarded) + dot registered
-//   S6  GEMM: the sum -> ACC and OUT write
+//       GEMM: INP and WGT registered again (the multipliers' input registers)
+//   S4  ALU: second stage -> ACC and OUT write; GEMM: INP x WGT products registered, ACC[dst] read
+//   S5  GEMM: adder tree registered, ACC[dst] registered
+//   S6  GEMM: ACC[dst] (forwarded) + dot registered
+//   S7  GEMM: the sum -> ACC and OUT write
 // The SRAMs are write-first, so an iteration reading the entry that is written in the same cycle
 // sees the new value. GEMM's accumulator is registered on both sides of its adder (no path from
-// the ACC SRAM's output through the adder into its input): an iteration reads ACC[dst] in S3,
-// before the two iterations ahead of it have written theirs (S6), so S5 takes their sums from
+// the ACC SRAM's output through the adder into its input): an iteration reads ACC[dst] in S4,
+// before the two iterations ahead of it have written theirs (S7), so S6 takes their sums from
 // the write register (z_r, the one just ahead) or the one behind it (z_rr, two ahead) when they
 // wrote the same entry; three ahead writes in the cycle of the read. The ALU reads ACC[dst] in
 // S1 and writes in S4, so it can miss the writes of the two iterations ahead of it. When its
@@ -26,8 +26,8 @@
 // operand (x2 kept, or the result in S4 if that iteration did the same), with the immediate
 // doubled: x + 2 imm, x * imm^2, min/max unchanged, a shift by twice the amount (x << 32 or more
 // is 0, given as x * 0). The instruction is done GEMM_PIPELINE (ALU_PIPELINE) cycles after its
-// last issue slot, as docs/timing.md models it; the last write is 7 (5) cycles after it, so
-// GEMM_PIPELINE >= 7 and ALU_PIPELINE >= 5 are exact (hw/header.py refuses less).
+// last issue slot, as docs/timing.md models it; the last write is 8 (5) cycles after it, so
+// GEMM_PIPELINE >= 8 and ALU_PIPELINE >= 5 are exact (hw/header.py refuses less).
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_compute (
@@ -170,10 +170,11 @@ module vta_compute (
     wire last_u = (u + 1 == u_end), last_j = (j + 1 == n_in), last_i = (i + 1 == n_out);
 
     // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
-    reg        s0b_valid, s1_valid, s1b_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid, s7_valid;
+    reg        s0b_valid, s1_valid, s1b_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid, s7_valid,
+               s8_valid;
     reg [31:0] s0b_d, s0b_s, s0b_w, s1_d, s1_s, s1_w, s1b_a;
     /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM;
-    reg [31:0] s1b_src, s2_a, s3_a, s4_a, s5_a, s6_a, s7_a;  // and a micro-op's bits above its three indices
+    reg [31:0] s1b_src, s2_a, s3_a, s4_a, s5_a, s6_a, s7_a, s8_a;  // and a micro-op's bits above its three indices
     reg [31:0] uop_q;
     /* verilator lint_on UNUSEDSIGNAL */
     reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2;
@@ -192,12 +193,12 @@ module vta_compute (
         (!reset && tensor && src >= `VTA_ACC_DEPTH));
     assign inp_raddr = `VTA_LI'(src);
     assign wgt_raddr = `VTA_LW'(wg);
-    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s3_a);
+    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s4_a);
 
     wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z;
-    reg  [`VTA_ACC_BYTES*8-1:0] acc_q, z_r, z_rr;   // GEMM: ACC[dst] as read (S4), the sums of S6 and S7
-    wire [`VTA_ACC_BYTES*8-1:0] acc_s5 = (s6_valid && s6_a == s5_a) ? z_r : (s7_valid && s7_a == s5_a) ? z_rr : acc_q;
-    vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_s5),
+    reg  [`VTA_ACC_BYTES*8-1:0] acc_q, z_r, z_rr;   // GEMM: ACC[dst] as read (S5), the sums of S7 and S8
+    wire [`VTA_ACC_BYTES*8-1:0] acc_s6 = (s7_valid && s7_a == s6_a) ? z_r : (s8_valid && s8_a == s6_a) ? z_rr : acc_q;
+    vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_s6),
                         .acc_out(gemm_z));
     vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .z(alu_z));
     wire [`VTA_ACC_BYTES*8-1:0] z = is_alu ? alu_z : z_r;
@@ -210,9 +211,9 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !tensor ? {LANES{same3 ? imm_d : imm}}
                                    : (alu_we && s4_a == s2_src) ? alu_z : acc_rdata;
 
-    wire exec_we = alu_we || s6_valid;    // one instruction kind runs at a time
+    wire exec_we = alu_we || s7_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
-    assign acc_waddr = s6_valid ? `VTA_LA'(s6_a) : exec_we ? `VTA_LA'(s4_a) : `VTA_LA'(dma_idx);
+    assign acc_waddr = s7_valid ? `VTA_LA'(s7_a) : exec_we ? `VTA_LA'(s4_a) : `VTA_LA'(dma_idx);
     assign acc_wdata = exec_we ? z : (mt == `VTA_MEM_ACC) ? dma_data : acc8;
     assign out_we = exec_we;
     genvar g;
@@ -245,6 +246,7 @@ module vta_compute (
             s5_valid <= 1'b0;
             s6_valid <= 1'b0;
             s7_valid <= 1'b0;
+            s8_valid <= 1'b0;
             err <= 1'b0;
             {acc_bytes, uop_bytes, gemm_count, alu_count, busy_cycles} <= 0;
             {stall_token, stall_port, stall_push, insn_count} <= 0;
@@ -267,6 +269,7 @@ module vta_compute (
             s5_valid <= s4_valid && !is_alu;
             s6_valid <= s5_valid;
             s7_valid <= s6_valid;
+            s8_valid <= s7_valid;
             if (s2_valid) begin
                 s3_a <= s2_a;
                 x2 <= x_s2;
@@ -278,6 +281,7 @@ module vta_compute (
             if (s4_valid) s5_a <= s4_a;
             if (s5_valid) s6_a <= s5_a;
             if (s6_valid) s7_a <= s6_a;
+            if (s7_valid) s8_a <= s7_a;
             if (issue) begin
                 s0b_d <= d_ij;
                 s0b_s <= s_ij;

@@ -1,6 +1,6 @@
 // GEMM core: BATCH x BLOCK_IN x BLOCK_OUT multiply-accumulates (spec section 5), four stages:
 // inp and wgt are registered as they come out of their SRAMs (the multipliers' input registers;
-// with VTA_ECP5_DSP those inside one MULT18X18D per product, hw/rtl/ecp5/vta_ecp5_mul.v), their
+// with VTA_ECP5_CELLS those inside one MULT18X18D per product, hw/rtl/ecp5/vta_ecp5_mul.v), their
 // products registered (in the fabric: the DSP's own output register's clock-to-out and route
 // left too little of the cycle for the adder tree), the products' sums per output
 // (a balanced adder tree, log2(BLOCK_IN) adders deep, in SW bits: no carry past the sum's range)
@@ -23,7 +23,7 @@ module vta_gemm_core (
     integer b, o, k, l, h;
     reg signed [SW-1:0] t [0:BI-1];
     reg [LANES*BI*16-1:0] prod_r;           // int8 x int8 fits 16 bits
-`ifdef VTA_ECP5_DSP
+`ifdef VTA_ECP5_CELLS
     wire [LANES*BI*16-1:0] prod;
 `else
     reg [LANES*BI*16-1:0] prod;
@@ -31,7 +31,7 @@ module vta_gemm_core (
     reg [`VTA_WGT_BYTES*8-1:0] wgt_r;
 `endif
     reg [`VTA_ACC_BYTES*8-1:0] dot, dot_r;
-`ifdef VTA_ECP5_DSP
+`ifdef VTA_ECP5_CELLS
     genvar gl, gk;
     generate for (gl = 0; gl < LANES; gl = gl + 1) begin : g_lane
         for (gk = 0; gk < BI; gk = gk + 1) begin : g_k

@@ -250,10 +250,10 @@ module vta_top (
 
     vta_sram_banked #(.WIDTH(32), .AW(`VTA_LU), .LANES(K)) uop_mem (.clk(clk), .we(uop_we),
         .waddr(`VTA_LU'(uop_waddr)), .wdata(uop_wdata), .raddr(uop_raddr), .rdata(uop_rdata));
-    vta_sram #(.WIDTH(`VTA_INP_BYTES*8), .AW(`VTA_LI)) inp_mem (.clk(clk), .we(inp_we),
+    vta_sram #(.WIDTH(`VTA_INP_BYTES*8), .AW(`VTA_LI), .RD_REG(1)) inp_mem (.clk(clk), .we(inp_we),
         .waddr(`VTA_LI'(ld_waddr)), .wdata(ld_wdata[`VTA_INP_BYTES*8-1:0]), .raddr(inp_raddr),
         .rdata(inp_rdata));
-    vta_sram #(.WIDTH(`VTA_WGT_BYTES*8), .AW(`VTA_LW)) wgt_mem (.clk(clk), .we(wgt_we),
+    vta_sram #(.WIDTH(`VTA_WGT_BYTES*8), .AW(`VTA_LW), .RD_REG(1)) wgt_mem (.clk(clk), .we(wgt_we),
         .waddr(`VTA_LW'(ld_waddr)), .wdata(ld_wdata), .raddr(wgt_raddr), .rdata(wgt_rdata));
     vta_sram #(.WIDTH(`VTA_ACC_BYTES*8), .AW(`VTA_LA)) acc_mem (.clk(clk), .we(acc_we),
         .waddr(acc_waddr), .wdata(acc_wdata), .raddr(acc_raddr), .rdata(acc_rdata));

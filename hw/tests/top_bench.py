@@ -37,9 +37,14 @@ def sram_banks(dut, name: str) -> list:
     bank per micro-op of a bus beat, hw/rtl/vta_sram_banked.v)."""
     sram = getattr(dut, name)
     if name != "uop_mem":
-        return [sram.mem]
+        return [_array(sram)]
     lanes = len(sram.g_bank)
-    return [sram.g_bank[b].bank.mem for b in range(lanes)]
+    return [_array(sram.g_bank[b].bank) for b in range(lanes)]
+
+
+def _array(sram):
+    """The memory array of one vta_sram, inside the generate block of its read latency."""
+    return sram.g_outreg.array.mem if hasattr(sram, "g_outreg") else sram.g_plain.mem
 #: Bytes guarded before and after every STORE row, and their pattern (by address).
 GUARD_BYTES = 16
 GUARD_PATTERN = np.frombuffer(b"\xde\xad\xbe\xef", np.uint8)

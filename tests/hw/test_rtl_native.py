@@ -44,7 +44,7 @@ def test_native_matches_the_simulator(cfg):
 
 
 def test_ecp5_cells_match_the_simulator():
-    """The RTL as ECP5 synthesises it (VTA_ECP5_DSP: the GEMM and ALU multipliers as MULT18X18D
+    """The RTL as ECP5 synthesises it (VTA_ECP5_CELLS: the GEMM and ALU multipliers as MULT18X18D
     cells with their registers inside, simulated by hw/tests/MULT18X18D.v) runs GEMMs and every
     ALU op with the simulator's DRAM and CYCLES: the cells' operand widths, signedness, bit order
     and registers are wired as the plain RTL's multipliers. On 1x8x8, the configuration placed."""

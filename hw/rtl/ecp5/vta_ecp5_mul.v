@@ -1,5 +1,5 @@
 // An ECP5 MULT18X18D with its operands registered inside the block (REG_INPUTA/B) with IN_REG,
-// its product (REG_OUTPUT) with OUT_REG: W x W bits, signed or not, P = A x B in 2W bits. Used by the GEMM and ALU cores under VTA_ECP5_DSP (hw/synth.py defines it
+// its product (REG_OUTPUT) with OUT_REG: W x W bits, signed or not, P = A x B in 2W bits. Used by the GEMM and ALU cores under VTA_ECP5_CELLS (hw/synth.py defines it
 // for the ECP5 target): Yosys' synth_ecp5 maps `*` to a combinational MULT18X18D with the
 // registers in the fabric, which nextpnr times as BRAM -> route -> 4.5 ns of DSP -> route -> FF;
 // with the registers inside the block it times each side on its own. hw/tests/MULT18X18D.v is the
