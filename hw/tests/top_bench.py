@@ -37,12 +37,12 @@ def sram_banks(dut, name: str) -> list:
     bank per micro-op of a bus beat, hw/rtl/vta_sram_banked.v)."""
     sram = getattr(dut, name)
     if name != "uop_mem":
-        return [_array(sram)]
+        return [sram_array(sram)]
     lanes = len(sram.g_bank)
-    return [_array(sram.g_bank[b].bank) for b in range(lanes)]
+    return [sram_array(sram.g_bank[b].bank) for b in range(lanes)]
 
 
-def _array(sram):
+def sram_array(sram):
     """The memory array of one vta_sram, inside the generate block of its read latency."""
     return sram.g_outreg.array.mem if hasattr(sram, "g_outreg") else sram.g_plain.mem
 #: Bytes guarded before and after every STORE row, and their pattern (by address).

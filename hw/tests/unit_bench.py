@@ -1,5 +1,5 @@
-"""Unit benches: instruction FIFO and token queue against Python models, GEMM core and ALU core
-against numpy int64 references written from the spec (section 5). Seeded by $VTA_UNIT_SEED."""
+"""Unit benches: instruction FIFO, token queue and SRAM against Python models, GEMM core and ALU
+core against numpy int64 references written from the spec (section 5). Seeded by $VTA_UNIT_SEED."""
 from __future__ import annotations
 
 import os
@@ -11,6 +11,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 
+from hw.tests.top_bench import sram_array
 from vta_sim.config import Config
 
 CFG = Config.load(os.environ.get("VTA_UNIT_CONFIG", "1x8x8"))
@@ -33,7 +34,7 @@ def wrap32(x):
 
 async def reset(dut):
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
-    for name in ("f_in_valid", "f_out_ready", "t_push_req", "t_pop"):
+    for name in ("f_in_valid", "f_out_ready", "t_push_req", "t_pop", "m_we"):
         getattr(dut, name).value = 0
     dut.rst.value = 1
     await ClockCycles(dut.clk, 2)
@@ -76,6 +77,29 @@ async def fifo_matches_model(dut):
             reg.append(data)
         await FallingEdge(dut.clk)
     assert seen > 100
+
+
+@cocotb.test()
+async def sram_reads_as_written_up_to_its_address_cycle(dut):
+    """A read returns its entry as written up to and including the cycle its address is taken
+    (write-first), one cycle later (RD_REG = 0) or two (RD_REG = 1, the block RAM's output
+    register), whichever writes are still in flight: four entries and a write in most cycles
+    exercise the registered write landing in the read's edge and the one still pending."""
+    await reset(dut)
+    rng, mem, due = random.Random(SEED), [0] * 4, deque()
+    for name in ("sram1", "sram2"):   # zero the arrays, as the top bench does
+        sram_array(getattr(dut, name)).value = [0] * 4
+    for cycle in range(800):
+        we, waddr, wdata, raddr = rng.random() < 0.7, rng.randrange(4), rng.randrange(256), rng.randrange(4)
+        dut.m_we.value, dut.m_waddr.value, dut.m_wdata.value, dut.m_raddr.value = int(we), waddr, wdata, raddr
+        if we:
+            mem[waddr] = wdata
+        due.append(mem[raddr])
+        await Timer(1, "ns")
+        if cycle >= 2:
+            assert int(dut.m_rdata1.value) == due[-2], f"RD_REG=0, cycle {cycle}"
+            assert int(dut.m_rdata2.value) == due[-3], f"RD_REG=1, cycle {cycle}"
+        await FallingEdge(dut.clk)
 
 
 @cocotb.test()

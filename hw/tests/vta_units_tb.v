@@ -1,6 +1,7 @@
 // Unit-bench wrapper: the FIFO with its bypass (the read FIFO) and without (the instruction
-// queues) on the same inputs, the token queue, the GEMM core and the ALU core, with their ports
-// brought out for hw/tests/unit_bench.py.
+// queues) on the same inputs, the token queue, the GEMM core and the ALU core, and a four-entry
+// SRAM with each read latency on the same inputs, with their ports brought out for
+// hw/tests/unit_bench.py.
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_units_tb (
@@ -31,7 +32,13 @@ module vta_units_tb (
     input  wire [2:0]                  a_op,
     input  wire [`VTA_ACC_BYTES*8-1:0] a_x,
     input  wire [`VTA_ACC_BYTES*8-1:0] a_y,
-    output wire [`VTA_ACC_BYTES*8-1:0] a_z
+    output wire [`VTA_ACC_BYTES*8-1:0] a_z,
+    input  wire        m_we,
+    input  wire [1:0]  m_waddr,
+    input  wire [7:0]  m_wdata,
+    input  wire [1:0]  m_raddr,
+    output wire [7:0]  m_rdata1,      // RD_REG = 0: one cycle after the address
+    output wire [7:0]  m_rdata2       // RD_REG = 1: two cycles after it
 );
     vta_fifo #(.WIDTH(8), .DEPTH(4)) fifo (.clk(clk), .rst(rst), .in_valid(f_in_valid), .in_data(f_in_data),
         .in_ready(f_in_ready), .out_valid(f_out_valid), .out_data(f_out_data), .out_ready(f_out_ready),
@@ -43,5 +50,9 @@ module vta_units_tb (
         .push_ok(t_push_ok), .avail(t_avail), .pop(t_pop), .count(t_count));
     vta_gemm_core gemm (.clk(clk), .reset(g_reset), .inp(g_inp), .wgt(g_wgt), .acc_in(g_acc_in), .acc_out(g_acc_out));
     vta_alu_core alu (.clk(clk), .reset(a_reset), .op(a_op), .x(a_x), .y(a_y), .z(a_z));
+    vta_sram #(.WIDTH(8), .AW(2), .RD_REG(0)) sram1 (.clk(clk), .we(m_we), .waddr(m_waddr), .wdata(m_wdata),
+        .raddr(m_raddr), .rdata(m_rdata1));
+    vta_sram #(.WIDTH(8), .AW(2), .RD_REG(1)) sram2 (.clk(clk), .we(m_we), .waddr(m_waddr), .wdata(m_wdata),
+        .raddr(m_raddr), .rdata(m_rdata2));
 endmodule
 `default_nettype wire
