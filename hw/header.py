@@ -31,8 +31,8 @@ def check_supported(cfg: Config) -> None:
             raise ConfigError(f"configuration {cfg.name!r}: the RTL needs {name} elements of at least one "
                               f"bus beat ({bus} B), got {nbytes} B; use LOG_BUS_WIDTH <= "
                               f"{(nbytes * 8).bit_length() - 1}")
-    # the last ACC write of a GEMM (ALU) is 8 (5) cycles after its last issue (hw/rtl/vta_compute.v)
-    for key, depth in (("GEMM_PIPELINE", 8), ("ALU_PIPELINE", 5)):
+    # the last ACC write of a GEMM (ALU) is 8 (6) cycles after its last issue (hw/rtl/vta_compute.v)
+    for key, depth in (("GEMM_PIPELINE", 8), ("ALU_PIPELINE", 6)):
         if getattr(cfg, key) < depth:
             raise ConfigError(f"configuration {cfg.name!r}: {key}={getattr(cfg, key)}, but the RTL's pipeline "
                               f"writes its last result {depth} cycles after the last issue; use {key} >= {depth}")

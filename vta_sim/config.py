@@ -34,7 +34,7 @@ TIMING_DEFAULTS = {
     "DMA_READ_LATENCY": 8,   # cycles from read-burst grant to its first data beat
     "DMA_WRITE_LATENCY": 4,  # cycles from the last write beat of a burst to its response
     "GEMM_PIPELINE": 8,      # GEMM pipeline fill + drain, cycles per instruction (the RTL's depth)
-    "ALU_PIPELINE": 5,       # ALU pipeline fill + drain, cycles per instruction (the RTL's depth)
+    "ALU_PIPELINE": 6,       # ALU pipeline fill + drain, cycles per instruction (the RTL's depth)
     "CLOCK_MHZ": 100,        # clock used to convert cycles to seconds
 }
 

@@ -6,28 +6,32 @@
 //   S0b micro-op registered (the SRAM's output never feeds the index adders directly)
 //   S1  indices = micro-op + loop offsets -> INP/WGT reads; ALU: ACC read (tensor: ACC[dst], then
 //       S1b ACC[src])
-//   S2  ALU: operands registered; GEMM: INP and WGT registered at their SRAMs (RD_REG)
+//   S1r ALU only: the ACC read in the block RAM's output register (tensor: ACC[dst] taken)
+//   S2  ALU: operands registered; GEMM: INP and WGT in their block RAMs' output registers (RD_REG)
 //   S3  ALU: first stage (results but MUL's, MUL's partial products) registered;
-//       GEMM: INP and WGT registered again (the multipliers' input registers)
-//   S4  ALU: second stage -> ACC and OUT write; GEMM: INP x WGT products registered, ACC[dst] read
-//   S5  GEMM: adder tree registered, ACC[dst] registered
-//   S6  GEMM: ACC[dst] (forwarded) + dot registered
+//       GEMM: INP and WGT registered (the multipliers' input registers), ACC[dst] read
+//   S4  ALU: second stage -> ACC and OUT write; GEMM: INP x WGT products registered
+//   S5  GEMM: adder tree registered, ACC[dst] arrives; the S6 forward chosen
+//   S6  GEMM: ACC[dst] (registered, or forwarded) + dot registered
 //   S7  GEMM: the sum -> ACC and OUT write
-// The SRAMs are write-first, so an iteration reading the entry that is written in the same cycle
-// sees the new value. GEMM's accumulator is registered on both sides of its adder (no path from
-// the ACC SRAM's output through the adder into its input): an iteration reads ACC[dst] in S4,
-// before the two iterations ahead of it have written theirs (S7), so S6 takes their sums from
-// the write register (z_r, the one just ahead) or the one behind it (z_rr, two ahead) when they
-// wrote the same entry; three ahead writes in the cycle of the read. The ALU reads ACC[dst] in
-// S1 and writes in S4, so it can miss the writes of the two iterations ahead of it. When its
-// operands are registered (S2), the one two ahead is in S4 and its result is forwarded; the one
+// Every SRAM read returns its entry as written up to the cycle of its address (hw/rtl/vta_sram.v),
+// one cycle later, or two for INP, WGT and ACC (their block RAMs' output registers). GEMM's
+// accumulator is registered on both sides of its adder (no path from the ACC SRAM's output
+// through the adder into its input): an iteration reads ACC[dst] in S3, before the three
+// iterations ahead of it have written theirs (S7), so S6 takes their sums from the write register
+// (z_r, the one just ahead) or the two behind it (z_rr, z_rrr) when they wrote the same entry.
+// The ALU reads ACC[dst] in S1 and writes in S4, so it can miss the writes of the three
+// iterations ahead of it. When its operands are registered (S2), the one three ahead wrote in
+// the cycle before (w5) and the one two ahead is in S4: their results are forwarded; the one
 // just ahead (only an ALU with an immediate issues every cycle) is in S3, its result not there
 // yet: an iteration on the same entry then applies the operation twice to that iteration's own
 // operand (x2 kept, or the result in S4 if that iteration did the same), with the immediate
 // doubled: x + 2 imm, x * imm^2, min/max unchanged, a shift by twice the amount (x << 32 or more
-// is 0, given as x * 0). The instruction is done GEMM_PIPELINE (ALU_PIPELINE) cycles after its
-// last issue slot, as docs/timing.md models it; the last write is 8 (5) cycles after it, so
-// GEMM_PIPELINE >= 8 and ALU_PIPELINE >= 5 are exact (hw/header.py refuses less).
+// is 0, given as x * 0). A tensor ALU takes ACC[dst] in S1r with w5 forwarded (two ahead) and
+// S4's result in S2 (one ahead); its ACC[src], read a cycle later, misses only the one ahead.
+// The instruction is done GEMM_PIPELINE (ALU_PIPELINE) cycles after its last issue slot, as
+// docs/timing.md models it; the last write is 8 (6) cycles after it, so GEMM_PIPELINE >= 8 and
+// ALU_PIPELINE >= 6 are exact (hw/header.py refuses less).
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_compute (
@@ -170,15 +174,17 @@ module vta_compute (
     wire last_u = (u + 1 == u_end), last_j = (j + 1 == n_in), last_i = (i + 1 == n_out);
 
     // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
-    reg        s0b_valid, s1_valid, s1b_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid, s7_valid,
-               s8_valid;
+    reg        s0b_valid, s1_valid, s1b_valid, s1r_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid,
+               s7_valid, s8_valid, w5_valid;
     reg [31:0] s0b_d, s0b_s, s0b_w, s1_d, s1_s, s1_w, s1b_a;
     /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM;
-    reg [31:0] s1b_src, s2_a, s3_a, s4_a, s5_a, s6_a, s7_a, s8_a;  // and a micro-op's bits above its three indices
+    reg [31:0] s1b_src, s1r_a, s1r_src, s2_a, s3_a, s4_a, s5_a, s6_a, s7_a, s8_a, w5_a;  // and a micro-op's bits above its three indices
     reg [31:0] uop_q;
     /* verilator lint_on UNUSEDSIGNAL */
-    reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2;
+    reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2, w5_z;   // w5: the ALU's write of the cycle before
+    /* verilator lint_off UNUSEDSIGNAL */  // only its index bits are compared
     reg [31:0] s2_src;                  // a tensor ALU's source index, for the S4 forward
+    /* verilator lint_on UNUSEDSIGNAL */
     reg [2:0]  op3;                     // the operation the ALU's first stage applies (S3)
     reg        dbl3;                    // the S3 iteration applies the operation twice
     // the doubled operation for an ALU with an immediate, worked out after the start (dur_step)
@@ -193,23 +199,29 @@ module vta_compute (
         (!reset && tensor && src >= `VTA_ACC_DEPTH));
     assign inp_raddr = `VTA_LI'(src);
     assign wgt_raddr = `VTA_LW'(wg);
-    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s4_a);
+    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s3_a);
 
     wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z;
-    reg  [`VTA_ACC_BYTES*8-1:0] acc_q, z_r, z_rr;   // GEMM: ACC[dst] as read (S5), the sums of S7 and S8
-    wire [`VTA_ACC_BYTES*8-1:0] acc_s6 = (s7_valid && s7_a == s6_a) ? z_r : (s8_valid && s8_a == s6_a) ? z_rr : acc_q;
+    reg  [`VTA_ACC_BYTES*8-1:0] acc_q, z_r, z_rr, z_rrr;   // GEMM: ACC[dst] as read (S6), the sums of S7-S9
+    // S6's forward, chosen in S5 (the S6 iteration's entry against the three ahead of it, on the
+    // index bits) so that only registered selects reach the adder
+    reg fw7, fw8, fw9;
+    wire [`VTA_ACC_BYTES*8-1:0] acc_s6 = fw7 ? z_r : fw8 ? z_rr : fw9 ? z_rrr : acc_q;
     vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_s6),
                         .acc_out(gemm_z));
     vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .z(alu_z));
     wire [`VTA_ACC_BYTES*8-1:0] z = is_alu ? alu_z : z_r;
     wire alu_we = s4_valid && is_alu;
-    // S2's operands: forwarded from S4 (written this cycle, after the S1 read), or (an immediate
-    // ALU) the S3 iteration's operand or forwarded result, the operation doubled
-    wire same3 = s3_valid && !tensor && (s3_a == s2_a);
+    // S2's operands: forwarded from S4 (written this cycle, after the S1 read) or from the write
+    // of the cycle before (w5), or (an immediate ALU) the S3 iteration's operand or forwarded
+    // result, the operation doubled. A tensor ALU's ACC[dst] is taken in S1r, with w5 forwarded.
+    wire same3 = s3_valid && !tensor && (`VTA_LA'(s3_a) == `VTA_LA'(s2_a));
     wire [`VTA_ACC_BYTES*8-1:0] x_s2 = same3 ? (dbl3 ? alu_z : x2)
-                                   : (alu_we && s4_a == s2_a) ? alu_z : tensor ? x_r : acc_rdata;
+                                   : (alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s2_a)) ? alu_z : tensor ? x_r
+                                   : (w5_valid && `VTA_LA'(w5_a) == `VTA_LA'(s2_a)) ? w5_z : acc_rdata;
+    wire [`VTA_ACC_BYTES*8-1:0] x_s1r = (w5_valid && `VTA_LA'(w5_a) == `VTA_LA'(s1r_a)) ? w5_z : acc_rdata;
     wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !tensor ? {LANES{same3 ? imm_d : imm}}
-                                   : (alu_we && s4_a == s2_src) ? alu_z : acc_rdata;
+                                   : (alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s2_src)) ? alu_z : acc_rdata;
 
     wire exec_we = alu_we || s7_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
@@ -224,7 +236,7 @@ module vta_compute (
     endgenerate
 
     // ------------------------------------------------------------ completion
-    wire exec_done = !g_active && !s0b_valid && !s1_valid && !s1b_valid && dur_ok && (elapsed + 1 >= dur);
+    wire exec_done = !g_active && !s0b_valid && !s1_valid && !s1b_valid && !s1r_valid && dur_ok && (elapsed + 1 >= dur);
     assign body_done = in_body && ((kind == KIND_NOP) || (kind == KIND_LOAD && dma_done) ||
                                    (kind == KIND_EXEC && exec_done));
     assign finish = retire && is_finish;
@@ -240,6 +252,7 @@ module vta_compute (
             s0b_valid <= 1'b0;
             s1_valid <= 1'b0;
             s1b_valid <= 1'b0;
+            s1r_valid <= 1'b0;
             s2_valid <= 1'b0;
             s3_valid <= 1'b0;
             s4_valid <= 1'b0;
@@ -247,6 +260,7 @@ module vta_compute (
             s6_valid <= 1'b0;
             s7_valid <= 1'b0;
             s8_valid <= 1'b0;
+            w5_valid <= 1'b0;
             err <= 1'b0;
             {acc_bytes, uop_bytes, gemm_count, alu_count, busy_cycles} <= 0;
             {stall_token, stall_port, stall_push, insn_count} <= 0;
@@ -262,14 +276,16 @@ module vta_compute (
             // pipeline registers
             s0b_valid <= issue;
             s1_valid <= s0b_valid;
-            s2_valid <= (s1_valid && !tensor) || s1b_valid;
             s1b_valid <= s1_valid && tensor;
+            s1r_valid <= (s1_valid && is_alu && !tensor) || s1b_valid;
+            s2_valid <= (s1_valid && !is_alu) || s1r_valid;
             s3_valid <= s2_valid;
             s4_valid <= s3_valid;
             s5_valid <= s4_valid && !is_alu;
             s6_valid <= s5_valid;
             s7_valid <= s6_valid;
             s8_valid <= s7_valid;
+            w5_valid <= alu_we;
             if (s2_valid) begin
                 s3_a <= s2_a;
                 x2 <= x_s2;
@@ -282,6 +298,11 @@ module vta_compute (
             if (s5_valid) s6_a <= s5_a;
             if (s6_valid) s7_a <= s6_a;
             if (s7_valid) s8_a <= s7_a;
+            fw7 <= s6_valid && `VTA_LA'(s6_a) == `VTA_LA'(s5_a);
+            fw8 <= s7_valid && `VTA_LA'(s7_a) == `VTA_LA'(s5_a);
+            fw9 <= s8_valid && `VTA_LA'(s8_a) == `VTA_LA'(s5_a);
+            w5_a <= s4_a;
+            w5_z <= alu_z;
             if (issue) begin
                 s0b_d <= d_ij;
                 s0b_s <= s_ij;
@@ -296,12 +317,17 @@ module vta_compute (
             if (s1_valid) begin
                 s1b_a <= a;
                 s1b_src <= src;
-                if (!tensor) s2_a <= a;
+                if (!is_alu) s2_a <= a;
+                else if (!tensor) s1r_a <= a;
             end
             if (s1b_valid) begin
-                x_r <= acc_rdata;
-                s2_a <= s1b_a;
-                s2_src <= s1b_src;
+                s1r_a <= s1b_a;
+                s1r_src <= s1b_src;
+            end
+            if (s1r_valid) begin
+                if (tensor) x_r <= x_s1r;
+                s2_a <= s1r_a;
+                s2_src <= s1r_src;
             end
             if (issue && !reset) begin
                 if (is_alu) alu_count <= alu_count + 1;
@@ -405,6 +431,7 @@ module vta_compute (
         acc_q <= acc_rdata;
         z_r <= gemm_z;
         z_rr <= z_r;
+        z_rrr <= z_rr;
     end
 endmodule
 `default_nettype wire

@@ -255,7 +255,7 @@ module vta_top (
         .rdata(inp_rdata));
     vta_sram #(.WIDTH(`VTA_WGT_BYTES*8), .AW(`VTA_LW), .RD_REG(1)) wgt_mem (.clk(clk), .we(wgt_we),
         .waddr(`VTA_LW'(ld_waddr)), .wdata(ld_wdata), .raddr(wgt_raddr), .rdata(wgt_rdata));
-    vta_sram #(.WIDTH(`VTA_ACC_BYTES*8), .AW(`VTA_LA)) acc_mem (.clk(clk), .we(acc_we),
+    vta_sram #(.WIDTH(`VTA_ACC_BYTES*8), .AW(`VTA_LA), .RD_REG(1)) acc_mem (.clk(clk), .we(acc_we),
         .waddr(acc_waddr), .wdata(acc_wdata), .raddr(acc_raddr), .rdata(acc_rdata));
     vta_sram #(.WIDTH(`VTA_OUT_BYTES*8), .AW(`VTA_LA)) out_mem (.clk(clk), .we(out_we),
         .waddr(acc_waddr), .wdata(out_wdata), .raddr(`VTA_LA'(out_raddr)), .rdata(out_rdata));

@@ -138,23 +138,30 @@ def queue_full_program(cfg):
 
 
 def alu_same_entry_program(cfg, rng):
-    """ALU immediates whose iterations hit the entry the iteration before (or two before) wrote,
-    which the RTL's two-stage ALU gets by applying the operation twice (hw/rtl/vta_compute.v):
-    every operation, shifts by amounts whose double passes 31 both ways, multiplies that wrap."""
+    """ALU iterations that hit the entry one, two or three iterations before wrote (the ALU reads
+    ACC[dst] three cycles before it writes, hw/rtl/vta_compute.v): with an immediate, the iteration
+    just before is still in the ALU, and the RTL applies the operation twice (every operation,
+    shifts by amounts whose double passes 31 both ways, multiplies that wrap); two and three before
+    are forwarded from the write and the write of the cycle before. With a tensor operand (one
+    iteration per two cycles), the one before and two before."""
     ab, ob = cfg.buffers["acc"].entry_bytes, cfg.buffers["out"].entry_bytes
     cases = [(isa.ALU_ADD, 5), (isa.ALU_MUL, -3), (isa.ALU_MUL, -32768), (isa.ALU_MIN, -9), (isa.ALU_MAX, 4),
              (isa.ALU_SHR, 3), (isa.ALU_SHR, 16), (isa.ALU_SHR, 40), (isa.ALU_SHR, -5), (isa.ALU_SHR, -15),
-             (isa.ALU_SHR, -16), (isa.ALU_SHR, -40)]
-    n = 2 * len(cases)
+             (isa.ALU_SHR, -16), (isa.ALU_SHR, -40), (isa.ALU_ADD, None), (isa.ALU_MAX, None)]
+    n = 3 * len(cases)
     lay = Layout()
-    acc = rng.integers(-2**31, 2**31, size=n * ab // 4, dtype=np.int64).astype("<i4")
+    acc = rng.integers(-2**31, 2**31, size=(n + 2) * ab // 4, dtype=np.int64).astype("<i4")
     a = lay.put(acc.tobytes(), ab)
-    # per instruction k, entries 2k and 2k + 1 in the order 2k, 2k, 2k + 1, 2k (three times)
-    u = lay.put(uop_words(cfg, [(2 * k + d, 0, 0) for k in range(len(cases)) for d in (0, 0, 1, 0)]), 4)
+    # per instruction k, entries e = 3k .. 3k + 2 in the order e, e, e+1, e, e+1, e+2, e (three times):
+    # e again after 1, 2 and 3 iterations (the last with two other entries between), e+1 after 2;
+    # a tensor operand's source is entry n or n + 1
+    order = (0, 0, 1, 0, 1, 2, 0)
+    u = lay.put(uop_words(cfg, [(3 * k + d, n + d % 2, 0) for k in range(len(cases)) for d in order]), 4)
     o = lay.reserve(n * ob, ob)
-    alus = [isa.AluInsn(uop_bgn=4 * k, uop_end=4 * k + 4, iter_out=3, alu_opcode=op, use_imm=1, imm=imm)
-            for k, (op, imm) in enumerate(cases)]
-    insns = chain(compute_part=[load(MEM_ACC, 0, a, 1, n), load(MEM_UOP, 0, u, 1, 4 * len(cases))] + alus,
+    m = len(order)
+    alus = [isa.AluInsn(uop_bgn=m * k, uop_end=m * k + m, iter_out=3, alu_opcode=op, use_imm=int(imm is not None),
+                        imm=imm or 0) for k, (op, imm) in enumerate(cases)]
+    insns = chain(compute_part=[load(MEM_ACC, 0, a, 1, n + 2), load(MEM_UOP, 0, u, 1, m * len(cases))] + alus,
                   store_part=[store(0, o, 1, n)])
     return _prog(cfg, "alu_same_entry", insns, lay)
 

@@ -6,7 +6,7 @@ import pytest
 from hw import native
 from hw.build import ECP5_CELLS
 from hw.backend import RTLBackend
-from rtl_programs import (blocked_gemm_program, chain_programs, gemm_same_entry_program, high_bits_programs,
+from rtl_programs import (alu_same_entry_program, blocked_gemm_program, chain_programs, gemm_same_entry_program, high_bits_programs,
                           queue_full_program, random_program, single_instruction_programs, token_queue_full_programs)
 from test_rtl_top import error_programs
 from vta_sim import Config, Simulator
@@ -25,7 +25,7 @@ def programs(cfg):
                                                   "load_inp_pads2134", "load_acc8")]
     return (picked + chain_programs(cfg)[:2] + token_queue_full_programs(cfg)[:1] + [queue_full_program(cfg)]
             + [random_program(cfg, seed) for seed in range(2)] + [blocked_gemm_program(cfg)] + high_bits_programs(cfg)
-            + [gemm_same_entry_program(cfg, np.random.default_rng(5))])
+            + [gemm_same_entry_program(cfg, np.random.default_rng(5)), alu_same_entry_program(cfg, np.random.default_rng(6))])
 
 
 def assert_same_as_simulator(cfg, progs):

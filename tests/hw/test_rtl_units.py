@@ -20,9 +20,9 @@ def test_fifo_token_queue_gemm_and_alu_cores(tmp_path):
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.parametrize("key, value, depth", [("GEMM_PIPELINE", 7, 8), ("ALU_PIPELINE", 4, 5)])
+@pytest.mark.parametrize("key, value, depth", [("GEMM_PIPELINE", 7, 8), ("ALU_PIPELINE", 5, 6)])
 def test_pipeline_latency_below_the_rtl_depth_is_refused(key, value, depth):
-    """The compute pipeline writes its last result 8 (GEMM) or 5 (ALU) cycles after the last issue,
+    """The compute pipeline writes its last result 8 (GEMM) or 6 (ALU) cycles after the last issue,
     so a shorter modelled fill + drain could not be met cycle for cycle."""
     cfg = Config.from_dict({**Config.load("1x8x8").to_dict(), key: value}, name="short")
     with pytest.raises(ConfigError, match=f"{key}={value}.*use {key} >= {depth}"):
