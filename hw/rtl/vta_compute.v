@@ -175,16 +175,13 @@ module vta_compute (
 
     // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
     reg        s0b_valid, s1_valid, s1b_valid, s1r_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid,
-               s7_valid, s8_valid, w5_valid;
+               s7_valid, s8_valid;
     reg [31:0] s0b_d, s0b_s, s0b_w, s1_d, s1_s, s1_w, s1b_a;
     /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM;
-    reg [31:0] s1b_src, s1r_a, s1r_src, s2_a, s3_a, s4_a, s5_a, s6_a, s7_a, s8_a, w5_a;  // and a micro-op's bits above its three indices
+    reg [31:0] s1b_src, s1r_a, s1r_src, s2_a, s3_a, s4_a, s5_a, s6_a, s7_a, s8_a;  // and a micro-op's bits above its three indices
     reg [31:0] uop_q;
     /* verilator lint_on UNUSEDSIGNAL */
     reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2, w5_z;   // w5: the ALU's write of the cycle before
-    /* verilator lint_off UNUSEDSIGNAL */  // only its index bits are compared
-    reg [31:0] s2_src;                  // a tensor ALU's source index, for the S4 forward
-    /* verilator lint_on UNUSEDSIGNAL */
     reg [2:0]  op3;                     // the operation the ALU's first stage applies (S3)
     reg        dbl3;                    // the S3 iteration applies the operation twice
     // the doubled operation for an ALU with an immediate, worked out after the start (dur_step)
@@ -215,13 +212,12 @@ module vta_compute (
     // S2's operands: forwarded from S4 (written this cycle, after the S1 read) or from the write
     // of the cycle before (w5), or (an immediate ALU) the S3 iteration's operand or forwarded
     // result, the operation doubled. A tensor ALU's ACC[dst] is taken in S1r, with w5 forwarded.
-    wire same3 = s3_valid && !tensor && (`VTA_LA'(s3_a) == `VTA_LA'(s2_a));
-    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = same3 ? (dbl3 ? alu_z : x2)
-                                   : (alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s2_a)) ? alu_z : tensor ? x_r
-                                   : (w5_valid && `VTA_LA'(w5_a) == `VTA_LA'(s2_a)) ? w5_z : acc_rdata;
-    wire [`VTA_ACC_BYTES*8-1:0] x_s1r = (w5_valid && `VTA_LA'(w5_a) == `VTA_LA'(s1r_a)) ? w5_z : acc_rdata;
-    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !tensor ? {LANES{same3 ? imm_d : imm}}
-                                   : (alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s2_src)) ? alu_z : acc_rdata;
+    // Each select is worked out a cycle ahead (the iteration in S1r, or S1b, against the ones that
+    // will be in S3/S4/w5 with it) so that only registered selects fan out across the lanes.
+    reg same3, fx4, fx5, fy4, fr5;
+    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = same3 ? (dbl3 ? alu_z : x2) : fx4 ? alu_z : tensor ? x_r : fx5 ? w5_z : acc_rdata;
+    wire [`VTA_ACC_BYTES*8-1:0] x_s1r = fr5 ? w5_z : acc_rdata;
+    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !tensor ? {LANES{same3 ? imm_d : imm}} : fy4 ? alu_z : acc_rdata;
 
     wire exec_we = alu_we || s7_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
@@ -260,7 +256,6 @@ module vta_compute (
             s6_valid <= 1'b0;
             s7_valid <= 1'b0;
             s8_valid <= 1'b0;
-            w5_valid <= 1'b0;
             err <= 1'b0;
             {acc_bytes, uop_bytes, gemm_count, alu_count, busy_cycles} <= 0;
             {stall_token, stall_port, stall_push, insn_count} <= 0;
@@ -285,7 +280,6 @@ module vta_compute (
             s6_valid <= s5_valid;
             s7_valid <= s6_valid;
             s8_valid <= s7_valid;
-            w5_valid <= alu_we;
             if (s2_valid) begin
                 s3_a <= s2_a;
                 x2 <= x_s2;
@@ -298,10 +292,14 @@ module vta_compute (
             if (s5_valid) s6_a <= s5_a;
             if (s6_valid) s7_a <= s6_a;
             if (s7_valid) s8_a <= s7_a;
+            same3 <= s2_valid && !tensor && `VTA_LA'(s2_a) == `VTA_LA'(s1r_a);
+            fx4 <= s3_valid && is_alu && `VTA_LA'(s3_a) == `VTA_LA'(s1r_a);
+            fx5 <= alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s1r_a);
+            fy4 <= s3_valid && is_alu && `VTA_LA'(s3_a) == `VTA_LA'(s1r_src);
+            fr5 <= alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s1b_a);
             fw7 <= s6_valid && `VTA_LA'(s6_a) == `VTA_LA'(s5_a);
             fw8 <= s7_valid && `VTA_LA'(s7_a) == `VTA_LA'(s5_a);
             fw9 <= s8_valid && `VTA_LA'(s8_a) == `VTA_LA'(s5_a);
-            w5_a <= s4_a;
             w5_z <= alu_z;
             if (issue) begin
                 s0b_d <= d_ij;
@@ -327,7 +325,6 @@ module vta_compute (
             if (s1r_valid) begin
                 if (tensor) x_r <= x_s1r;
                 s2_a <= s1r_a;
-                s2_src <= s1r_src;
             end
             if (issue && !reset) begin
                 if (is_alu) alu_count <= alu_count + 1;
