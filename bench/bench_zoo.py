@@ -62,7 +62,13 @@ def row(name: str, quantizer: str, result, seconds: float) -> str:
             f"{'' if worst is None else identical(worst['identical_fraction'])} | "
             f"{max((a['max_abs_lsb'] for a in per_layer), default='')} | "
             f"{identical(o['identical_fraction'])} / {o['max_abs_lsb']} / {'yes' if o['argmax_equal'] else 'NO'} | "
-            f"{seconds:.0f} s | {'; '.join(cpu)} |")
+            f"{seconds:.0f} s | {'; '.join(cpu)} | {slices(j['layers'])} |")
+
+
+def slices(layers: list) -> str:
+    """The Concats' slices by who stored them: producers' STOREs / rescale programs' / the host."""
+    writers = [s["writer"] for r in layers for s in r.get("slices", ())]
+    return "/".join(str(writers.count(w)) for w in ("producer", "rescale", "host")) if writers else ""
 
 
 def chain_table(result, qdq: onnx.ModelProto, x: np.ndarray) -> str:
@@ -123,8 +129,9 @@ def zoo(size: int, quantizers: list, onnx_dir: pathlib.Path | None, names: list 
     x = np.random.default_rng(0).random((1, 3, size, size), dtype=np.float32)
     calibration = np.random.default_rng(1).random((4, 3, size, size), dtype=np.float32)
     print("| model | quantiser | layers on VTA | MACs on VTA | cycles / frame | frames/s | verified | "
-          "worst layer identical | worst layer LSB | output identical / LSB / argmax | wall | on the CPU |")
-    print("|---|---|---|---:|---:|---:|---|---:|---:|---|---:|---|")
+          "worst layer identical | worst layer LSB | output identical / LSB / argmax | wall | on the CPU | "
+          "concat slices: producer / rescale / host |")
+    print("|---|---|---|---:|---:|---:|---|---:|---:|---|---:|---|---|")
     for name, model in models.items():
         for quantizer in quantizers:
             t0 = time.perf_counter()
