@@ -55,9 +55,9 @@ class Region:
         """DPS entry: (*inputs, output) TVM tensors."""
         *inputs, out = args
         arrays = [inputs[i].numpy() for i in self.order]
-        where = {} if self.store_to is None else {"out": self.store_to[0].view(self.store_to[1])}
-        if self.placement is not None:
-            where = {"placement": self.placement}
+        where = {} if self.placement is None else {"placement": self.placement}
+        if self.store_to is not None:
+            where["out"] = self.store_to[0].view(self.store_to[1])
         t0 = time.perf_counter()
         result_array, result = self.kernel(*arrays, *self.constants, backend=self.build.backend,
                                            trace=self.build.trace, **where)

@@ -317,7 +317,7 @@ class ConcatKernel:
         return None if r is None else self.kernels[RescaleSpec(self.spec.shapes[j], r)]
 
     def placement(self) -> inplace.ConcatPlacement:
-        """A placement with no producers known (graph.inplace.plan adds them)."""
+        """A placement with no producers known (graph.codegen.place_concats adds them)."""
         return inplace.ConcatPlacement.alone(self.cfg, self.spec.shapes,
                                             [self.rescale(j) for j in range(len(self.spec.shapes))])
 
