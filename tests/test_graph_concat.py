@@ -162,3 +162,12 @@ def test_a_view_that_does_not_fit_its_tensor_is_refused():
     a = np.zeros((1, 8, 6, 6), np.int8)
     with pytest.raises(RuntimeAPIError, match="not whole DRAM elements inside"):
         kernel(a, a, out=OutputView(np.zeros((1, 3, 6, 6, 1, 8), np.int8), 2 * 6 * 6 * 8 + 8))
+
+
+def test_a_kernel_whose_output_is_padded_beyond_its_slice_does_not_store_in_place():
+    """An add over 5x5 (25 entries) runs two tiles of 13: its 26-entry output would spill into
+    the next slice, so its slot is the host's, naming why; over 6x6 (two tiles of 18) it fits."""
+    cfg = Config.load("1x8x8")
+    padded = inplace.Slot(0, (1, 1, 5, 5, 1, 8)).fits(vta_eltwise.add_kernel(cfg, 1, 8, 5, 5, 1, 0, 1))
+    assert "208 bytes" in padded and "holds 200" in padded and "overwrite the next slice" in padded
+    assert inplace.Slot(0, (1, 1, 6, 6, 1, 8)).fits(vta_eltwise.add_kernel(cfg, 1, 8, 6, 6, 1, 0, 1)) is None
