@@ -8,6 +8,7 @@ import pytest
 from onnx import numpy_helper
 
 from graph import inplace
+from graph.errors import GraphError
 from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
@@ -171,3 +172,14 @@ def test_a_kernel_whose_output_is_padded_beyond_its_slice_does_not_store_in_plac
     padded = inplace.Slot(0, (1, 1, 5, 5, 1, 8)).fits(vta_eltwise.add_kernel(cfg, 1, 8, 5, 5, 1, 0, 1))
     assert "208 bytes" in padded and "holds 200" in padded and "overwrite the next slice" in padded
     assert inplace.Slot(0, (1, 1, 6, 6, 1, 8)).fits(vta_eltwise.add_kernel(cfg, 1, 8, 6, 6, 1, 0, 1)) is None
+
+
+def test_a_concat_refuses_to_read_a_slice_its_producer_did_not_store_in_this_run():
+    placement = inplace.ConcatPlacement.alone(Config.load("1x8x8"), ((1, 8, 2, 2), (1, 8, 2, 2)), (None, None))
+    placement.slots[1].writer = inplace.PRODUCER
+    with pytest.raises(GraphError, match=r"concat inputs \[1\]: their producers did not store"):
+        placement.output()
+    placement.stored.add(1)
+    assert placement.output().shape == (1, 16, 2, 2)
+    with pytest.raises(GraphError, match="did not store"):       # a store counts for one run only
+        placement.output()
