@@ -15,6 +15,8 @@ quantises them here with quantize_static. Without it the bench runs the families
 itself (graph.models: MobileNetV2 and ResNet-18 in torchvision's layout, seeded random weights).
 `--pre-process` first runs onnxruntime's quant_pre_process on each float model, as its quantiser
 advises (it folds the Shape-computed Slice bounds of ShuffleNet's x.chunk into constants).
+The last column counts the Concats' input slices by who stored them into the Concat's DRAM
+tensor: their producers' STOREs / their rescale programs' / the host (graph.inplace).
 `--chain` also prints, per offloaded layer, its agreement with onnxruntime fed its own input
 (alone) and fed the earlier layers' outputs as the run chains them (graph.layer_agreement.chained):
 where the final outputs' differences enter and how they grow.
