@@ -15,6 +15,8 @@ quantises them here with quantize_static. Without it the bench runs the families
 itself (graph.models: MobileNetV2 and ResNet-18 in torchvision's layout, seeded random weights).
 `--pre-process` first runs onnxruntime's quant_pre_process on each float model, as its quantiser
 advises (it folds the Shape-computed Slice bounds of ShuffleNet's x.chunk into constants).
+The last column counts the Concats' input slices by who stored them into the Concat's DRAM
+tensor: their producers' STOREs / their rescale programs' / the host (graph.inplace).
 `--chain` also prints, per offloaded layer, its agreement with onnxruntime fed its own input
 (alone) and fed the earlier layers' outputs as the run chains them (graph.layer_agreement.chained):
 where the final outputs' differences enter and how they grow.
@@ -62,7 +64,13 @@ def row(name: str, quantizer: str, result, seconds: float) -> str:
             f"{'' if worst is None else identical(worst['identical_fraction'])} | "
             f"{max((a['max_abs_lsb'] for a in per_layer), default='')} | "
             f"{identical(o['identical_fraction'])} / {o['max_abs_lsb']} / {'yes' if o['argmax_equal'] else 'NO'} | "
-            f"{seconds:.0f} s | {'; '.join(cpu)} |")
+            f"{seconds:.0f} s | {'; '.join(cpu)} | {slices(j['layers'])} |")
+
+
+def slices(layers: list) -> str:
+    """The Concats' slices by who stored them: producers' STOREs / rescale programs' / the host."""
+    writers = [s["writer"] for r in layers for s in r.get("slices", ())]
+    return "/".join(str(writers.count(w)) for w in ("producer", "rescale", "host")) if writers else ""
 
 
 def chain_table(result, qdq: onnx.ModelProto, x: np.ndarray) -> str:
@@ -123,8 +131,9 @@ def zoo(size: int, quantizers: list, onnx_dir: pathlib.Path | None, names: list 
     x = np.random.default_rng(0).random((1, 3, size, size), dtype=np.float32)
     calibration = np.random.default_rng(1).random((4, 3, size, size), dtype=np.float32)
     print("| model | quantiser | layers on VTA | MACs on VTA | cycles / frame | frames/s | verified | "
-          "worst layer identical | worst layer LSB | output identical / LSB / argmax | wall | on the CPU |")
-    print("|---|---|---|---:|---:|---:|---|---:|---:|---|---:|---|")
+          "worst layer identical | worst layer LSB | output identical / LSB / argmax | wall | on the CPU | "
+          "concat slices: producer / rescale / host |")
+    print("|---|---|---|---:|---:|---:|---|---:|---:|---|---:|---|---|")
     for name, model in models.items():
         for quantizer in quantizers:
             t0 = time.perf_counter()

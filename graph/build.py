@@ -99,6 +99,7 @@ class VtaModel:
         with codegen.active(self.build):
             self.mod = relax.transform.RunCodegen()(parted)
         self.partitioned = parted
+        codegen.place_concats(self.mod["main"], self.build.regions)
         self.vm = _vm(self.mod)
         self.layers = _layers(self.mod["main"], self.build.regions, cpu_reasons)
         self.build.expected_runs = sum(layer.target == "vta" for layer in self.layers)
@@ -118,19 +119,13 @@ def _unique_symbols(mod, prefix: str):
     return mod
 
 
-def _extern_symbol(call) -> str | None:
-    if ops.op_name(call) == "relax.call_dps_packed" and isinstance(call.args[0], relax.ExternFunc):
-        return str(call.args[0].global_symbol)
-    return None
-
-
 def _layer_calls(main):
     """(kind, call) of each layer of `main` in execution order; offloaded regions have kind None."""
     var2val = dict(relax.analysis.get_var2val(main))
     for block in main.body.blocks:
         for binding in block.bindings:
             call, name = binding.value, ops.op_name(binding.value)
-            if _extern_symbol(call) is not None:
+            if ops.extern_symbol(call) is not None:
                 yield None, call
             elif name == "relax.nn.conv2d":
                 yield ops.conv_kind(call), call
@@ -157,7 +152,7 @@ def _layers(main, regions: dict, cpu_reasons: dict) -> list:
     """The report's layers in execution order, with where each runs and why."""
     layers, counts = [], {}
     for kind, call in _layer_calls(main):
-        symbol = _extern_symbol(call)
+        symbol = ops.extern_symbol(call)
         kind = regions[symbol].spec.op if symbol else kind
         counts[kind] = counts.get(kind, 0) + 1
         name = f"{kind}{counts[kind]}"

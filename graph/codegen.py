@@ -25,7 +25,7 @@ from tvm import relax
 from vta_sim.config import Config
 from vta_sim.result import RunResult
 
-from . import kernels, ops
+from . import inplace, kernels, ops
 from .errors import GraphError
 
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("vta_codegen_build")
@@ -48,15 +48,22 @@ class Region:
     order: tuple                          # region parameter index of each kernel input
     kernel: object                        # schedules.op_kernel.OpKernel
     build: "VtaBuild"
+    store_to: tuple | None = None         # (ConcatPlacement, slot): its output is stored in that slice
+    placement: object = None              # a Concat's inplace.ConcatPlacement
 
     def __call__(self, *args) -> None:
         """DPS entry: (*inputs, output) TVM tensors."""
         *inputs, out = args
         arrays = [inputs[i].numpy() for i in self.order]
+        where = {} if self.placement is None else {"placement": self.placement}
+        if self.store_to is not None:
+            where["out"] = self.store_to[0].view(self.store_to[1])
         t0 = time.perf_counter()
         result_array, result = self.kernel(*arrays, *self.constants, backend=self.build.backend,
-                                           trace=self.build.trace)
+                                           trace=self.build.trace, **where)
         seconds = time.perf_counter() - t0
+        if self.store_to is not None:
+            self.store_to[0].stored.add(self.store_to[1])
         verified = bool(np.array_equal(result_array, self.spec.reference(*arrays,
                                                                          *self.constants)))
         if tuple(out.shape) != result_array.shape:
@@ -133,6 +140,36 @@ def _region(build: VtaBuild, func) -> Region:
     order = tuple(params.index(v) for v in ops.activations(root, value_of))
     kernel = build.cache.get(build.cfg, spec, build.vthreads)
     return Region(symbol, spec, constants, order, kernel, build)
+
+
+def place_concats(main, regions: dict) -> None:
+    """Give each Concat region its placement (graph.inplace) and each producer region that can
+    store its output straight into a Concat's slice the slot it stores into, in graph order; a
+    producer stores into one Concat's tensor only (a later Concat reading it places its copy)."""
+    var2val = dict(relax.analysis.get_var2val(main))
+    for block in main.body.blocks:
+        for binding in block.bindings:
+            region = regions.get(ops.extern_symbol(binding.value))
+            if region is None or region.spec.op != "concat":
+                continue
+            placement = region.placement = region.kernel.placement()
+            args = binding.value.args[1].fields
+            for j, slot in enumerate(placement.slots):
+                if slot.writer != inplace.HOST or region.spec.rescales[j] is not None:
+                    continue
+                value = var2val.get(args[region.order[j]])
+                producer = regions.get(ops.extern_symbol(value))
+                if producer is None:
+                    slot.reason = f"made on the CPU ({ops.op_name(value)})" if value is not None else "a model input"
+                elif producer.store_to is not None:
+                    slot.reason = f"its producer {producer.symbol} already stores into another concat's tensor"
+                elif producer.placement is not None:
+                    slot.reason = f"its producer {producer.symbol} is a concat, whose own tensor holds it"
+                else:
+                    slot.reason = slot.fits(producer.kernel)
+                    if slot.reason is None:
+                        slot.writer = inplace.PRODUCER
+                        producer.store_to = (placement, j)
 
 
 @tvm.register_global_func("relax.ext.vta")

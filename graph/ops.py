@@ -56,6 +56,13 @@ def op_name(e) -> str | None:
     return e.op.name if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op) else None
 
 
+def extern_symbol(call) -> str | None:
+    """The packed function an offloaded region's call names (None: not such a call)."""
+    if op_name(call) == "relax.call_dps_packed" and isinstance(call.args[0], relax.ExternFunc):
+        return str(call.args[0].global_symbol)
+    return None
+
+
 def _requantised(root, value_of):
     """(layer call, the rest) of an integer block ending at `root`: a residual add as
     ("add", (operands, params)) or a conv2d/matmul as ("linear", (acc call, vectors, requant)),

@@ -36,6 +36,8 @@ def layer_rows(layers: list, runs: list, cfg: Config) -> list:
                        dram_bytes=int(sum(stats.get(k, 0) for k in BYTES_KEYS)),
                        compile_s=run.region.kernel.compile_s, sim_s=run.seconds,
                        **{f"{m}_busy": busy_fraction(stats, m, cycles) for m in MODULES})
+            if run.region.placement is not None:
+                row["slices"] = run.region.placement.summary()
         rows.append(row)
     return rows
 
@@ -88,6 +90,9 @@ def summary(result) -> str:
         o = j["onnxruntime"]
         lines.append(f"  against onnxruntime (ORT_DISABLE_ALL): {100 * o['identical_fraction']:.2f} % of outputs "
                      f"identical, max {o['max_abs_lsb']} LSB, argmax {'equal' if o['argmax_equal'] else 'DIFFERS'}")
+    slices = [s for r in vta_rows for s in r.get("slices", ())]
+    if slices:
+        lines.append("  concat slices  " + slice_counts(slices))
     sources = sorted({r["tiles_from"] for r in vta_rows if "tiles_from" in r})
     if sources:
         lines.append("  tiles from   " + "; ".join(sources))
@@ -98,6 +103,20 @@ def summary(result) -> str:
         f"simulate {j['run_s']:.1f} s",
     ]
     return "\n".join(lines)
+
+
+def slice_counts(slices: list) -> str:
+    """How the Concats' slices were written: by their producers' or rescales' STOREs, or the
+    host (with its reasons, most frequent first)."""
+    count = {w: sum(s["writer"] == w for s in slices) for w in ("producer", "rescale", "host")}
+    reasons: dict = {}
+    for s in slices:
+        if "reason" in s:
+            key = s["reason"].split(":")[0]
+            reasons[key] = reasons.get(key, 0) + 1
+    why = "; ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
+    return (f"{count['producer']} stored in place by their producers, {count['rescale']} by their rescale "
+            f"programs, {count['host']} placed by the host" + (f" ({why})" if why else ""))
 
 
 class Progress:

@@ -28,6 +28,7 @@ from vta_sim.config import Config
 from vta_sim.isa import MAX_PAD
 from vta_sim.result import RunResult
 
+from . import inplace
 from .report import chained
 
 
@@ -285,7 +286,7 @@ class ConcatSpec:
 
     def assemble(self, cfg: Config, kernels: dict) -> "ConcatKernel":
         """The Concat's kernel from its parts' compiled kernels {RescaleSpec: OpKernel}."""
-        return ConcatKernel(self, kernels, cfg.name)
+        return ConcatKernel(self, kernels, cfg)
 
     def kernel(self, cfg: Config, vthreads: int) -> "ConcatKernel":
         return self.assemble(cfg, {part: part.kernel(cfg, vthreads) for part in self.parts})
@@ -297,30 +298,45 @@ class ConcatSpec:
 
 @dataclass
 class ConcatKernel:
-    """A ConcatSpec's run: each rescaled input's program on the accelerator, back to back (their
-    cycles, statistics and traces summed), the slices side by side as the DRAM tensor holds
-    them. Each region has its own DRAM image here, so the host places the slices; on the
-    device each STORE writes its slice's address (the same bytes and bursts)."""
+    """A ConcatSpec's run into its DRAM tensor (graph.inplace.ConcatPlacement): each rescaled
+    input's program on the accelerator, back to back (their cycles, statistics and traces
+    summed), storing its slice; slices their producers stored are not touched (their inputs
+    are not even read); the host places the rest. The output is the tensor unpacked."""
     spec: ConcatSpec
     kernels: dict             # RescaleSpec -> OpKernel
-    config_name: str
+    cfg: Config
     tile_source = None
 
     @property
     def compile_s(self) -> float:
         return sum(k.compile_s for k in self.kernels.values())
 
-    def __call__(self, *arrays, backend="sim", trace: bool = False) -> tuple:
-        slices, results = [], []
-        for x, shape, r in zip(arrays, self.spec.shapes, self.spec.rescales):
-            if r is not None:
-                x, result = self.kernels[RescaleSpec(shape, r)](x, backend=backend, trace=trace)
-                results.append(result)
-            slices.append(x)
+    def rescale(self, j: int) -> OpKernel | None:
+        """The program that moves input j into the output's scale (None: it is in it)."""
+        r = self.spec.rescales[j]
+        return None if r is None else self.kernels[RescaleSpec(self.spec.shapes[j], r)]
+
+    def placement(self) -> inplace.ConcatPlacement:
+        """A placement with no producers known (graph.codegen.place_concats adds them)."""
+        return inplace.ConcatPlacement.alone(self.cfg, self.spec.shapes,
+                                            [self.rescale(j) for j in range(len(self.spec.shapes))])
+
+    def __call__(self, *arrays, backend="sim", trace: bool = False, placement=None) -> tuple:
+        placement = placement or self.placement()
+        results = []
+        for j, (x, slot) in enumerate(zip(arrays, placement.slots)):
+            kernel = self.rescale(j)
+            if slot.writer == inplace.RESCALE:
+                results.append(kernel(x, backend=backend, trace=trace, out=placement.view(j))[1])
+            elif slot.writer == inplace.HOST:
+                if kernel is not None:
+                    x, result = kernel(x, backend=backend, trace=trace)
+                    results.append(result)
+                placement.place(j, x)
         stats: dict = {}
         for result in results:
             for key, value in result.stats.items():
                 stats[key] = stats.get(key, 0) + value
         total = RunResult(np.zeros(0, np.uint8), sum(int(r.cycles) for r in results), stats,
-                          chained(results, self.config_name) if trace else None, backend)
-        return np.concatenate(slices, axis=1), total
+                          chained(results, self.cfg.name) if trace else None, backend)
+        return placement.output(), total

@@ -25,8 +25,9 @@ class CompiledKernel:
     outputs: list             # indices of the parameters the program writes
     compile_s: float
 
-    def __call__(self, *inputs, backend="sim", trace=False):
-        """Run on numpy inputs (every non-output parameter, in order); returns (outputs, RunResult)."""
+    def __call__(self, *inputs, backend="sim", trace=False, views=None):
+        """Run on numpy inputs (every non-output parameter, in order); returns (outputs, RunResult).
+        `views` {output parameter index: vta_sim.runtime.OutputView}: store those in place."""
         ins = [i for i in range(len(self.params)) if i not in self.outputs]
         if len(inputs) != len(ins):
             names = [self.params[i][0] for i in ins]
@@ -42,7 +43,7 @@ class CompiledKernel:
                                    f"{array.dtype}{list(array.shape)}")
             tensors.append(tvm.runtime.tensor(array))
         host.take_error()
-        with host.options(backend=backend, trace=trace):
+        with host.options(backend=backend, trace=trace, views=views):
             try:
                 self.module["main"](*tensors)
             except Exception:

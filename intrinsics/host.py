@@ -26,14 +26,22 @@ from .errors import CompileError
 class _Session:
     """One call of a compiled function: its Runtime, DRAM buffers and the ops recorded so far."""
 
-    def __init__(self, config_text: str, kinds: str, tensors, backend):
+    def __init__(self, config_text: str, kinds: str, tensors, backend, views: dict):
         cfg = Config.from_text(config_text)
         self.rt = Runtime(cfg, backend=backend)
         self.kinds = kinds.split(",")
         self.buffers = []
-        for tensor, kind in zip(tensors, self.kinds):
+        self.placed = []              # (OutputView, DramBuffer of its whole tensor, of the view)
+        for i, (tensor, kind) in enumerate(zip(tensors, self.kinds)):
             array = tensor.numpy()
-            self.buffers.append(self.rt.empty(array.shape, "out") if kind == "out" else self.rt.array(array, kind))
+            if i in views:
+                if kind != "out":
+                    raise CompileError(f"parameter {i} is a {kind!r} buffer: only an output is stored in a view")
+                base = self.rt.array(views[i].tensor, "out")
+                self.buffers.append(self.rt.view(base, views[i].offset, array.shape))
+                self.placed.append((views[i], base, self.buffers[-1]))
+            else:
+                self.buffers.append(self.rt.empty(array.shape, "out") if kind == "out" else self.rt.array(array, kind))
         self.deps = DependencyTracker()
         self.ops = []
         self.kernels = {}
@@ -77,6 +85,8 @@ class Host:
     def __init__(self):
         self.backend = "sim"
         self.trace = False
+        self.views: dict = {}           # parameter index -> vta_sim.runtime.OutputView
+        self.placed: list = []          # the last run's views: (OutputView, tensor's DramBuffer, view's)
         self.session: _Session | None = None
         self.result = None
         self.program = None
@@ -105,7 +115,7 @@ class Host:
         return self.session
 
     def begin(self, config_text, kinds, *tensors):
-        self.session = _Session(str(config_text), str(kinds), tensors, self.backend)
+        self.session = _Session(str(config_text), str(kinds), tensors, self.backend, self.views)
 
     def end(self, *tensors):
         s = self._session()
@@ -115,6 +125,9 @@ class Host:
         for kind, buf, tensor in zip(s.kinds, s.buffers, tensors):
             if kind == "out":
                 tensor.copyfrom(buf.numpy())
+        for view, base, _ in s.placed:          # the whole tensor leaves the image, as DRAM keeps it
+            view.tensor[...] = base.numpy()
+        self.placed = s.placed
         self.result = result
         self.program = s.rt.last_program
 
@@ -157,14 +170,16 @@ HOST.register()
 
 
 @contextlib.contextmanager
-def options(backend="sim", trace: bool = False):
-    """Run compiled VTA programs inside this block on `backend` (a name or backend object)."""
-    saved = HOST.backend, HOST.trace
-    HOST.backend, HOST.trace = backend, trace
+def options(backend="sim", trace: bool = False, views: dict | None = None):
+    """Run compiled VTA programs inside this block on `backend` (a name or backend object);
+    `views` {parameter index: vta_sim.runtime.OutputView} stores those outputs into slices of
+    tensors that outlive the program."""
+    saved = HOST.backend, HOST.trace, HOST.views
+    HOST.backend, HOST.trace, HOST.views = backend, trace, dict(views or {})
     try:
         yield
     finally:
-        HOST.backend, HOST.trace = saved
+        HOST.backend, HOST.trace, HOST.views = saved
 
 
 def last_result():
@@ -175,6 +190,12 @@ def last_result():
 def last_program():
     """The vta_sim.runtime.Program (DRAM image, instructions) of the last compiled program run."""
     return HOST.program
+
+
+def last_views() -> list:
+    """The last run's output views: (OutputView, DramBuffer of its whole tensor, DramBuffer of
+    the slice its STOREs addressed), in that run's DRAM image."""
+    return HOST.placed
 
 
 def take_error():

@@ -45,7 +45,16 @@ class OpKernel:
     def compile_s(self) -> float:
         return self.kernel.compile_s
 
-    def __call__(self, *inputs: np.ndarray, backend="sim", trace: bool = False
+    @property
+    def packed_output(self) -> tuple:
+        """The shape of the packed output the program stores (blocks, padding and all)."""
+        (index,) = self.kernel.outputs
+        return self.kernel.params[index][1]
+
+    def __call__(self, *inputs: np.ndarray, backend="sim", trace: bool = False, out=None
                  ) -> tuple[np.ndarray, RunResult]:
-        (out,), result = self.kernel(*self.pack(*inputs), backend=backend, trace=trace)
-        return self.unpack(out), result
+        """`out` (a vta_sim.runtime.OutputView): the program stores its packed output there,
+        in a slice of a larger tensor, instead of a buffer of its own."""
+        views = None if out is None else {self.kernel.outputs[0]: out}
+        (result_array,), result = self.kernel(*self.pack(*inputs), backend=backend, trace=trace, views=views)
+        return self.unpack(result_array), result

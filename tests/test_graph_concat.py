@@ -1,16 +1,26 @@
-"""Concats written in place on VTA-8 (graph.specs.ConcatSpec) in the shapes torchvision's
-exporters write: GoogLeNet's inception block, DenseNet's growing dense block, ShuffleNetV2's
-concat of halves; quantised by onnxruntime's quantize_static (QDQ: every Concat input with its
-own scale), bit-exact against the CPU build and each layer against onnxruntime."""
+"""Concats written in place on VTA-8 (graph.specs.ConcatSpec, graph.inplace) in the shapes
+torchvision's exporters write: GoogLeNet's inception block, DenseNet's growing dense block,
+ShuffleNetV2's concat of halves; quantised by onnxruntime's quantize_static (QDQ: every Concat
+input with its own scale), bit-exact against the CPU build and each layer against onnxruntime;
+at batch 1 every slice is stored by a program's STORE into the Concat's one DRAM tensor."""
 import numpy as np
 import pytest
 from onnx import numpy_helper
 
+from graph import inplace
+from graph.errors import GraphError
 from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
 from graph.specs import ConcatSpec
+from intrinsics import host
+from requantisation.add import add_ref
+from schedules import vta_eltwise
+from vta_sim import isa
+from vta_sim import packing as pk
 from vta_sim.config import Config
+from vta_sim.errors import RuntimeAPIError
+from vta_sim.runtime import OutputView
 
 
 def _conv_relu(b, rng, x, ic, oc, k=1):
@@ -103,3 +113,73 @@ def test_the_last_input_may_end_inside_a_block():
     assert ConcatSpec(((1, 8, 4, 4), (1, 12, 4, 4)), (None, None)).misfit(cfg, 2) is None
     assert "input 2 starts at channel 20" in ConcatSpec(((1, 8, 4, 4), (1, 12, 4, 4), (1, 8, 4, 4)),
                                                         (None, None, None)).misfit(cfg, 2)
+
+
+@pytest.mark.parametrize("name", ["inception", "halves"])
+def test_at_batch_1_every_slice_is_stored_by_a_program_and_the_host_copies_none(name, monkeypatch):
+    """Producers on VTA-8 store their outputs into their slices of the Concat's tensor, rescaled
+    inputs' programs theirs; the host places no slice (ConcatPlacement.place never runs), yet the
+    Concat equals its reference: the slices came from the STOREs."""
+    placed = []
+    monkeypatch.setattr(inplace.ConcatPlacement, "place", lambda self, j, x: placed.append(j))
+    rng = np.random.default_rng(3)
+    qdq = quantizer_named("onnxruntime")(MODELS[name](rng), rng.random((8, 8, 6, 6), dtype=np.float32))
+    result = run_model(ModelCase(name, qdq, rng.random((1, 8, 6, 6), dtype=np.float32)), "1x8x8")
+    (concat,) = (r for r in result.layers if r["op"] == "concat")
+    writers = [s["writer"] for s in concat["slices"]]
+    assert inplace.PRODUCER in writers and inplace.HOST not in writers, concat["slices"]
+    assert placed == [] and concat["verified"] and result.verified
+
+
+def test_at_batch_2_the_host_places_the_slices_naming_why(run):
+    for r in (r for r in run.layers if r["op"] == "concat"):
+        assert all(s["writer"] == inplace.HOST and s["reason"].startswith("batch of 2 blocks") for s in r["slices"])
+
+
+def test_a_program_stores_its_output_into_its_slice_of_a_larger_tensor_and_nowhere_else():
+    """An add stored at channel block 1 of a 3-block tensor: its STOREs address only that slice
+    of the tensor in the program's DRAM image; the other blocks keep their bytes."""
+    cfg = Config.load("1x8x8")
+    kernel = vta_eltwise.add_kernel(cfg, 1, 8, 6, 6, 1, 0, 1)
+    rng = np.random.default_rng(0)
+    a, b = (rng.integers(-128, 128, (1, 8, 6, 6), dtype=np.int8) for _ in range(2))
+    tensor = np.full((1, 3, 6, 6, 1, 8), 77, np.int8)
+    y, _ = kernel(a, b, out=OutputView(tensor, 6 * 6 * 8))
+    want = add_ref(a, b, 1, 0, 1)
+    assert np.array_equal(y, want) and np.array_equal(pk.unpack_nchw(tensor[:, 1:2]), want)
+    assert (tensor[:, [0, 2]] == 77).all()
+    ((view, whole, slice_),) = host.last_views()
+    assert view.tensor is tensor and slice_.elem_base == whole.elem_base + 6 * 6
+    stores = [i for i in host.last_program().instructions if i.opcode == isa.OP_STORE and i.y_size * i.x_size]
+    assert stores
+    for i in stores:
+        assert slice_.elem_base <= i.dram_base and i.dram_base + (i.y_size - 1) * i.x_stride + i.x_size <= \
+            slice_.elem_base + slice_.n_elems
+
+
+def test_a_view_that_does_not_fit_its_tensor_is_refused():
+    cfg = Config.load("1x8x8")
+    kernel = vta_eltwise.add_kernel(cfg, 1, 8, 6, 6, 1, 0, 1)
+    a = np.zeros((1, 8, 6, 6), np.int8)
+    with pytest.raises(RuntimeAPIError, match="not whole DRAM elements inside"):
+        kernel(a, a, out=OutputView(np.zeros((1, 3, 6, 6, 1, 8), np.int8), 2 * 6 * 6 * 8 + 8))
+
+
+def test_a_kernel_whose_output_is_padded_beyond_its_slice_does_not_store_in_place():
+    """An add over 5x5 (25 entries) runs two tiles of 13: its 26-entry output would spill into
+    the next slice, so its slot is the host's, naming why; over 6x6 (two tiles of 18) it fits."""
+    cfg = Config.load("1x8x8")
+    padded = inplace.Slot(0, (1, 1, 5, 5, 1, 8)).fits(vta_eltwise.add_kernel(cfg, 1, 8, 5, 5, 1, 0, 1))
+    assert "208 bytes" in padded and "holds 200" in padded and "overwrite the next slice" in padded
+    assert inplace.Slot(0, (1, 1, 6, 6, 1, 8)).fits(vta_eltwise.add_kernel(cfg, 1, 8, 6, 6, 1, 0, 1)) is None
+
+
+def test_a_concat_refuses_to_read_a_slice_its_producer_did_not_store_in_this_run():
+    placement = inplace.ConcatPlacement.alone(Config.load("1x8x8"), ((1, 8, 2, 2), (1, 8, 2, 2)), (None, None))
+    placement.slots[1].writer = inplace.PRODUCER
+    with pytest.raises(GraphError, match=r"concat inputs \[1\]: their producers did not store"):
+        placement.output()
+    placement.stored.add(1)
+    assert placement.output().shape == (1, 16, 2, 2)
+    with pytest.raises(GraphError, match="did not store"):       # a store counts for one run only
+        placement.output()

@@ -69,6 +69,17 @@ def _checked(array, dtype: np.dtype, shape: tuple | None, what: str) -> np.ndarr
     return arr
 
 
+@dataclass(frozen=True)
+class OutputView:
+    """Where a program stores its output instead of a buffer of its own: `offset` elements
+    into `tensor`, a packed array that outlives the program (a Concat's output, whose slices
+    its producers store: graph.inplace). Device DRAM keeps such a tensor between programs;
+    here each program has its own DRAM image, so `tensor` enters the image whole before the
+    run and leaves it whole after, and the program's STOREs address its slice inside it."""
+    tensor: np.ndarray
+    offset: int
+
+
 class UopKernel:
     """Micro-ops inside up to two loops; a GEMM/ALU instruction executes the whole kernel."""
 
@@ -150,6 +161,16 @@ class Runtime:
                                   "after at least one element dimension")
         probe = DramBuffer(self, mem, shape, 0)
         return DramBuffer(self, mem, shape, self._alloc_bytes(probe.nbytes, probe.elem_bytes))
+
+    def view(self, base: DramBuffer, offset: int, shape) -> DramBuffer:
+        """A buffer of `shape` inside `base`, `offset` elements of base's dtype in: a slice of a
+        larger tensor, addressed by the instructions that write it (OutputView)."""
+        probe = DramBuffer(self, base.kind, shape, 0)
+        start = offset * base.dtype.itemsize
+        if offset < 0 or start % base.elem_bytes or start + probe.nbytes > base.nbytes:
+            raise RuntimeAPIError(f"a {base.kind} view of shape {tuple(shape)} at element {offset} is not whole "
+                                  f"DRAM elements inside {base!r} ({base.nbytes} bytes)")
+        return DramBuffer(self, base.kind, shape, base.byte_addr + start)
 
     def array(self, array, mem: str) -> DramBuffer:
         arr = np.asarray(array)
