@@ -41,6 +41,7 @@ module vta_fetch (
     reg [2:0]   state;
     reg [31:0]  k, addr, count;
     reg [31:0]  elapsed;      // cycles since the grant: latencies up to 2^16 (vta_sim.config)
+    reg         lat_end;      // this is the burst's modelled last cycle: elapsed + 1 >= Lr + IB
     reg [4:0]   got;
     reg         ar_pend;
     reg [127:0] word_r;
@@ -62,8 +63,10 @@ module vta_fetch (
             end
         end
     endgenerate
-    wire data_done = (state == S_RUN) && (got + 5'(beat) == 5'(IB)) &&
-                     (elapsed + 1 >= `VTA_DMA_READ_LATENCY + IB);
+    // from registers only, as the DMAs' burst end: the last beat came in a cycle before (the DRAM
+    // answers within DMA_READ_LATENCY, docs/timing.md); the read FIFO's valid through this
+    // compare into the port's release and the next grant was the placed critical path
+    wire data_done = (state == S_RUN) && (got == 5'(IB)) && lat_end;
     assign port_done = data_done;
 
     // ------------------------------------------------------------ decode, route, check
@@ -151,6 +154,7 @@ module vta_fetch (
             if (have && !bad && !enq) stall_queue <= stall_queue + 1;
             if (state == S_RUN) begin
                 elapsed <= elapsed + 1;
+                lat_end <= (elapsed + 2 >= `VTA_DMA_READ_LATENCY + IB);
                 if (ar_valid && ar_ready) ar_pend <= 1'b0;
                 if (beat) begin
                     got <= got + 1;
@@ -182,6 +186,7 @@ module vta_fetch (
             if (port_gnt) begin
                 state <= S_RUN;
                 elapsed <= 0;
+                lat_end <= (1 >= `VTA_DMA_READ_LATENCY + IB);
                 got <= 0;
                 ar_pend <= 1'b1;
             end
