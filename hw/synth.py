@@ -44,9 +44,10 @@ def target_sources(target: str) -> list:
     cells = TARGET_CELLS.get(target)
     return rtl_sources() + (list(cells.rtl) if cells else [])
 #: LFE5UM-85F in its largest package: vta_top has about 350 ports (both AXI buses), more than the
-#: 205 I/Os of CABGA381. No LPF: nextpnr places the pins itself.
+#: 205 I/Os of CABGA381. No LPF: nextpnr places the pins itself. The analytic placer weighs timing
+#: 4x its default (10): on one netlist 78.6 MHz against 68.5, the same run time (docs/hardware.md).
 NEXTPNR_ARGS = ["--85k", "--package", "CABGA756", "--speed", "6", "--freq", "100", "--seed", "1",
-                "--timing-allow-fail", "--lpf-allow-unconstrained"]
+                "--placer-heap-timingweight", "40", "--timing-allow-fail", "--lpf-allow-unconstrained"]
 #: Resource classes per target: cell type -> (class, weight). An ECP5 CCU2C carry cell is two LUT4s;
 #: a Xilinx RAMB18E1 half a 36 Kb block RAM.
 RESOURCES = {

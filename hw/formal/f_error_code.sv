@@ -46,17 +46,27 @@ module f_error_code (
     (* f_peek = "top.error" *) wire p_error;
     (* f_peek = "top.done" *) wire p_done;
     (* f_peek = "top.error_code" *) wire [`VTA_ERROR_CODE_BITS-1:0] p_error_code;
+    (* f_peek = "top.ev_q" *) wire p_ev_q;
+    (* f_peek = "top.ev_err" *) wire p_ev_err;
+    (* f_peek = "top.ev_code" *) wire [`VTA_ERROR_CODE_BITS-1:0] p_ev_code;
     localparam SLVERR = 2'b10, DECERR = 2'b11;
     wire resp_err = (m_axi_rvalid && rready && (m_axi_rresp == SLVERR || m_axi_rresp == DECERR)) ||
                     (m_axi_bvalid && bready && (m_axi_bresp == SLVERR || m_axi_bresp == DECERR));
-    reg f_err_seen = 1'b0, f_idle = 1'b0, f_past = 1'b0;   // last cycle: an error response in a run; no run
+    // two cycles ago an error response in a run (its status is written a cycle after the run
+    // stops, hw/rtl/vta_top.v), no launch since; last cycle: no run, no status pending
+    reg f_err_now = 1'b0, f_err_seen = 1'b0, f_idle = 1'b0, f_past = 1'b0;
     reg [`VTA_ERROR_CODE_BITS-1:0] f_code;
     always @(posedge clk) begin
         f_past <= 1'b1;
-        f_err_seen <= !rst && !p_launch && p_running && resp_err;
-        f_idle <= !rst && !p_launch && !p_running;
+        f_err_now <= !rst && !p_launch && p_running && resp_err;
+        f_err_seen <= !rst && !p_launch && f_err_now;
+        f_idle <= !rst && !p_launch && !p_running && !p_ev_q;   // and no status still to write
         f_code <= p_error_code;
     end
+    // the step between (f_err_now needs no history: its register starts at 0)
+    always @(*)
+        err_resp_stops_the_run: assert(!f_err_now || (p_ev_q && p_ev_err && !p_running &&
+                                                       p_ev_code == `VTA_ERROR_CODE_BITS'(`VTA_ERR_AXI_RESP)));
     always @(*) if (f_past) begin
         err_resp_sets_code: assert(!f_err_seen || (p_error_code == `VTA_ERROR_CODE_BITS'(`VTA_ERR_AXI_RESP) &&
                                                   p_error && p_done && !p_running));

@@ -72,7 +72,25 @@ module vta_top (
     wire        fetch_busy, load_run, compute_run, store_run, progress;
     wire        deadlock = !fetch_busy && !load_run && !compute_run && !store_run && !progress;
 
+    // The run ends in the cycle of its first error or of FINISH (`running`, the modules' enable,
+    // drops at once); its status (DONE, ERROR, CYCLES, ERROR_CODE/INDEX) is written a cycle later
+    // from registers that load every cycle: the last cycle of a module's body (a DMA's compares,
+    // the retire, FINISH) reached the clock enables of those 100 flip-flops across the die (the
+    // placed critical path). A deadlock is seen a cycle late too (no state can change in it) and
+    // its CYCLES are its first cycle's.
+    reg        dead_q, ev_q, ev_err;
+    reg [31:0] ev_cycle, ev_index;
+    reg [`VTA_ERROR_CODE_BITS-1:0] ev_code;
+    wire       stop_err = bus_err || fetch_err || index_err || dead_q;
     always @(posedge clk) begin
+        dead_q <= running && !launch && deadlock && !finish;
+        ev_q <= running && !launch && (stop_err || finish);
+        ev_err <= stop_err;
+        ev_cycle <= (dead_q && !(bus_err || fetch_err || index_err)) ? cycle - 1 : cycle;
+        // a bus error first: the data fetch or compute saw may be that of the failed beat
+        ev_code <= bus_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_AXI_RESP) : fetch_err ? fetch_err_code :
+                   index_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_INDEX) : `VTA_ERROR_CODE_BITS'(`VTA_ERR_DEADLOCK);
+        ev_index <= (fetch_err && !bus_err) ? fetch_err_index : `VTA_NO_INDEX;
         if (rst) begin
             running <= 1'b0;
             done <= 1'b0;
@@ -81,6 +99,8 @@ module vta_top (
             cycles <= 0;
             error_code <= 0;
             error_index <= 0;
+            dead_q <= 1'b0;
+            ev_q <= 1'b0;
         end else if (launch) begin
             running <= 1'b1;
             done <= 1'b0;
@@ -89,22 +109,19 @@ module vta_top (
             cycles <= 0;
             error_code <= 0;
             error_index <= 0;
-        end else if (running) begin
-            cycle <= cycle + 1;
-            if (bus_err || fetch_err || index_err || (deadlock && !finish)) begin
-                running <= 1'b0;
+        end else begin
+            if (running) begin
+                cycle <= cycle + 1;
+                if (stop_err || finish) running <= 1'b0;
+            end
+            if (ev_q) begin
                 done <= 1'b1;
-                error <= 1'b1;
-                cycles <= cycle;
-                // a bus error first: the data fetch or compute saw may be that of the failed beat
-                error_code <= bus_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_AXI_RESP) : fetch_err ? fetch_err_code :
-                              index_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_INDEX) :
-                                          `VTA_ERROR_CODE_BITS'(`VTA_ERR_DEADLOCK);
-                error_index <= (fetch_err && !bus_err) ? fetch_err_index : `VTA_NO_INDEX;
-            end else if (finish) begin
-                running <= 1'b0;
-                done <= 1'b1;
-                cycles <= cycle;
+                error <= ev_err;
+                cycles <= ev_cycle;
+                if (ev_err) begin
+                    error_code <= ev_code;
+                    error_index <= ev_index;
+                end
             end
         end
     end
