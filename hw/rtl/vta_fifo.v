@@ -25,8 +25,9 @@ module vta_fifo #(
     reg [WIDTH-1:0] mem [0:DEPTH-1];
     reg [AW-1:0] rd_ptr, wr_ptr;
     reg [CW-1:0] cnt;
-
-    wire empty = (cnt == 0);
+    // cnt == 0 as its own register: the read FIFO's bypass select fans out over the bus width
+    // into the DMAs' data paths (the compare in front of it was part of the critical path)
+    reg empty;
     assign count     = cnt;
     assign in_ready  = (cnt != DEPTH[CW-1:0]) || (BYPASS != 0 && out_ready);
     assign out_valid = !empty || (BYPASS != 0 && in_valid);
@@ -40,18 +41,21 @@ module vta_fifo #(
         next_ptr = (p == AW'(DEPTH - 1)) ? {AW{1'b0}} : p + 1'b1;
     endfunction
 
+    wire [CW-1:0] cnt_next = cnt + CW'(enq && !bypass) - CW'(deq && !bypass);
     always @(posedge clk) begin
         if (rst) begin
             rd_ptr <= 0;
             wr_ptr <= 0;
             cnt <= 0;
+            empty <= 1'b1;
         end else begin
             if (enq && !bypass) begin
                 mem[wr_ptr] <= in_data;
                 wr_ptr <= next_ptr(wr_ptr);
             end
             if (deq && !bypass) rd_ptr <= next_ptr(rd_ptr);
-            cnt <= cnt + CW'(enq && !bypass) - CW'(deq && !bypass);
+            cnt <= cnt_next;
+            empty <= (cnt_next == 0);
         end
     end
 `ifdef FORMAL
