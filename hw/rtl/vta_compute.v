@@ -79,8 +79,8 @@ module vta_compute (
     input  wire [`VTA_WGT_BYTES*8-1:0]  wgt_rdata,
     output wire         finish,          // FINISH retires this cycle
     output reg          err,             // a GEMM/ALU index left its SRAM
-    output reg  [31:0]  acc_bytes,
-    output reg  [31:0]  uop_bytes,
+    output wire [31:0]  acc_bytes,
+    output wire [31:0]  uop_bytes,
     output reg  [31:0]  gemm_count,
     output reg  [31:0]  alu_count,
     output reg  [31:0]  busy_cycles,
@@ -142,6 +142,10 @@ module vta_compute (
         .r_valid(r_valid), .r_data(r_data), .r_ready(r_ready),
         .wr_en(dma_we), .wr_idx(dma_idx), .wr_data(dma_data), .wr_lanes(dma_lanes),
         .done_now(dma_done));
+    vta_bytes_stat uop_stat (.clk(clk), .rst(rst), .add(start && h_dma && h_mt == `VTA_MEM_UOP),
+        .x_size(`VTA_MEM_X_SIZE(insn)), .y_size(`VTA_MEM_Y_SIZE(insn)), .lg(h_elog), .total(uop_bytes));
+    vta_bytes_stat acc_stat (.clk(clk), .rst(rst), .add(start && h_dma && h_mt != `VTA_MEM_UOP),
+        .x_size(`VTA_MEM_X_SIZE(insn)), .y_size(`VTA_MEM_Y_SIZE(insn)), .lg(h_elog), .total(acc_bytes));
     assign uop_we = (dma_we && mt == `VTA_MEM_UOP) ? dma_lanes : {K{1'b0}};
     assign uop_waddr = dma_idx;
     assign uop_wdata = dma_data[K*32-1:0];
@@ -257,7 +261,7 @@ module vta_compute (
             s7_valid <= 1'b0;
             s8_valid <= 1'b0;
             err <= 1'b0;
-            {acc_bytes, uop_bytes, gemm_count, alu_count, busy_cycles} <= 0;
+            {gemm_count, alu_count, busy_cycles} <= 0;
             {stall_token, stall_port, stall_push, insn_count} <= 0;
         end else begin
             waiting <= port_req && !port_gnt;
@@ -386,12 +390,6 @@ module vta_compute (
                 is_finish <= (h_op == `VTA_OP_FINISH);
                 kind <= h_dma ? KIND_LOAD : h_exec ? KIND_EXEC : KIND_NOP;
                 elapsed <= 0;
-                if (h_dma && `VTA_MEM_MEMORY_TYPE(insn) == `VTA_MEM_UOP)
-                    uop_bytes <= uop_bytes + 32'(`VTA_MEM_X_SIZE(insn)) * 32'(`VTA_MEM_Y_SIZE(insn)) * `VTA_UOP_BYTES;
-                else if (h_dma && `VTA_MEM_MEMORY_TYPE(insn) == `VTA_MEM_ACC)
-                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(insn)) * 32'(`VTA_MEM_Y_SIZE(insn)) * `VTA_ACC_BYTES;
-                else if (h_dma)
-                    acc_bytes <= acc_bytes + 32'(`VTA_MEM_X_SIZE(insn)) * 32'(`VTA_MEM_Y_SIZE(insn)) * `VTA_ACC8_BYTES;
                 // GEMM / ALU operands (ALU's word 1 differs from GEMM's)
                 is_alu <= h_alu;
                 reset <= `VTA_GEMM_RESET(insn);

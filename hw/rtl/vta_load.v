@@ -28,8 +28,8 @@ module vta_load (
     output wire                        wgt_we,
     output wire [15:0]                 sram_waddr,
     output wire [`VTA_WGT_BYTES*8-1:0] sram_wdata,   // INP takes the low INP_BYTES
-    output reg  [31:0]  inp_bytes,
-    output reg  [31:0]  wgt_bytes,
+    output wire [31:0]  inp_bytes,
+    output wire [31:0]  wgt_bytes,
     output reg  [31:0]  busy_cycles,
     output reg  [31:0]  stall_token,
     output reg  [31:0]  stall_port,
@@ -78,19 +78,21 @@ module vta_load (
     assign wgt_we = dma_we && !is_inp;
     assign sram_wdata = (`VTA_WGT_BYTES*8)'(dma_data);
 
-    wire [31:0] n_bytes = 32'(`VTA_MEM_Y_SIZE(insn)) * 32'(`VTA_MEM_X_SIZE(insn));
+    wire to_inp = (`VTA_MEM_MEMORY_TYPE(insn) == `VTA_MEM_INP);
+    vta_bytes_stat inp_stat (.clk(clk), .rst(rst), .add(start && to_inp), .x_size(`VTA_MEM_X_SIZE(insn)),
+        .y_size(`VTA_MEM_Y_SIZE(insn)), .lg(4'($clog2(`VTA_INP_BYTES))), .total(inp_bytes));
+    vta_bytes_stat wgt_stat (.clk(clk), .rst(rst), .add(start && !to_inp), .x_size(`VTA_MEM_X_SIZE(insn)),
+        .y_size(`VTA_MEM_Y_SIZE(insn)), .lg(4'($clog2(`VTA_WGT_BYTES))), .total(wgt_bytes));
     always @(posedge clk) begin
         if (rst) begin
             waiting <= 1'b0;
             nop <= 1'b0;
-            {inp_bytes, wgt_bytes, busy_cycles, stall_token, stall_port, stall_push, insn_count} <= 0;
+            {busy_cycles, stall_token, stall_port, stall_push, insn_count} <= 0;
         end else begin
             if (start) begin
                 is_inp <= n_inp;
                 nop <= n_nop;
                 insn_count <= insn_count + 1;
-                if (`VTA_MEM_MEMORY_TYPE(insn) == `VTA_MEM_INP) inp_bytes <= inp_bytes + n_bytes * `VTA_INP_BYTES;
-                else wgt_bytes <= wgt_bytes + n_bytes * `VTA_WGT_BYTES;
             end
             waiting <= port_req && !port_gnt;
             if (port_req && !port_gnt) stall_port <= stall_port + 1;

@@ -33,7 +33,7 @@ module vta_store (
     output wire         w_last,
     input  wire         w_ready,
     input  wire         b_valid,
-    output reg  [31:0]  out_bytes,
+    output wire [31:0]  out_bytes,
     output reg  [31:0]  busy_cycles,
     output reg  [31:0]  stall_token,
     output reg  [31:0]  stall_push,
@@ -66,6 +66,8 @@ module vta_store (
     assign running = in_body || start;
 
     wire [15:0] f_y = `VTA_MEM_Y_SIZE(insn), f_x = `VTA_MEM_X_SIZE(insn);
+    vta_bytes_stat out_stat (.clk(clk), .rst(rst), .add(start), .x_size(f_x), .y_size(f_y), .lg(4'(LE)),
+                             .total(out_bytes));
     wire [31:0] f_base = `VTA_MEM_DRAM_BASE(insn) << LE;
 
     localparam LB = $clog2(BOUND);
@@ -146,7 +148,7 @@ module vta_store (
             nop <= 1'b0;
             wb <= 0;
             w_in_burst <= 0;
-            {out_bytes, busy_cycles, stall_token, stall_push, insn_count} <= 0;
+            {busy_cycles, stall_token, stall_push, insn_count} <= 0;
         end else begin
             rd_inflight <= out_re;
             if (out_re) begin
@@ -180,7 +182,6 @@ module vta_store (
             end
             if (start) begin
                 insn_count <= insn_count + 1;
-                out_bytes <= out_bytes + 32'(f_y) * 32'(f_x) * `VTA_OUT_BYTES;   // from insn: a register
                 nop <= (f_x == 0);
                 y_size <= f_y;
                 row_bytes <= 32'(f_x) << LE;

@@ -1,0 +1,27 @@
+// A bytes-moved statistic (inp/wgt/acc/uop/out_load_nbytes, spec statistics): each DMA
+// instruction adds X_SIZE * Y_SIZE elements of 2^lg bytes. The product is registered the cycle
+// after the begin and added the cycle after that, so no multiplier and adder chain hangs off
+// the begin (the placed critical path while it was one cycle); the total is final two cycles
+// after the last begin, long before the host can read it.
+`default_nettype none
+module vta_bytes_stat (
+    input  wire        clk,
+    input  wire        rst,
+    input  wire        add,      // an instruction that counts begins this cycle
+    input  wire [15:0] x_size,
+    input  wire [15:0] y_size,
+    input  wire [3:0]  lg,       // log2 of its element bytes
+    output reg  [31:0] total
+);
+    reg        pend;
+    reg [31:0] n;
+    reg [3:0]  lg_r;
+    always @(posedge clk) begin
+        pend <= add && !rst;
+        n <= 32'(x_size) * 32'(y_size);
+        lg_r <= lg;
+        if (rst) total <= 0;
+        else if (pend) total <= total + (n << lg_r);
+    end
+endmodule
+`default_nettype wire
