@@ -22,6 +22,7 @@
     always @(*) if (f_reset_seen && !rst) begin
         fifo_count_bound: assert(cnt <= DEPTH[CW-1:0]);
         fifo_empty_flag: assert(empty == (cnt == 0));
+        if (!empty) fifo_head_reg: assert(head == mem[rd_ptr]);
         fifo_count_is_ghost: assert(f_in - f_out == 32'(cnt));
         fifo_ptrs: assert(rd_ptr < DEPTH && wr_ptr == AW'((32'(rd_ptr) + 32'(cnt)) % DEPTH));
         if (f_off < 32'(cnt))

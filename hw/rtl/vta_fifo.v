@@ -3,6 +3,9 @@
 // FIFO). With BYPASS = 0 every hand-off is registered: an entry is visible from the cycle after
 // its write and a slot freed by a read is free from the next cycle, which is what docs/timing.md
 // (revision 3) asks of the instruction queues.
+// The entry at the head is kept in its own register (`head`), loaded as it becomes the head: the
+// output is a register (or the bypassed input), never the memory's read, which was the read
+// FIFO's part of the placed critical path (LUT RAM read -> the DMAs' beat data).
 `default_nettype none
 module vta_fifo #(
     parameter WIDTH = 8,
@@ -28,10 +31,11 @@ module vta_fifo #(
     // cnt == 0 as its own register: the read FIFO's bypass select fans out over the bus width
     // into the DMAs' data paths (the compare in front of it was part of the critical path)
     reg empty;
+    reg [WIDTH-1:0] head;   // mem[rd_ptr] whenever the FIFO holds an entry
     assign count     = cnt;
     assign in_ready  = (cnt != DEPTH[CW-1:0]) || (BYPASS != 0 && out_ready);
     assign out_valid = !empty || (BYPASS != 0 && in_valid);
-    assign out_data  = (BYPASS != 0 && empty) ? in_data : mem[rd_ptr];
+    assign out_data  = (BYPASS != 0 && empty) ? in_data : head;
 
     wire deq = out_valid && out_ready;
     wire enq = in_valid && in_ready;
@@ -54,6 +58,10 @@ module vta_fifo #(
                 wr_ptr <= next_ptr(wr_ptr);
             end
             if (deq && !bypass) rd_ptr <= next_ptr(rd_ptr);
+            // the next head: the entry behind the leaving one, the entering one into a FIFO
+            // that holds none after this cycle's read, or the head as it is
+            if (deq && !bypass) head <= (cnt > CW'(1)) ? mem[next_ptr(rd_ptr)] : in_data;
+            else if (empty) head <= in_data;
             cnt <= cnt_next;
             empty <= (cnt_next == 0);
         end
