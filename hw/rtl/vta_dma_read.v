@@ -82,19 +82,25 @@ module vta_dma_read #(
     reg [LB:0]   q_bound;   // bytes to the next burst boundary from q_cur (1..BOUND)
     reg          q_row;     // the next burst starts a row: row_bytes left, else left_r
     reg          ar_pend, empty;
+    // compares kept as registers, updated with what they compare: a burst's end (into the port's
+    // release and the next grant) and an element's last beat (into the write and the position
+    // logic) read flip-flops only (the compares were on the 81.6 MHz run's failing paths)
+    reg          last_tick;    // b_tick == b_beats
+    reg          got_all;      // b_got == b_beats
+    reg          last_beat_r;  // bc == bc_last
 
     assign ar_valid = (state == S_BURST) && ar_pend;
     assign ar_addr = b_addr;
     assign ar_len = b_len;
 
     // ------------------------------------------------------------ writing entries
-    wire last_beat = (bc == bc_last);
+    wire last_beat = last_beat_r;
     // a narrow beat writes the elements up to the beat's end or the row's data end, whichever first
     wire [LBB:0] in_beat = (LBB+1)'((BB - (cur & (BB - 1))) >> lg);
     wire xl_le_beat = (xl[16:LBB+1] == 0) && (xl[LBB:0] <= in_beat);   // the row's data ends in this beat
     wire [16:0] n_narrow = xl_le_beat ? xl : 17'(in_beat);
 
-    assign r_ready = (state == S_BURST) && (b_got != b_beats);
+    assign r_ready = (state == S_BURST) && !got_all;
     wire beat = r_ready && r_valid;
     wire in_pad = (state == S_PAD);
     assign wr_en = in_pad || (beat && (narrow || last_beat));
@@ -169,8 +175,8 @@ module vta_dma_read #(
     // A burst writes nothing in its last cycle (its beats are all in), so what follows it is known
     // from the position alone, registered a cycle ahead (end_r, pad_r): the burst's end, the
     // LOAD's end and the next request come from registers (b_tick: its last tick).
-    wire tick_end = (b_tick == TW'(b_beats));
-    wire burst_end = (state == S_BURST) && tick_end && (b_got == b_beats);
+    wire tick_end = last_tick;
+    wire burst_end = (state == S_BURST) && tick_end && got_all;
     wire pad_end = in_pad && (p_end_next || !p_pad_next);
     wire seg_end = pad_end || burst_end;
     wire seg_last = in_pad ? p_end_next : end_r;       // at seg_end: the LOAD ends
@@ -216,6 +222,7 @@ module vta_dma_read #(
             r <= 0;
             c <= 0;
             bc <= 0;
+            last_beat_r <= (elog <= 4'(LBB));
             idx <= `VTA_MEM_SRAM_BASE(insn);
             row_base <= f_base;
             cur <= f_base;
@@ -226,14 +233,22 @@ module vta_dma_read #(
         end else begin
             if (beat) begin
                 b_got <= b_got + 1;
-                if (!narrow && !last_beat) bc <= bc + 1;
+                got_all <= (b_got + 1 == b_beats);
+                if (!narrow && !last_beat) begin
+                    bc <= bc + 1;
+                    last_beat_r <= (bc + 1 == bc_last);
+                end
             end
             if (state == S_BURST) begin
                 if (ar_valid && ar_ready) ar_pend <= 1'b0;
-                if (!tick_end) b_tick <= b_tick + 1;
+                if (!tick_end) begin
+                    b_tick <= b_tick + 1;
+                    last_tick <= (b_tick + 1 == TW'(b_beats));
+                end
             end
             if (wr_en) begin
                 bc <= 0;
+                last_beat_r <= (bc_last == 8'd0);
                 idx <= idx + 16'(step);
                 r <= r_next;
                 c <= c_next;
@@ -273,9 +288,19 @@ module vta_dma_read #(
             b_len <= q_last;
             b_addr <= q_cur & ~(BB - 1);
             b_got <= 0;
+            got_all <= (q_beats == 0);
             b_tick <= TW'(1 - `VTA_DMA_READ_LATENCY);
+            last_tick <= (TW'(1 - `VTA_DMA_READ_LATENCY) == TW'(q_beats));
             ar_pend <= 1'b1;
         end
     end
+`ifdef FORMAL
+    // the registered compares equal the compares (the k-induction proofs need them stated)
+    always @(*) if (!rst && state != S_IDLE) begin
+        dma_last_beat_reg: assert(last_beat_r == (bc == bc_last));
+        if (state == S_BURST)
+            dma_burst_regs: assert(last_tick == (b_tick == TW'(b_beats)) && got_all == (b_got == b_beats));
+    end
+`endif
 endmodule
 `default_nettype wire

@@ -73,7 +73,10 @@ module vta_fetch (
     /* verilator lint_off UNUSEDSIGNAL */  // the checks read some fields of the word
     wire [127:0] w = word_r;
     /* verilator lint_on UNUSEDSIGNAL */
-    wire last = (k + 1 == count);
+    // k + 1 == count as a register, updated with k: the compare's carry chain fed port_req and
+    // through the arbiter every read client's grant (81.6 MHz run)
+    reg last_r;
+    wire last = last_r;
     wire [2:0] op = w[2:0];
     wire [2:0] mt = `VTA_MEM_MEMORY_TYPE(w);
     wire is_mem = (op == `VTA_OP_LOAD) || (op == `VTA_OP_STORE);
@@ -143,6 +146,7 @@ module vta_fetch (
             addr <= insn_addr;
             count <= insn_count;
             k <= 0;
+            last_r <= (insn_count == 32'd1);
             stall_queue <= 0;
             stall_port <= 0;
             err <= (insn_addr[3:0] != 4'd0) || (insn_count == 0);
@@ -180,6 +184,7 @@ module vta_fetch (
                 state <= S_IDLE;
             end else if (enq) begin
                 k <= k + 1;
+                last_r <= (k + 2 == count);
                 addr <= addr + 16;
                 state <= last ? S_IDLE : S_REQ;
             end
@@ -192,5 +197,8 @@ module vta_fetch (
             end
         end
     end
+`ifdef FORMAL
+    always @(*) if (!rst && state != S_IDLE) fetch_last_reg: assert(last_r == (k + 1 == count));
+`endif
 endmodule
 `default_nettype wire
