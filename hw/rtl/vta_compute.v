@@ -119,13 +119,18 @@ module vta_compute (
     reg [2:0]   mt;        // memory type of the running LOAD
     reg [47:0]  dur, elapsed;
     // The duration Pipe + n (2n for a tensor ALU), n = iter_out * iter_in * (uop_end - uop_bgn),
-    // is multiplied out over the first cycles of the instruction (dur_ok once it is), long
-    // before the earliest cycle it can end (ALU_PIPELINE >= 4): no multiplier chain at the start.
+    // is multiplied out over the first cycles of the instruction (dur_ok once it is, from the
+    // fourth), long before the earliest cycle it can end (ALU_PIPELINE >= 6: the sixth): no
+    // multiplier chain at the start. The product is two 14-bit halves of iter_out * iter_in times
+    // the micro-op count (a MULT18X18D each), summed a cycle later; the end test is a register,
+    // elapsed + 1 >= dur worked out in the cycle before (dur_hit).
     reg [1:0]   dur_step;
-    reg         dur_ok, d_tensor;
+    reg         dur_ok, dur_hit, d_tensor;
     reg [27:0]  d_oi;
     reg [`VTA_GEMM_UOP_END_W-1:0] d_u;
     reg [47:0]  d_n, d_pipe;
+    localparam DNW = 14 + `VTA_GEMM_UOP_END_W;
+    reg [DNW-1:0] d_n_lo, d_n_hi;
 
     // ------------------------------------------------------------ LOAD UOP / ACC / ACC_8BIT
     wire [2:0] h_mt = `VTA_MEM_MEMORY_TYPE(insn);
@@ -236,7 +241,7 @@ module vta_compute (
     endgenerate
 
     // ------------------------------------------------------------ completion
-    wire exec_done = !g_active && !s0b_valid && !s1_valid && !s1b_valid && !s1r_valid && dur_ok && (elapsed + 1 >= dur);
+    wire exec_done = !g_active && !s0b_valid && !s1_valid && !s1b_valid && !s1r_valid && dur_hit;
     assign body_done = in_body && ((kind == KIND_NOP) || (kind == KIND_LOAD && dma_done) ||
                                    (kind == KIND_EXEC && exec_done));
     assign finish = retire && is_finish;
@@ -247,6 +252,7 @@ module vta_compute (
             is_finish <= 1'b0;
             dur_step <= 2'd0;
             dur_ok <= 1'b0;
+            dur_hit <= 1'b0;
             waiting <= 1'b0;
             g_active <= 1'b0;
             s0b_valid <= 1'b0;
@@ -361,8 +367,10 @@ module vta_compute (
                 end
             end
 
+            dur_hit <= dur_ok && (elapsed + 2 >= dur);   // in the body elapsed counts every cycle
             if (dur_step == 2'd1) begin
-                d_n <= 48'(d_oi) * 48'(d_u);
+                d_n_lo <= DNW'(d_oi[13:0]) * DNW'(d_u);
+                d_n_hi <= DNW'(d_oi[27:14]) * DNW'(d_u);
                 sq_ll <= 32'(imm[15:0]) * 32'(imm[15:0]);
                 sq_lh <= 16'(imm[15:0] * imm[31:16]);
                 dur_step <= 2'd2;
@@ -380,6 +388,9 @@ module vta_compute (
                         end else imm_d <= imm << 1;
                     default: ;
                 endcase
+                d_n <= 48'(d_n_lo) + (48'(d_n_hi) << 14);
+                dur_step <= 2'd3;
+            end else if (dur_step == 2'd3) begin
                 dur <= d_pipe + (d_tensor ? d_n << 1 : d_n);
                 dur_ok <= 1'b1;
                 dur_step <= 2'd0;
@@ -417,6 +428,7 @@ module vta_compute (
                 d_pipe <= h_pipe;
                 d_tensor <= h_tensor;
                 dur_ok <= 1'b0;
+                dur_hit <= 1'b0;
                 dur_step <= 2'd1;
             end
         end

@@ -124,9 +124,13 @@ module vta_dma_read #(
     wire pad_row2 = (r + 2 < 17'(y0)) || (r + 2 >= y_end);
     // c + 1 < x_pad_0 and c + 1 >= x_end as compares of c with registered bounds
     reg [16:0] x0_m1, x_end_m1;   // x_pad_0 - 1, x_end - 1 (x_end >= 1: x_size >= 1)
-    wire p_wrap = (c == w_last);
+    // the column's compares as registers, set with c (at go and at each write): a pad
+    // segment's end reads flip-flops only (c's compares fed the module's completion and its
+    // token pushes, a failing path at 100 MHz)
+    reg c_wrap, c_lt_x0, c_ge_xend;   // c == w_last, c < x0_m1, c >= x_end_m1
+    wire p_wrap = c_wrap;
     wire p_pad_next = p_wrap ? (pad_row1 || x0 != 4'd0)
-                             : (!data_row || (x0 != 4'd0 && c < x0_m1) || (c >= x_end_m1));
+                             : (!data_row || (x0 != 4'd0 && c_lt_x0) || c_ge_xend);
     wire p_end_next = p_wrap && (r == r_last);
     wire d_fill = narrow ? xl_le_beat : (xl == 17'd1);            // this write ends the row's data
     wire row_wrap = in_pad ? p_wrap : (wr_en && d_fill && no_xp1);
@@ -221,6 +225,9 @@ module vta_dma_read #(
             nrb <= f_base + f_stride;
             r <= 0;
             c <= 0;
+            c_wrap <= (17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) + 17'(`VTA_MEM_X_PAD_1(insn)) == 17'd1);
+            c_lt_x0 <= (17'd0 < 17'(`VTA_MEM_X_PAD_0(insn)) - 17'd1);
+            c_ge_xend <= (17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) == 17'd1);
             bc <= 0;
             last_beat_r <= (elog <= 4'(LBB));
             idx <= `VTA_MEM_SRAM_BASE(insn);
@@ -252,6 +259,9 @@ module vta_dma_read #(
                 idx <= idx + 16'(step);
                 r <= r_next;
                 c <= c_next;
+                c_wrap <= row_wrap ? (w_last == 17'd0) : (c + step == w_last);
+                c_lt_x0 <= row_wrap ? (17'd0 < x0_m1) : (c + step < x0_m1);
+                c_ge_xend <= row_wrap ? (17'd0 >= x_end_m1) : (c + step >= x_end_m1);
                 if (row_wrap) begin
                     data_row <= !pad_row1;
                     pad_row1 <= pad_row2;
@@ -298,6 +308,7 @@ module vta_dma_read #(
     // the registered compares equal the compares (the k-induction proofs need them stated)
     always @(*) if (!rst && state != S_IDLE) begin
         dma_last_beat_reg: assert(last_beat_r == (bc == bc_last));
+        dma_column_regs: assert(c_wrap == (c == w_last) && c_lt_x0 == (c < x0_m1) && c_ge_xend == (c >= x_end_m1));
         if (state == S_BURST)
             dma_burst_regs: assert(last_tick == (b_tick == TW'(b_beats)) && got_all == (b_got == b_beats));
     end
