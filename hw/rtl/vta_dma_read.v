@@ -240,17 +240,17 @@ module vta_dma_read #(
         end else begin
             if (beat) begin
                 b_got <= b_got + 1;
-                got_all <= (b_got + 1 == b_beats);
+                got_all <= (BW'(b_got + 1) == b_beats);
                 if (!narrow && !last_beat) begin
                     bc <= bc + 1;
-                    last_beat_r <= (bc + 1 == bc_last);
+                    last_beat_r <= (8'(bc + 1) == bc_last);
                 end
             end
             if (state == S_BURST) begin
                 if (ar_valid && ar_ready) ar_pend <= 1'b0;
                 if (!tick_end) begin
                     b_tick <= b_tick + 1;
-                    last_tick <= (b_tick + 1 == TW'(b_beats));
+                    last_tick <= (TW'(b_tick + 1) == TW'(b_beats));
                 end
             end
             if (wr_en) begin
