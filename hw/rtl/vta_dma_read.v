@@ -51,14 +51,21 @@ module vta_dma_read #(
 
     // ------------------------------------------------------------ latched instruction
     reg [1:0]  state;
-    reg [3:0]  lg;
     reg [3:0]  y0, x0;
     reg [16:0] x_end, y_end;     // x_pad_0 + x_size, y_pad_0 + y_size: the data's ends
     reg [16:0] w_last, r_last;   // the last column and row
     reg        no_xp1;           // x_pad_1 = 0: a row's last data write ends the row
     reg [31:0] row_bytes, stride_bytes;
+    /* verilator lint_off UNUSEDSIGNAL */  // the formal harnesses' invariants read lg
+    reg [3:0]  lg;               // log2 of the element's bytes
+    /* verilator lint_on UNUSEDSIGNAL */
     reg        narrow;           // elements narrower than a beat (lg < LOG_BUS_BYTES)
     reg [7:0]  bc_last;          // an element's last beat: 2^(lg - LOG_BUS_BYTES) - 1, or 0
+    // an element's bytes, and lg as narrow elements need it (lg < LOG_BUS_BYTES), registered at
+    // go: the shifts by lg were in front of the position's adders (lg -> cur: 13.5 ns placed)
+    localparam LGB = (LBB > 1) ? $clog2(LBB) : 1;
+    reg [31:0] e_bytes;          // 1 << lg
+    reg [LGB-1:0] lg_n;          // lg when narrow
 
     // ------------------------------------------------------------ position in the entry grid
     reg [16:0] r, c;
@@ -96,7 +103,7 @@ module vta_dma_read #(
     // ------------------------------------------------------------ writing entries
     wire last_beat = last_beat_r;
     // a narrow beat writes the elements up to the beat's end or the row's data end, whichever first
-    wire [LBB:0] in_beat = (LBB+1)'((BB - (cur & (BB - 1))) >> lg);
+    wire [LBB:0] in_beat = (LBB+1)'((BB - (cur & (BB - 1))) >> lg_n);
     wire xl_le_beat = (xl[16:LBB+1] == 0) && (xl[LBB:0] <= in_beat);   // the row's data ends in this beat
     wire [16:0] n_narrow = xl_le_beat ? xl : 17'(in_beat);
 
@@ -151,8 +158,8 @@ module vta_dma_read #(
     // and put go's choice in front of the shifter and this carry chain (the placed critical path).
     // `~(32'(..))`, not `~32'(..)`: Yosys 0.70 drops a `~` in front of a sized cast.
     (* keep *) wire [31:0] cur_beat_end = (cur & ~(32'(BB - 1))) + 32'(BB);
-    (* keep *) wire [31:0] cur_row_data_end = cur + (32'(xl) << lg);
-    (* keep *) wire [31:0] cur_elem_next = cur + (32'd1 << lg);
+    (* keep *) wire [31:0] cur_row_data_end = cur + (32'(xl) << lg_n);
+    (* keep *) wire [31:0] cur_elem_next = cur + e_bytes;
     wire [31:0] cur_step = !narrow ? cur_elem_next : xl_le_beat ? cur_row_data_end : cur_beat_end;
     wire [31:0] cur_next = row_wrap ? row_base_next : (wr_en && !in_pad) ? cur_step : cur;
 
@@ -204,6 +211,8 @@ module vta_dma_read #(
             empty <= 1'b0;
         end else if (go) begin
             lg <= elog;
+            e_bytes <= 32'd1 << elog;
+            lg_n <= LGB'(elog);
             narrow <= (elog < 4'(LBB));
             bc_last <= (elog < 4'(LBB)) ? 8'd0 : 8'((1 << (elog - 4'(LBB))) - 1);
             y0 <= `VTA_MEM_Y_PAD_0(insn);
@@ -298,9 +307,9 @@ module vta_dma_read #(
             b_len <= q_last;
             b_addr <= q_cur & ~(BB - 1);
             b_got <= 0;
-            got_all <= (q_beats == 0);
+            got_all <= 1'b0;          // q_beats >= 1 (dma_burst_regs)
             b_tick <= TW'(1 - `VTA_DMA_READ_LATENCY);
-            last_tick <= (TW'(1 - `VTA_DMA_READ_LATENCY) == TW'(q_beats));
+            last_tick <= 1'b0;        // b_tick starts below zero
             ar_pend <= 1'b1;
         end
     end
@@ -308,6 +317,7 @@ module vta_dma_read #(
     // the registered compares equal the compares (the k-induction proofs need them stated)
     always @(*) if (!rst && state != S_IDLE) begin
         dma_last_beat_reg: assert(last_beat_r == (bc == bc_last));
+        dma_lg_regs: assert(e_bytes == (32'd1 << lg) && (!narrow || 32'(lg_n) == 32'(lg)));
         dma_column_regs: assert(c_wrap == (c == w_last) && c_lt_x0 == (c < x0_m1) && c_ge_xend == (c >= x_end_m1));
         if (state == S_BURST)
             dma_burst_regs: assert(last_tick == (b_tick == TW'(b_beats)) && got_all == (b_got == b_beats));
