@@ -8,6 +8,7 @@ finished run is read back from there (`result.json`) instead of being repeated.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -22,6 +23,7 @@ from vta_sim.errors import VTAError
 from vta_sim.paths import cache_dir
 
 from .build import ECP5_CELLS, TOPLEVEL, rtl_sources
+from . import sta
 from .header import header_text
 
 SYNTH_ROOT = cache_dir("synth", "VTA_SYNTH_BUILD")
@@ -46,8 +48,13 @@ def target_sources(target: str) -> list:
 #: LFE5UM-85F in its largest package: vta_top has about 350 ports (both AXI buses), more than the
 #: 205 I/Os of CABGA381. No LPF: nextpnr places the pins itself. The analytic placer weighs timing
 #: 4x its default (10): on one netlist 78.6 MHz against 68.5, the same run time (docs/hardware.md).
-NEXTPNR_ARGS = ["--85k", "--package", "CABGA756", "--speed", "6", "--freq", "100", "--seed", "1",
-                "--placer-heap-timingweight", "40", "--timing-allow-fail", "--lpf-allow-unconstrained"]
+#: The routed SDF feeds hw/sta.py: every endpoint that fails TARGET_MHZ, not only the worst.
+TARGET_MHZ = 100
+NEXTPNR_ARGS = ["--85k", "--package", "CABGA756", "--speed", "6", "--freq", str(TARGET_MHZ), "--seed", "1",
+                "--placer-heap-timingweight", "40", "--timing-allow-fail", "--lpf-allow-unconstrained",
+                "--sdf", "design.sdf"]
+#: Failing path groups kept in a run's result (worst first); hw/sta.py lists them all.
+FAILING_SHOWN = 12
 #: Resource classes per target: cell type -> (class, weight). An ECP5 CCU2C carry cell is two LUT4s;
 #: a Xilinx RAMB18E1 half a 36 Kb block RAM.
 RESOURCES = {
@@ -173,6 +180,10 @@ def synthesize(sources: list, top: str, target: str, workdir: Path, pnr: bool = 
              workdir, workdir / "nextpnr.log", _NEXTPNR_PHASE, progress)
         result.update(parse_report(json.loads((workdir / "report.json").read_text())))
         result["nextpnr_s"] = round(time.perf_counter() - t1, 1)
+        timed, failing, groups = sta.failing_groups(workdir / "design.sdf", 1000.0 / TARGET_MHZ)
+        result["failing"] = {"target_mhz": TARGET_MHZ, "endpoints_timed": timed, "endpoints": failing,
+                             "groups": len(groups),
+                             "worst": [dataclasses.asdict(g) for g in groups[:FAILING_SHOWN]]}
     return result
 
 
@@ -284,4 +295,10 @@ def summary(res: dict) -> str:
                      f"{cp['logic_levels']} logic levels): {cp['from']} -> {cp['to']}")
         if cp["through"]:
             lines.append("  through " + " -> ".join(cp["through"][:12]))
+    fail = res.get("failing")
+    if fail:
+        lines.append(f"at {fail['target_mhz']} MHz {fail['endpoints']:,} of {fail['endpoints_timed']:,} endpoints "
+                     f"fail, in {fail['groups']} groups (launching -> capturing register); the worst:")
+        for g in fail["worst"]:
+            lines.append(f"  {g['worst_ns']:6.2f} ns {g['endpoints']:5d}  {g['source']} -> {g['sink']}")
     return "\n".join(lines)
