@@ -307,9 +307,9 @@ module vta_dma_read #(
             b_len <= q_last;
             b_addr <= q_cur & ~(BB - 1);
             b_got <= 0;
-            got_all <= 1'b0;          // q_beats >= 1 (dma_burst_regs)
+            got_all <= (q_beats == 0);
             b_tick <= TW'(1 - `VTA_DMA_READ_LATENCY);
-            last_tick <= 1'b0;        // b_tick starts below zero
+            last_tick <= (TW'(1 - `VTA_DMA_READ_LATENCY) == TW'(q_beats));
             ar_pend <= 1'b1;
         end
     end
