@@ -1,11 +1,13 @@
 // ALU: BATCH x BLOCK_OUT int32 lanes (spec section 5). MIN/MAX signed, ADD/MUL wrapping, SHR
 // arithmetic right by y (y >= 0) or left by -y (y < 0), the amount capped at 31; reset gives 0.
 // Two stages, z a cycle after x, y, op and reset: the first registers MIN/MAX/ADD's result, SHR's
-// operand with its amount and direction, and the three 16 x 16 partial products of MUL's low 32
+// operand shifted by the amount's multiple of 8 with the rest (0-7) and the direction, and the
+// three 16 x 16 partial products of MUL's low 32
 // bits (multipliers with registered outputs: with VTA_ECP5_CELLS, three MULT18X18D per lane with
 // their output registers, hw/rtl/ecp5/vta_ecp5_mul.v); the second shifts, adds the partial
 // products and picks the result (the barrel shifter after the amount's logic was the first
-// stage's longest path).
+// stage's longest path; the whole shifter in the second was its longest, into the ACC SRAM's
+// write register: 12.7 ns placed, so each stage shifts by part of the amount).
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_alu_core (
@@ -21,12 +23,14 @@ module vta_alu_core (
     reg signed [31:0] a, bb, r;
     localparam SB = $clog2(`VTA_ALU_SHIFT_CAP + 1);   // shift amount bits
     reg [SB-1:0] amt;
+    localparam FB = (SB > 3) ? 3 : SB;                 // the amount's bits the second stage shifts by
     reg over, lt;
     reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a;               // MIN/MAX/ADD's result
     reg [`VTA_ACC_BYTES*8-1:0] x_a;                    // SHR's operand
-    reg [LANES*SB-1:0] amt_c, amt_a;                   // its amount and direction
+    reg [`VTA_ACC_BYTES*8-1:0] x_c;
+    reg [LANES*FB-1:0] amt_c, amt_a;                   // the rest of its amount, and its direction
     reg [LANES-1:0] left_c, left_a;
-    reg signed [31:0] sa;
+    reg signed [31:0] sa, sh;                          // SHR's second stage, its first
     reg [15:0] cs_s, cs_c;                             // MUL's high half as carry-save
 `ifdef VTA_ECP5_CELLS
     wire [`VTA_ACC_BYTES*8-1:0] ll_a;                  // lo x lo product
@@ -54,7 +58,10 @@ module vta_alu_core (
                 default:      r = a;        // SHR (shifted in the second stage); MUL below, 5-7 refused
             endcase
             r_c[i * 32 +: 32] = r;
-            amt_c[i * SB +: SB] = amt;
+            // the shift by the amount's high bits (a multiple of 8) here, by its low bits after
+            sh = bb[31] ? a <<< (amt & ~SB'(7)) : a >>> (amt & ~SB'(7));
+            x_c[i * 32 +: 32] = sh;
+            amt_c[i * FB +: FB] = FB'(amt);
             left_c[i] = bb[31];
 `ifndef VTA_ECP5_CELLS
             ll_c[i * 32 +: 32] = 32'(a[15:0]) * 32'(bb[15:0]);
@@ -79,7 +86,7 @@ module vta_alu_core (
     always @(posedge clk) begin
         mul_a <= (op == `VTA_ALU_MUL);
         shr_a <= (op != `VTA_ALU_MIN) && (op != `VTA_ALU_MAX) && (op != `VTA_ALU_ADD);
-        x_a <= x;
+        x_a <= x_c;
         amt_a <= amt_c;
         left_a <= left_c;
         reset_a <= reset;
@@ -94,7 +101,7 @@ module vta_alu_core (
         for (i = 0; i < LANES; i = i + 1) begin
             sa = x_a[i * 32 +: 32];
             // its own statement: inside the unsigned ?: below, >>> would shift in zeros
-            sa = left_a[i] ? sa <<< amt_a[i * SB +: SB] : sa >>> amt_a[i * SB +: SB];
+            sa = left_a[i] ? sa <<< amt_a[i * FB +: FB] : sa >>> amt_a[i * FB +: FB];
             // ll[31:16] + lh + hl in one carry chain: the three reduced to sum and carry words
             // bit by bit first (two chained adders were on the 81.6 MHz run's worst path)
             cs_s = ll_a[i * 32 + 16 +: 16] ^ lh_a[i * 16 +: 16] ^ hl_a[i * 16 +: 16];

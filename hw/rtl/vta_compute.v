@@ -180,7 +180,12 @@ module vta_compute (
 
     wire issue = (kind == KIND_EXEC) && in_body && g_active && !(tensor && slot);
     assign uop_raddr = `VTA_LU'(u);
-    wire last_u = (u + 1 == u_end), last_j = (j + 1 == n_in), last_i = (i + 1 == n_out);
+    // the loop's last-iteration tests as registers, set with the counters they test (at the start
+    // and at each issue): the compares' adders were in front of the counters' and the index
+    // adders' enables (u -> u + 1 == u_end -> j, i, d_ij: 13.3 ns placed)
+    reg last_u, last_j, last_i;   // u + 1 == u_end, j + 1 == n_in, i + 1 == n_out
+    wire [`VTA_GEMM_UOP_END_W-1:0] u_inc = u + 1;
+    wire [13:0] j_inc = j + 1, i_inc = i + 1;
 
     // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
     reg        s0b_valid, s1_valid, s1b_valid, s1r_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid,
@@ -345,17 +350,22 @@ module vta_compute (
             if (kind == KIND_EXEC && in_body && g_active) slot <= tensor && !slot;
             if (issue) begin
                 if (!last_u) begin
-                    u <= u + 1;
+                    u <= u_inc;
+                    last_u <= (u_inc + 1 == u_end);
                 end else begin
                     u <= u_bgn;
+                    last_u <= (u_bgn + 1 == u_end);
                     if (!last_j) begin
-                        j <= j + 1;
+                        j <= j_inc;
+                        last_j <= (j_inc + 1 == n_in);
                         d_ij <= d_ij + dfi;
                         s_ij <= s_ij + sfi;
                         w_ij <= w_ij + wfi;
                     end else begin
                         j <= 0;
-                        i <= i + 1;
+                        last_j <= (14'd1 == n_in);
+                        i <= i_inc;
+                        last_i <= (i_inc + 1 == n_out);
                         d_i <= d_i + dfo;
                         s_i <= s_i + sfo;
                         w_i <= w_i + wfo;
@@ -409,6 +419,9 @@ module vta_compute (
                 alu_op <= `VTA_ALU_ALU_OPCODE(insn);
                 imm <= 32'($signed(`VTA_ALU_IMM(insn)));
                 u <= h_bgn;
+                last_u <= (h_bgn + 1 == h_end);
+                last_j <= (h_in == 14'd1);
+                last_i <= (h_out == 14'd1);
                 u_bgn <= h_bgn;
                 u_end <= h_end;
                 n_out <= h_out;
@@ -433,6 +446,11 @@ module vta_compute (
             end
         end
     end
+`ifdef FORMAL
+    // the registered last-iteration tests equal their compares (for k-induction)
+    always @(*) if (!rst && kind == KIND_EXEC && g_active)
+        loop_last_regs: assert(last_u == (u + 1 == u_end) && last_j == (j + 1 == n_in) && last_i == (i + 1 == n_out));
+`endif
     // GEMM's accumulator registers: no reset, no enable (their valid bits gate every use)
     always @(posedge clk) begin
         acc_q <= acc_rdata;

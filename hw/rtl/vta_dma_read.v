@@ -77,6 +77,8 @@ module vta_dma_read #(
     reg [31:0] left_r;       // row_end - cur, a cycle late (what a burst after a burst reads)
     reg [31:0] cur;          // DRAM byte of the current data position
     reg [7:0]  bc;           // beat within the element
+    localparam NB = (MAXE > BB) ? MAXE / BB : 1;
+    reg [NB-1:0] bc_oh;      // 1 << bc: the beat's slot in the entry, a registered select per slot
     reg [MAXE*8-1:0] asm_r;
 
     reg end_r, pad_r;        // the position at the start of this cycle is the LOAD's end, a pad
@@ -115,11 +117,18 @@ module vta_dma_read #(
     assign wr_lanes = narrow ? K'((1 << n_narrow) - 1) : K'(1);
     wire [16:0] step = (in_pad || !narrow) ? 17'd1 : n_narrow;
 
+    // beat bc lands at byte bc*BB of the entry, the rest as assembled so far
+    localparam SW = (MAXE < BB) ? MAXE : BB;    // a slot's bytes
+    wire [MAXE*8-1:0] beat_data;
+    genvar bs;
+    generate for (bs = 0; bs < NB; bs = bs + 1) begin : g_slot
+        assign beat_data[bs * SW * 8 +: SW * 8] = bc_oh[bs] ? r_data[SW * 8 - 1:0] : asm_r[bs * SW * 8 +: SW * 8];
+    end endgenerate
     always @(*) begin
         wr_data = asm_r;
         if (in_pad) wr_data = {MAXE*8{1'b0}};
         else if (narrow) wr_data = (MAXE*8)'(r_data >> {(cur & (BB - 1)), 3'b000});
-        else wr_data[(32'(bc) << (LBB + 3)) +: BB*8] = r_data;  // beat bc lands at byte bc*BB
+        else wr_data = beat_data;
     end
 
     // position after this cycle's write, and whether it is a pad entry or the LOAD's end. A pad
@@ -238,6 +247,7 @@ module vta_dma_read #(
             c_lt_x0 <= (17'd0 < 17'(`VTA_MEM_X_PAD_0(insn)) - 17'd1);
             c_ge_xend <= (17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) == 17'd1);
             bc <= 0;
+            bc_oh <= NB'(1);
             last_beat_r <= (elog <= 4'(LBB));
             idx <= `VTA_MEM_SRAM_BASE(insn);
             row_base <= f_base;
@@ -252,6 +262,7 @@ module vta_dma_read #(
                 got_all <= (BW'(b_got + 1) == b_beats);
                 if (!narrow && !last_beat) begin
                     bc <= bc + 1;
+                    bc_oh <= bc_oh << 1;
                     last_beat_r <= (8'(bc + 1) == bc_last);
                 end
             end
@@ -264,6 +275,7 @@ module vta_dma_read #(
             end
             if (wr_en) begin
                 bc <= 0;
+                bc_oh <= NB'(1);
                 last_beat_r <= (bc_last == 8'd0);
                 idx <= idx + 16'(step);
                 r <= r_next;
