@@ -24,6 +24,8 @@ module vta_alu_core (
     localparam SB = $clog2(`VTA_ALU_SHIFT_CAP + 1);   // shift amount bits
     reg [SB-1:0] amt;
     localparam FB = (SB > 3) ? 3 : SB;                 // the amount's bits the second stage shifts by
+    // the amount's multiple of 8 (a mask, not `~SB'(7)`: Yosys 0.70 drops a `~` in front of a sized cast)
+    localparam [SB-1:0] AMT_HI = SB'(32'hFFFF_FFF8);
     reg over, lt;
     reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a;               // MIN/MAX/ADD's result
     reg [`VTA_ACC_BYTES*8-1:0] x_a;                    // SHR's operand
@@ -59,7 +61,7 @@ module vta_alu_core (
             endcase
             r_c[i * 32 +: 32] = r;
             // the shift by the amount's high bits (a multiple of 8) here, by its low bits after
-            sh = bb[31] ? a <<< (amt & ~SB'(7)) : a >>> (amt & ~SB'(7));
+            sh = bb[31] ? a <<< (amt & AMT_HI) : a >>> (amt & AMT_HI);
             x_c[i * 32 +: 32] = sh;
             amt_c[i * FB +: FB] = FB'(amt);
             left_c[i] = bb[31];
