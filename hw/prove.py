@@ -96,7 +96,7 @@ MUTATIONS = (
              "assign push_ok = (cnt != DEPTH[CW-1:0]);", "assign push_ok = 1'b1;",
              "tq_full_refuses", "a full token queue takes a push (its counter wraps)", 12),
     Mutation("fifo_bypass_pops", "fifo", "vta_fifo.v",
-             "if (deq && !bypass) rd_ptr <= next_ptr(rd_ptr);", "if (deq) rd_ptr <= next_ptr(rd_ptr);",
+             "if (dec) rd_ptr <= next_ptr(rd_ptr);", "if (deq) rd_ptr <= next_ptr(rd_ptr);",
              "fifo_ptrs", "an entry that bypasses an empty queue also advances its read pointer", 4),
     Mutation("lite_b_dropped", "regs", "vta_regs.v",
              "end else if (s_axil_bready) begin", "end else begin",

@@ -54,14 +54,14 @@ module vta_fifo #(
             cnt <= 0;
             empty <= 1'b1;
         end else begin
-            if (enq && !bypass) begin
+            if (inc) begin
                 mem[wr_ptr] <= in_data;
                 wr_ptr <= next_ptr(wr_ptr);
             end
-            if (deq && !bypass) rd_ptr <= next_ptr(rd_ptr);
+            if (dec) rd_ptr <= next_ptr(rd_ptr);
             // the next head: the entry behind the leaving one, the entering one into a FIFO
             // that holds none after this cycle's read, or the head as it is
-            if (deq && !bypass) head <= (cnt > CW'(1)) ? mem[next_ptr(rd_ptr)] : in_data;
+            if (dec) head <= (cnt > CW'(1)) ? mem[next_ptr(rd_ptr)] : in_data;
             else if (empty) head <= in_data;
             cnt <= cnt_next;
             // cnt_next == 0 as compares of cnt's register chosen by the step, not through the
