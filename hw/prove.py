@@ -45,6 +45,8 @@ class Harness:
     engine: str = "smtbmc"   # its check's engine: SymbiYosys' smtbmc (Yices), or "sat": Yosys' own
     #                          `sat -tempinduct` (MiniSat), which proves the GEMM lanes and the AXI read
     #                          master where Yices stalls
+    assumes: tuple = ()      # hw/rtl files whose own assertions another harness proves for any
+    #                          inputs (assume-guarantee): assumptions here, not proven again
 
     @property
     def source(self) -> Path:
@@ -57,20 +59,22 @@ HARNESSES = (
     Harness("dep_ctrl", "queue", ("vta_dep_ctrl.v",), "prove", 2, 8),
     Harness("dep_push", "module", ("vta_dep_ctrl.v",), "bmc", 16, 8, ("f_dep_ctrl.sv",)),
     Harness("store_live", "module", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v",
-                                     "vta_bytes_stat.v"), "bmc",
+                                     "vta_bytes_stat.v", "vta_event_stat.v"), "bmc",
             20, 20, ("f_axi_write.sv",)),
     Harness("load_live", "module", ("vta_load.v", "vta_dma_read.v", "vta_dep_ctrl.v", "vta_axi_master.v", "vta_fifo.v",
-                                    "vta_bytes_stat.v"),
+                                    "vta_bytes_stat.v", "vta_event_stat.v"),
             "bmc", 25, 25),
     Harness("compute_live", "module", ("vta_compute.v", "vta_dma_read.v", "vta_dep_ctrl.v", "vta_gemm_core.v",
-                                       "vta_alu_core.v", "vta_bytes_stat.v"), "bmc", 23, 23),
+                                       "vta_alu_core.v", "vta_bytes_stat.v", "vta_event_stat.v"), "bmc", 23, 23),
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
-    Harness("error_code", "axi", tuple(p.name for p in sorted(RTL_DIR.glob("*.v"))), "prove", 1, 8),
+    Harness("dma_regs", "axi", ("vta_dma_read.v",), "prove", 1, 16, engine="sat"),
+    Harness("error_code", "axi", tuple(p.name for p in sorted(RTL_DIR.glob("*.v"))), "prove", 1, 8,
+            assumes=("vta_dma_read.v",)),
     Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 2, 4),
     Harness("mul_exact", "compute", (), "prove", 1, 1),
     Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "prove", 5, 6, engine="sat"),
-    Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v", "vta_bytes_stat.v"),
-            "prove", 2, 16),
+    Harness("axi_write", "axi", ("vta_store.v", "vta_axi_master.v", "vta_fifo.v", "vta_dep_ctrl.v", "vta_bytes_stat.v",
+                                 "vta_event_stat.v"), "prove", 2, 16),
     Harness("axi_read", "axi", ("vta_axi_master.v", "vta_fifo.v", "vta_fetch.v", "vta_dma_read.v"), "prove", 1, 16,
             engine="sat"),
 )
@@ -114,6 +118,9 @@ MUTATIONS = (
     Mutation("loop_end_lost", "compute_live", "vta_compute.v", "if (last_i) g_active <= 1'b0;",
              "if (1'b0) g_active <= 1'b0;", "live_within_bound",
              "the loop never ends after its last iteration: a GEMM/ALU runs forever", 12),
+    Mutation("q_offset_stale", "dma_regs", "vta_dma_read.v",
+             "q_om1 <= (LB+2)'(nb_cur & (BB - 1)) - 1;", "q_om1 <= (LB+2)'(q_cur & (BB - 1)) - 1;",
+             "dma_q_regs", "a burst's ARLEN term is worked out from the previous request's start, not its own", 3),
     Mutation("alu_shift_cap", "alu_lanes", "vta_alu_core.v",
              "(!(&bb[30:SB]) || bb[SB-1:0] == 0)", "(!(&bb[30:SB]))",
              "alu_lanes_are_spec", "a left shift by 32 is not capped at 31 (shifts by 0)", 2),
@@ -149,10 +156,12 @@ _LABEL = re.compile(r"(\w+)\s*:\s*$")
 
 
 def properties(h: Harness) -> list:
-    """(label, kind) of every assertion and cover of a harness and the ghosts it includes."""
+    """(label, kind) of every assertion and cover of a harness, the ghosts it includes and the RTL's
+    own (`ifdef FORMAL`) assertions, but those it takes as assumptions (`assumes`)."""
     src = h.source.read_text()
     texts = [src] + [(FORMAL_DIR / f).read_text() for f in FORMAL_INCLUDES
                      if f != "f_reset.svh" and (f'"{f}"' in src or any(_includes(r, f) for r in h.rtl))]
+    texts += [(RTL_DIR / r).read_text() for r in h.rtl if r not in h.assumes]
     props = []
     for text in texts:
         for m in _CHECK.finditer(text):
@@ -197,7 +206,8 @@ def _script(h: Harness) -> list:
             *[f"connect -nounset -set \\{w} \\{path}" for w, path in peeks(h)],
             f"prep -top f_{h.name}",
             # the assertions and covers of harnesses instantiated inside this one are theirs
-            *[f"chformal -assert -cover -remove a:src={u}:*" for u in h.uses]]
+            *[f"chformal -assert -cover -remove a:src={u}:*" for u in h.uses],
+            *[f"chformal -assert2assume a:src={f}:*" for f in h.assumes]]
 
 
 def model_header_text(depth: int) -> str:

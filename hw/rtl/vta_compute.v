@@ -84,9 +84,9 @@ module vta_compute (
     output reg  [31:0]  gemm_count,
     output reg  [31:0]  alu_count,
     output reg  [31:0]  busy_cycles,
-    output reg  [31:0]  stall_token,
+    output wire [31:0]  stall_token,
     output reg  [31:0]  stall_port,
-    output reg  [31:0]  stall_push,
+    output wire [31:0]  stall_push,
     output reg  [31:0]  insn_count,
     output wire         running       // an instruction begins or its body is under way
 );
@@ -107,6 +107,8 @@ module vta_compute (
         .body_done(body_done), .issue(head_ready), .start(start),
         .pop_prev(l2c_pop), .pop_next(s2c_pop), .push_prev(c2l_push), .push_next(c2s_push),
         .retire(retire), .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
+    vta_event_stat tok_stat (.clk(clk), .rst(rst), .event_now(st_tok), .total(stall_token));
+    vta_event_stat push_stat (.clk(clk), .rst(rst), .event_now(st_push), .total(stall_push));
     assign running = in_body || start;
 
     wire [2:0] h_op = insn[2:0];
@@ -273,13 +275,11 @@ module vta_compute (
             s8_valid <= 1'b0;
             err <= 1'b0;
             {gemm_count, alu_count, busy_cycles} <= 0;
-            {stall_token, stall_port, stall_push, insn_count} <= 0;
+            {stall_port, insn_count} <= 0;
         end else begin
             waiting <= port_req && !port_gnt;
             if (port_req && !port_gnt) stall_port <= stall_port + 1;
             if (in_body && !waiting) busy_cycles <= busy_cycles + 1;
-            if (st_tok) stall_token <= stall_token + 1;
-            if (st_push) stall_push <= stall_push + 1;
             if (in_body) elapsed <= elapsed + 1;
             if (bad_index) err <= 1'b1;
 

@@ -31,9 +31,9 @@ module vta_load (
     output wire [31:0]  inp_bytes,
     output wire [31:0]  wgt_bytes,
     output reg  [31:0]  busy_cycles,
-    output reg  [31:0]  stall_token,
+    output wire [31:0]  stall_token,
     output reg  [31:0]  stall_port,
-    output reg  [31:0]  stall_push,
+    output wire [31:0]  stall_push,
     output reg  [31:0]  insn_count,
     output wire         running       // an instruction begins or its body is under way
 );
@@ -59,6 +59,8 @@ module vta_load (
         .pop_prev(), .pop_next(c2l_pop), .push_prev(), .push_next(l2c_push),
         .retire(), /* verilator lint_on PINCONNECTEMPTY */
         .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
+    vta_event_stat tok_stat (.clk(clk), .rst(rst), .event_now(st_tok), .total(stall_token));
+    vta_event_stat push_stat (.clk(clk), .rst(rst), .event_now(st_push), .total(stall_push));
     assign running = in_body || start;
 
     wire n_nop = (`VTA_MEM_X_SIZE(insn) == 16'd0);
@@ -87,7 +89,7 @@ module vta_load (
         if (rst) begin
             waiting <= 1'b0;
             nop <= 1'b0;
-            {busy_cycles, stall_token, stall_port, stall_push, insn_count} <= 0;
+            {busy_cycles, stall_port, insn_count} <= 0;
         end else begin
             if (start) begin
                 is_inp <= n_inp;
@@ -97,8 +99,6 @@ module vta_load (
             waiting <= port_req && !port_gnt;
             if (port_req && !port_gnt) stall_port <= stall_port + 1;
             if (in_body && !waiting) busy_cycles <= busy_cycles + 1;
-            if (st_tok) stall_token <= stall_token + 1;
-            if (st_push) stall_push <= stall_push + 1;
         end
     end
 endmodule

@@ -35,8 +35,8 @@ module vta_store (
     input  wire         b_valid,
     output wire [31:0]  out_bytes,
     output reg  [31:0]  busy_cycles,
-    output reg  [31:0]  stall_token,
-    output reg  [31:0]  stall_push,
+    output wire [31:0]  stall_token,
+    output wire [31:0]  stall_push,
     output reg  [31:0]  insn_count,
     output wire         running       // an instruction begins or its body is under way
 );
@@ -63,6 +63,8 @@ module vta_store (
         .pop_prev(c2s_pop), .pop_next(), .push_prev(s2c_push), .push_next(),
         .retire(), /* verilator lint_on PINCONNECTEMPTY */
         .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
+    vta_event_stat tok_stat (.clk(clk), .rst(rst), .event_now(st_tok), .total(stall_token));
+    vta_event_stat push_stat (.clk(clk), .rst(rst), .event_now(st_push), .total(stall_push));
     assign running = in_body || start;
 
     wire [15:0] f_y = `VTA_MEM_Y_SIZE(insn), f_x = `VTA_MEM_X_SIZE(insn);
@@ -148,7 +150,7 @@ module vta_store (
             nop <= 1'b0;
             wb <= 0;
             w_in_burst <= 0;
-            {busy_cycles, stall_token, stall_push, insn_count} <= 0;
+            {busy_cycles, insn_count} <= 0;
         end else begin
             rd_inflight <= out_re;
             if (out_re) begin
@@ -200,8 +202,6 @@ module vta_store (
                 x_size <= f_x;
             end
             if (in_body) busy_cycles <= busy_cycles + 1;
-            if (st_tok) stall_token <= stall_token + 1;
-            if (st_push) stall_push <= stall_push + 1;
         end
     end
 endmodule
