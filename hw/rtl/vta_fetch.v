@@ -90,14 +90,14 @@ module vta_fetch (
     wire [`VTA_MEM_X_PAD_0_W-1:0] x0 = `VTA_MEM_X_PAD_0(w), x1 = `VTA_MEM_X_PAD_1(w);
     wire pads = (y0 | y1 | x0 | x1) != 4'd0;
     // Entries a LOAD or STORE touches, (y_pad_0 + y_size + y_pad_1) x (x_pad_0 + x_size + x_pad_1)
-    // (a STORE with pads is MALFORMED before its range is checked): the sides are registered with
-    // each beat, their product at S_CHK, so that one DSP multiply from registers is all S_CHK does
-    // and the multiplier never feeds the checks directly.
+    // (a STORE with pads is MALFORMED before its range is checked): the sides are registered from
+    // word_r every cycle, their product at S_CHK, so that one DSP multiply from registers is all
+    // S_CHK does and the multiplier never feeds the checks directly. word_r is whole from the
+    // cycle after the last beat, the earliest data_done, so the sides are in by S_CHK (taken from
+    // the beat's data itself they were behind the read FIFO's bypass: 11.4 ns placed).
     reg  [16:0] ys_r, xs_r;
     reg  [39:0] entries_r;
     wire [33:0] entries = ys_r * xs_r;
-    wire [16:0] ys_w = 17'(`VTA_MEM_Y_PAD_0(word)) + 17'(`VTA_MEM_Y_SIZE(word)) + 17'(`VTA_MEM_Y_PAD_1(word));
-    wire [16:0] xs_w = 17'(`VTA_MEM_X_PAD_0(word)) + 17'(`VTA_MEM_X_SIZE(word)) + 17'(`VTA_MEM_X_PAD_1(word));
     reg [31:0] depth;
     always @(*) begin
         case (mt)
@@ -163,11 +163,11 @@ module vta_fetch (
                 if (beat) begin
                     got <= got + 1;
                     word_r <= word;
-                    ys_r <= ys_w;
-                    xs_r <= xs_w;
                 end
             end
             if (data_done) state <= S_CHK;      // word_r holds the word from the next cycle
+            ys_r <= 17'(`VTA_MEM_Y_PAD_0(w)) + 17'(`VTA_MEM_Y_SIZE(w)) + 17'(`VTA_MEM_Y_PAD_1(w));
+            xs_r <= 17'(`VTA_MEM_X_PAD_0(w)) + 17'(`VTA_MEM_X_SIZE(w)) + 17'(`VTA_MEM_X_PAD_1(w));
             if (state == S_CHK) begin
                 entries_r <= 40'(entries);
                 state <= S_CHK2;
