@@ -22,7 +22,7 @@ module vta_alu_core (
     integer i;
     reg signed [31:0] a, bb, r;
     localparam SB = $clog2(`VTA_ALU_SHIFT_CAP + 1);   // shift amount bits
-    reg [SB-1:0] amt;
+    reg [SB-1:0] amt;                                  // |y| when at most CAP (below: `over`)
     localparam FB = (SB > 3) ? 3 : SB;                 // the amount's bits the second stage shifts by
     // the amount's multiple of 8 (a mask, not `~SB'(7)`: Yosys 0.70 drops a `~` in front of a sized cast)
     localparam [SB-1:0] AMT_HI = SB'(32'hFFFF_FFF8);
@@ -49,7 +49,7 @@ module vta_alu_core (
             // |y| > CAP from y's bits (CAP = 2^SB - 1), not as two 32-bit compares (carry chains):
             // y >= 2^SB, or y < 0 outside [-CAP, -1]
             over = bb[31] ? (!(&bb[30:SB]) || bb[SB-1:0] == 0) : (|bb[30:SB]);
-            amt = over ? SB'(`VTA_ALU_SHIFT_CAP) : (bb[31] ? SB'(-bb[SB-1:0]) : bb[SB-1:0]);
+            amt = bb[31] ? SB'(-bb[SB-1:0]) : bb[SB-1:0];
             // MIN and MAX from one signed a < y, its two 16-bit halves compared side by side (half
             // the carry chain of a 32-bit compare; equal operands give either)
             lt = ($signed(a[31:16]) < $signed(bb[31:16])) || (a[31:16] == bb[31:16] && a[15:0] < bb[15:0]);
@@ -60,10 +60,13 @@ module vta_alu_core (
                 default:      r = a;        // SHR (shifted in the second stage); MUL below, 5-7 refused
             endcase
             r_c[i * 32 +: 32] = r;
-            // the shift by the amount's high bits (a multiple of 8) here, by its low bits after
+            // the shift by the amount's high bits (a multiple of 8) here, by its low bits after; a
+            // capped amount (|y| > CAP) chooses last, beside the shift by |y|'s own bits, so the
+            // 26-bit test of y's high bits runs alongside the shifter rather than in front of it
             sh = bb[31] ? a <<< (amt & AMT_HI) : a >>> (amt & AMT_HI);
+            if (over) sh = bb[31] ? a <<< (SB'(`VTA_ALU_SHIFT_CAP) & AMT_HI) : a >>> (SB'(`VTA_ALU_SHIFT_CAP) & AMT_HI);
             x_c[i * 32 +: 32] = sh;
-            amt_c[i * FB +: FB] = FB'(amt);
+            amt_c[i * FB +: FB] = over ? FB'(`VTA_ALU_SHIFT_CAP) : FB'(amt);
             left_c[i] = bb[31];
 `ifndef VTA_ECP5_CELLS
             ll_c[i * 32 +: 32] = 32'(a[15:0]) * 32'(bb[15:0]);
