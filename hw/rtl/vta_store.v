@@ -100,13 +100,15 @@ module vta_store (
     (* keep *) wire [31:0] f_nrs = f_base + (32'(`VTA_MEM_X_STRIDE(insn)) << LE);
     (* keep *) wire [LB:0] f_to_bound = (LB+1)'(BOUND) - (LB+1)'(f_base & (BOUND - 1));
 
-    // burst lengths for WLAST
+    // burst lengths for WLAST; registered (no bypass): a burst's W beats start the cycle after its
+    // AW at the earliest, so AWREADY no longer reaches the W path and the entry queue (12.2 ns
+    // placed), and the OUT entries' own read latency already keeps the first beat that late
     wire       wl_valid;
     wire [8:0] wl_len;
     reg  [8:0] w_in_burst;
     wire       w_fire = w_valid && w_ready;
     assign w_last = (w_in_burst + 1 == wl_len);
-    vta_fifo #(.WIDTH(9), .DEPTH(4)) wlen_q (
+    vta_fifo #(.WIDTH(9), .DEPTH(4), .BYPASS(0)) wlen_q (
         .clk(clk), .rst(rst), .in_valid(aw_fire), .in_data(beats),
         /* verilator lint_off PINCONNECTEMPTY */ .in_ready(), /* verilator lint_on PINCONNECTEMPTY */
         .out_valid(wl_valid), .out_data(wl_len), .out_ready(w_fire && w_last), .count(wl_count));
