@@ -121,6 +121,10 @@ MUTATIONS = (
     Mutation("q_offset_stale", "dma_regs", "vta_dma_read.v",
              "q_om1 <= (LB+2)'(nb_cur & (BB - 1)) - 1;", "q_om1 <= (LB+2)'(q_cur & (BB - 1)) - 1;",
              "dma_q_regs", "a burst's ARLEN term is worked out from the previous request's start, not its own", 3),
+    Mutation("column_compares_stale", "dma_regs", "vta_dma_read.v",
+             "c_stale <= !row_wrap && !in_pad;", "c_stale <= 1'b0;",
+             "dma_column_regs", "a data write leaves the column's compares as they were, not marked for the "
+             "cycle after it to redo", 6),
     Mutation("alu_shift_cap", "alu_lanes", "vta_alu_core.v",
              "(!(&bb[30:SB]) || bb[SB-1:0] == 0)", "(!(&bb[30:SB]))",
              "alu_lanes_are_spec", "a left shift by 32 is not capped at 31 (shifts by 0)", 2),

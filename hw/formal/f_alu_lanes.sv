@@ -20,7 +20,7 @@ module f_alu_lanes (
 `include "f_reset.svh"
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
     wire [`VTA_ACC_BYTES*8-1:0] z;
-    vta_alu_core alu (.clk(clk), .reset(reset), .op(op), .x(x), .y(y), .z(z));
+    vta_alu_core alu (.clk(clk), .reset(reset), .op(op), .x(x), .y(y), .xm(x), .ym(y), .z(z));
     always @(*) assume(op <= `VTA_ALU_MUL);   // fetch refuses opcodes 5-7
     reg [`VTA_ACC_BYTES*8-1:0] xp, yp;        // the operands of the cycle before
     reg [2:0] opp;

@@ -1,6 +1,6 @@
 // Bounded liveness of a LOAD: vta_load (its dep_ctrl and DMA) behind vta_axi_master's read port,
 // as vta_top wires the load module, with a slave that takes every AR at once and returns its beats
-// back to back from RLAT cycles after it (RLAT any constant from 1 to DMA_READ_LATENCY - 1: the
+// back to back from RLAT cycles after it (RLAT any constant from 1 to DMA_READ_LATENCY - 2: the
 // DRAM the DMA is exact for). A LOAD issued at cycle i runs its last cycle by
 // i + ISSUE_DELAY + the timing model's duration of it (docs/timing.md): 1 for x_size = 0 or a LOAD
 // of no entries, else one cycle per pad entry plus, per read burst of each data row (split at the
@@ -75,7 +75,7 @@ module f_load_live (
 
     // the slave: a burst's beats come back to back from RLAT cycles after its AR
     (* anyconst *) reg [7:0] f_rlat;
-    always @(*) assume(f_rlat >= 1 && f_rlat <= LAT - 1);
+    always @(*) assume(f_rlat >= 1 && f_rlat <= LAT - 2);   // the read FIFO takes a cycle
     reg [8:0] f_left;      // beats of the accepted burst still to return
     reg [7:0] f_wait;      // cycles until its first beat
     assign rvalid = (f_left != 0) && (f_wait == 0);

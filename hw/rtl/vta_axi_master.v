@@ -2,6 +2,10 @@
 // port used by store. The read port is granted, in the cycle it is free, to the highest-priority
 // requester (fetch > compute > load) for one burst, held until the holder signals the burst's
 // last cycle (docs/timing.md "Resources", revision 2). Read data goes through a FIFO so that DRAM may answer early.
+// The FIFO does not bypass: a beat reaches its client the cycle after it arrives, so the clients'
+// data paths start at the FIFO's registers, not at the bypass select (its fan-out over the bus
+// width into the DMAs' SRAM write data was a failing path at 100 MHz). The cycle comes out of
+// DMA_READ_LATENCY's slack: a DRAM answering two cycles before the burst's end stays exact.
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_axi_master (
@@ -92,7 +96,7 @@ module vta_axi_master (
     assign c_ar_ready    = own & {3{m_axi_arready}};
 
     wire r_out_valid;
-    vta_fifo #(.WIDTH(`VTA_BUS_BYTES*8), .DEPTH(`VTA_RFIFO_DEPTH)) rfifo (
+    vta_fifo #(.WIDTH(`VTA_BUS_BYTES*8), .DEPTH(`VTA_RFIFO_DEPTH), .BYPASS(0)) rfifo (
         .clk(clk), .rst(rst),
         .in_valid(m_axi_rvalid), .in_data(m_axi_rdata), .in_ready(m_axi_rready),
         .out_valid(r_out_valid), .out_data(c_r_data), .out_ready(|(c_r_ready & own)),

@@ -186,6 +186,11 @@ module vta_compute (
     // and at each issue): the compares' adders were in front of the counters' and the index
     // adders' enables (u -> u + 1 == u_end -> j, i, d_ij: 13.3 ns placed)
     reg last_u, last_j, last_i;   // u + 1 == u_end, j + 1 == n_in, i + 1 == n_out
+    // and those of the counters' next values against bounds less two, set at the start: an
+    // equality of registers, not an adder in front of one (j -> j + 2 == n_in: 11.2 ns placed)
+    reg [`VTA_GEMM_UOP_END_W-1:0] u_end_m2;
+    reg [13:0] n_in_m2, n_out_m2;
+    reg u_single;                 // u_bgn + 1 == u_end: the micro-op loop has one iteration
     wire [`VTA_GEMM_UOP_END_W-1:0] u_inc = u + 1;
     wire [13:0] j_inc = j + 1, i_inc = i + 1;
 
@@ -222,7 +227,6 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] acc_s6 = fw7 ? z_r : fw8 ? z_rr : fw9 ? z_rrr : acc_q;
     vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_s6),
                         .acc_out(gemm_z));
-    vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .z(alu_z));
     wire [`VTA_ACC_BYTES*8-1:0] z = is_alu ? alu_z : z_r;
     wire alu_we = s4_valid && is_alu;
     // S2's operands: forwarded from S4 (written this cycle, after the S1 read) or from the write
@@ -234,6 +238,18 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] x_s2 = same3 ? (dbl3 ? alu_z : x2) : fx4 ? alu_z : tensor ? x_r : fx5 ? w5_z : acc_rdata;
     wire [`VTA_ACC_BYTES*8-1:0] x_s1r = fr5 ? w5_z : acc_rdata;
     wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !tensor ? {LANES{same3 ? imm_d : imm}} : fy4 ? alu_z : acc_rdata;
+`ifdef VTA_ECP5_CELLS
+    // the multipliers' copy of S3's operands, loaded every cycle (so not merged with x2, y2, which
+    // load with S2): the same values whenever S3 holds an iteration
+    reg [`VTA_ACC_BYTES*8-1:0] x2m, y2m;
+    always @(posedge clk) begin
+        x2m <= x_s2;
+        y2m <= y_s2;
+    end
+`else
+    wire [`VTA_ACC_BYTES*8-1:0] x2m = x2, y2m = y2;
+`endif
+    vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .xm(x2m), .ym(y2m), .z(alu_z));
 
     wire exec_we = alu_we || s7_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
@@ -351,13 +367,13 @@ module vta_compute (
             if (issue) begin
                 if (!last_u) begin
                     u <= u_inc;
-                    last_u <= (u_inc + 1 == u_end);
+                    last_u <= (u == u_end_m2);
                 end else begin
                     u <= u_bgn;
-                    last_u <= (u_bgn + 1 == u_end);
+                    last_u <= u_single;
                     if (!last_j) begin
                         j <= j_inc;
-                        last_j <= (j_inc + 1 == n_in);
+                        last_j <= (j == n_in_m2);
                         d_ij <= d_ij + dfi;
                         s_ij <= s_ij + sfi;
                         w_ij <= w_ij + wfi;
@@ -365,7 +381,7 @@ module vta_compute (
                         j <= 0;
                         last_j <= (14'd1 == n_in);
                         i <= i_inc;
-                        last_i <= (i_inc + 1 == n_out);
+                        last_i <= (i == n_out_m2);
                         d_i <= d_i + dfo;
                         s_i <= s_i + sfo;
                         w_i <= w_i + wfo;
@@ -419,13 +435,17 @@ module vta_compute (
                 alu_op <= `VTA_ALU_ALU_OPCODE(insn);
                 imm <= 32'($signed(`VTA_ALU_IMM(insn)));
                 u <= h_bgn;
-                last_u <= (h_bgn + 1 == h_end);
+                last_u <= (`VTA_GEMM_UOP_END_W'(h_bgn + 1) == h_end);
                 last_j <= (h_in == 14'd1);
                 last_i <= (h_out == 14'd1);
                 u_bgn <= h_bgn;
                 u_end <= h_end;
                 n_out <= h_out;
                 n_in <= h_in;
+                u_end_m2 <= h_end - 2;
+                n_in_m2 <= h_in - 14'd2;
+                n_out_m2 <= h_out - 14'd2;
+                u_single <= (`VTA_GEMM_UOP_END_W'(h_bgn + 1) == h_end);
                 i <= 0;
                 j <= 0;
                 {d_i, s_i, w_i, d_ij, s_ij, w_ij} <= 0;
@@ -449,7 +469,11 @@ module vta_compute (
 `ifdef FORMAL
     // the registered last-iteration tests equal their compares (for k-induction)
     always @(*) if (!rst && kind == KIND_EXEC && g_active)
-        loop_last_regs: assert(last_u == (u + 1 == u_end) && last_j == (j + 1 == n_in) && last_i == (i + 1 == n_out));
+        // (modulo the counters' widths: a running loop never wraps, h_some)
+        loop_last_regs: assert(last_u == (`VTA_GEMM_UOP_END_W'(u + 1) == u_end) && last_j == (14'(j + 1) == n_in) &&
+                               last_i == (14'(i + 1) == n_out) &&
+                               u_end_m2 == `VTA_GEMM_UOP_END_W'(u_end - 2) && n_in_m2 == 14'(n_in - 2) &&
+                               n_out_m2 == 14'(n_out - 2) && u_single == (`VTA_GEMM_UOP_END_W'(u_bgn + 1) == u_end));
 `endif
     // GEMM's accumulator registers: no reset, no enable (their valid bits gate every use)
     always @(posedge clk) begin

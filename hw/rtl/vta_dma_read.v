@@ -59,7 +59,8 @@ module vta_dma_read #(
     /* verilator lint_off UNUSEDSIGNAL */  // the formal harnesses' invariants read lg
     reg [3:0]  lg;               // log2 of the element's bytes
     /* verilator lint_on UNUSEDSIGNAL */
-    reg        narrow;           // elements narrower than a beat (lg < LOG_BUS_BYTES)
+    reg        narrow;           // elements narrower than a beat (lg < LOG_BUS_BYTES): only where
+                                 // K > 1 (hw/header.py refuses the rest), a constant 0 elsewhere
     reg [7:0]  bc_last;          // an element's last beat: 2^(lg - LOG_BUS_BYTES) - 1, or 0
     // an element's bytes, and lg as narrow elements need it (lg < LOG_BUS_BYTES), registered at
     // go: the shifts by lg were in front of the position's adders (lg -> cur: 13.5 ns placed)
@@ -117,7 +118,7 @@ module vta_dma_read #(
     assign wr_en = in_pad || (beat && (narrow || last_beat));
     assign wr_idx = idx;
     assign wr_lanes = narrow ? K'((1 << n_narrow) - 1) : K'(1);
-    wire [16:0] step = (in_pad || !narrow) ? 17'd1 : n_narrow;
+    wire one = in_pad || !narrow;    // the write moves one entry, else n_narrow
 
     // beat bc lands at byte bc*BB of the entry, the rest as assembled so far
     localparam SW = (MAXE < BB) ? MAXE : BB;    // a slot's bytes
@@ -142,10 +143,15 @@ module vta_dma_read #(
     wire pad_row2 = (r + 2 < 17'(y0)) || (r + 2 >= y_end);
     // c + 1 < x_pad_0 and c + 1 >= x_end as compares of c with registered bounds
     reg [16:0] x0_m1, x_end_m1;   // x_pad_0 - 1, x_end - 1 (x_end >= 1: x_size >= 1)
-    // the column's compares as registers, set with c (at go and at each write): a pad
-    // segment's end reads flip-flops only (c's compares fed the module's completion and its
-    // token pushes, a failing path at 100 MHz)
-    reg c_wrap, c_lt_x0, c_ge_xend;   // c == w_last, c < x0_m1, c >= x_end_m1
+    // the column's compares as registers: a pad segment's end reads flip-flops only (c's compares
+    // fed the module's completion and its token pushes, a failing path at 100 MHz). Only a pad
+    // reads them, and a pad never follows a data write in the next cycle (a burst's last cycle
+    // writes nothing), so a data write marks them stale and the cycle after it compares the
+    // written c (c + step then a compare: two carry chains, 11.8 ns placed). A pad moves c by
+    // one: its compares are c1's (c + 1, a register), worked out a write ahead.
+    reg c_wrap, c_lt_x0, c_ge_xend;   // c == w_last, c < x0_m1, c >= x_end_m1, unless c_stale
+    reg [16:0] c1;                    // c + 1, unless c_stale
+    reg c_stale;                      // c has moved by a data write since they were set
     reg r_at_last;                    // r == r_last, set with r (the LOAD's end from a register)
     wire p_wrap = c_wrap;
     wire p_pad_next = p_wrap ? (pad_row1 || x0 != 4'd0)
@@ -154,7 +160,19 @@ module vta_dma_read #(
     wire d_fill = narrow ? xl_le_beat : (xl == 17'd1);            // this write ends the row's data
     wire row_wrap = in_pad ? p_wrap : (wr_en && d_fill && no_xp1);
     wire [16:0] r_next = row_wrap ? r + 1 : r;
-    wire [16:0] c_next = row_wrap ? 17'd0 : (wr_en ? c + step : c);
+    // the write's step added to c, xl and idx beside the step's choice, chosen after (* keep *:
+    // Yosys' opt_share would merge them into one adder behind the choice)
+    (* keep *) wire [16:0] c_one = c + 17'd1;     // a data write's (c1 is stale after one)
+    (* keep *) wire [16:0] c_beat = c + 17'(in_beat);
+    (* keep *) wire [16:0] xl_one = xl - 17'd1;
+    (* keep *) wire [16:0] xl_beat = xl - 17'(in_beat);
+    (* keep *) wire [15:0] idx_one = idx + 16'd1;
+    (* keep *) wire [15:0] idx_xl = idx + 16'(xl);
+    (* keep *) wire [15:0] idx_beat = idx + 16'(in_beat);
+    wire [16:0] c_step = in_pad ? c1 : !narrow ? c_one : xl_le_beat ? x_end : c_beat;  // c + xl = x_end
+    wire [16:0] xl_step = one ? xl_one : xl_le_beat ? 17'd0 : xl_beat;
+    wire [15:0] idx_step = one ? idx_one : xl_le_beat ? idx_xl : idx_beat;
+    wire [16:0] c_next = row_wrap ? 17'd0 : (wr_en ? c_step : c);
     wire end_next = in_pad ? p_end_next : !wr_en ? end_r : (row_wrap && r_at_last);
     wire pad_next = in_pad ? p_pad_next : !wr_en ? pad_r : row_wrap ? (pad_row1 || x0 != 4'd0) : d_fill;
     wire row_next = row_wrap && data_row;     // the next data row begins: row_base <= nrb
@@ -202,7 +220,8 @@ module vta_dma_read #(
 
     // ------------------------------------------------------------ segment sequencing
     // every beat must be in before the burst's last cycle (registered count: no chain from the
-    // read FIFO to the port arbiter); DRAM answering within DMA_READ_LATENCY - 1 is exact
+    // read FIFO to the port arbiter); DRAM answering within DMA_READ_LATENCY - 2 is exact (the
+    // read FIFO takes a cycle)
     // A burst writes nothing in its last cycle (its beats are all in), so what follows it is known
     // from the position alone, registered a cycle ahead (end_r, pad_r): the burst's end, the
     // LOAD's end and the next request come from registers (b_tick: its last tick).
@@ -229,11 +248,12 @@ module vta_dma_read #(
             state <= S_IDLE;
             ar_pend <= 1'b0;
             empty <= 1'b0;
+            c_stale <= 1'b0;
         end else if (go) begin
             lg <= elog;
             e_bytes <= 32'd1 << elog;
             lg_n <= LGB'(elog);
-            narrow <= (elog < 4'(LBB));
+            narrow <= (K > 1) && (elog < 4'(LBB));
             bc_last <= (elog < 4'(LBB)) ? 8'd0 : 8'((1 << (elog - 4'(LBB))) - 1);
             y0 <= `VTA_MEM_Y_PAD_0(insn);
             x0 <= `VTA_MEM_X_PAD_0(insn);
@@ -255,6 +275,8 @@ module vta_dma_read #(
             r <= 0;
             r_at_last <= (17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)) + 17'(`VTA_MEM_Y_PAD_1(insn)) == 17'd1);
             c <= 0;
+            c1 <= 17'd1;
+            c_stale <= 1'b0;
             c_wrap <= (17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) + 17'(`VTA_MEM_X_PAD_1(insn)) == 17'd1);
             c_lt_x0 <= (17'd0 < 17'(`VTA_MEM_X_PAD_0(insn)) - 17'd1);
             c_ge_xend <= (17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) == 17'd1);
@@ -289,24 +311,39 @@ module vta_dma_read #(
                 bc <= 0;
                 bc_oh <= NB'(1);
                 last_beat_r <= (bc_last == 8'd0);
-                idx <= idx + 16'(step);
+                idx <= idx_step;
                 r <= r_next;
                 if (row_wrap) r_at_last <= (17'(r + 1) == r_last);
                 c <= c_next;
-                c_wrap <= row_wrap ? (w_last == 17'd0) : (c + step == w_last);
-                c_lt_x0 <= row_wrap ? (17'd0 < x0_m1) : (c + step < x0_m1);
-                c_ge_xend <= row_wrap ? (17'd0 >= x_end_m1) : (c + step >= x_end_m1);
+                c_stale <= !row_wrap && !in_pad;
+                if (row_wrap) begin
+                    c1 <= 17'd1;
+                    c_wrap <= (w_last == 17'd0);
+                    c_lt_x0 <= (17'd0 < x0_m1);
+                    c_ge_xend <= (17'd0 >= x_end_m1);
+                end else if (in_pad) begin
+                    c1 <= c1 + 17'd1;
+                    c_wrap <= (c1 == w_last);
+                    c_lt_x0 <= (c1 < x0_m1);
+                    c_ge_xend <= (c1 >= x_end_m1);
+                end
                 if (row_wrap) begin
                     data_row <= !pad_row1;
                     pad_row1 <= pad_row2;
                 end
-                xl <= row_wrap ? x_end : xl - step;
+                xl <= row_wrap ? x_end : xl_step;
                 cur <= cur_next;
                 if (row_next) begin
                     row_base <= nrb;
                     nrb <= nrb_inc;
                     row_end <= row_end_inc;
                 end
+            end else if (c_stale) begin
+                c1 <= c + 17'd1;
+                c_wrap <= (c == w_last);
+                c_lt_x0 <= (c < x0_m1);
+                c_ge_xend <= (c >= x_end_m1);
+                c_stale <= 1'b0;
             end
             if (seg_end) begin
                 state <= seg_last ? S_IDLE : seg_pad ? S_PAD : S_REQ;
@@ -348,8 +385,10 @@ module vta_dma_read #(
     always @(*) if (!rst && state != S_IDLE) begin
         dma_last_beat_reg: assert(last_beat_r == (bc == bc_last));
         dma_lg_regs: assert(e_bytes == (32'd1 << lg) && (!narrow || 32'(lg_n) == 32'(lg)));
-        dma_column_regs: assert(c_wrap == (c == w_last) && c_lt_x0 == (c < x0_m1) && c_ge_xend == (c >= x_end_m1) &&
-                                r_at_last == (r == r_last));
+        dma_column_regs: assert((c_stale || (c_wrap == (c == w_last) && c_lt_x0 == (c < x0_m1) &&
+                                 c_ge_xend == (c >= x_end_m1) && c1 == 17'(c + 1))) && r_at_last == (r == r_last));
+        // only a burst leaves them stale: a pad reads them
+        dma_column_stale: assert(!c_stale || state == S_BURST);
         if (state == S_BURST)
             dma_burst_regs: assert(last_tick == (b_tick == TW'(b_beats)) && got_all == (b_got == b_beats));
         if (state == S_REQ)
