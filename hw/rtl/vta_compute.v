@@ -166,8 +166,8 @@ module vta_compute (
     reg                        is_alu, reset, tensor, slot;
     reg [2:0]                  alu_op;
     reg [31:0]                 imm;
-    reg [`VTA_GEMM_UOP_END_W-1:0] u, u_bgn, u_end;
-    reg [13:0]                 i, j, n_out, n_in;
+    reg [`VTA_GEMM_UOP_END_W-1:0] u, u_bgn;
+    reg [13:0]                 i, j, n_in;
     reg [31:0]                 dfo, dfi, sfo, sfi, wfo, wfi;
     reg [31:0]                 d_i, s_i, w_i, d_ij, s_ij, w_ij;
     reg                        g_active;
@@ -181,18 +181,22 @@ module vta_compute (
     wire [47:0] h_pipe = h_alu ? `VTA_ALU_PIPELINE : `VTA_GEMM_PIPELINE;
 
     wire issue = (kind == KIND_EXEC) && in_body && g_active && !(tensor && slot);
-    assign uop_raddr = `VTA_LU'(u);
     // the loop's last-iteration tests as registers, set with the counters they test (at the start
     // and at each issue): the compares' adders were in front of the counters' and the index
     // adders' enables (u -> u + 1 == u_end -> j, i, d_ij: 13.3 ns placed)
     reg last_u, last_j, last_i;   // u + 1 == u_end, j + 1 == n_in, i + 1 == n_out
-    // and those of the counters' next values against bounds less two, set at the start: an
-    // equality of registers, not an adder in front of one (j -> j + 2 == n_in: 11.2 ns placed)
+    // and those of the counters' next values against the bounds less two (the bounds themselves,
+    // u_end and n_out, are not kept), set at the start: an equality of registers, not an adder
+    // in front of one (j -> j + 2 == n_in: 11.2 ns placed)
     reg [`VTA_GEMM_UOP_END_W-1:0] u_end_m2;
     reg [13:0] n_in_m2, n_out_m2;
     reg u_single;                 // u_bgn + 1 == u_end: the micro-op loop has one iteration
     wire [`VTA_GEMM_UOP_END_W-1:0] u_inc = u + 1;
     wire [13:0] j_inc = j + 1, i_inc = i + 1;
+    // the UOP SRAM reads the micro-op counter's next value, a cycle ahead of S0b: its output
+    // register (RD_REG = 1), not the block RAM's 5.8 ns clock-to-out, feeds uop_q
+    wire [`VTA_GEMM_UOP_END_W-1:0] u_next = start ? h_bgn : !issue ? u : !last_u ? u_inc : u_bgn;
+    assign uop_raddr = `VTA_LU'(u_next);
 
     // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
     reg        s0b_valid, s1_valid, s1b_valid, s1r_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid,
@@ -439,8 +443,6 @@ module vta_compute (
                 last_j <= (h_in == 14'd1);
                 last_i <= (h_out == 14'd1);
                 u_bgn <= h_bgn;
-                u_end <= h_end;
-                n_out <= h_out;
                 n_in <= h_in;
                 u_end_m2 <= h_end - 2;
                 n_in_m2 <= h_in - 14'd2;
@@ -468,12 +470,13 @@ module vta_compute (
     end
 `ifdef FORMAL
     // the registered last-iteration tests equal their compares (for k-induction)
+    // (modulo the counters' widths: a running loop never wraps, h_some)
+    wire [`VTA_GEMM_UOP_END_W-1:0] f_u_end = u_end_m2 + 2;
+    wire [13:0] f_n_out = n_out_m2 + 14'd2;
     always @(*) if (!rst && kind == KIND_EXEC && g_active)
-        // (modulo the counters' widths: a running loop never wraps, h_some)
-        loop_last_regs: assert(last_u == (`VTA_GEMM_UOP_END_W'(u + 1) == u_end) && last_j == (14'(j + 1) == n_in) &&
-                               last_i == (14'(i + 1) == n_out) &&
-                               u_end_m2 == `VTA_GEMM_UOP_END_W'(u_end - 2) && n_in_m2 == 14'(n_in - 2) &&
-                               n_out_m2 == 14'(n_out - 2) && u_single == (`VTA_GEMM_UOP_END_W'(u_bgn + 1) == u_end));
+        loop_last_regs: assert(last_u == (`VTA_GEMM_UOP_END_W'(u + 1) == f_u_end) && last_j == (14'(j + 1) == n_in) &&
+                               last_i == (14'(i + 1) == f_n_out) && n_in_m2 == 14'(n_in - 2) &&
+                               u_single == (`VTA_GEMM_UOP_END_W'(u_bgn + 1) == f_u_end));
 `endif
     // GEMM's accumulator registers: no reset, no enable (their valid bits gate every use)
     always @(posedge clk) begin

@@ -116,16 +116,18 @@ module vta_store (
     // ------------------------------------------------------------ OUT reader and W beats
     reg  [15:0] rd_rows, rd_x, x_size;   // rows left to read, entries left in the row being read
     reg  [15:0] rd_idx;
-    reg         rd_inflight;
+    // OUT is read through its block RAM's output register (RD_REG = 1 in vta_top: the entry two
+    // cycles after its address, not the array's 5.8 ns clock-to-out into the entry queue)
+    reg         rd_inflight, rd_inflight2;   // a read one and two cycles ago
     wire        e_valid;
     wire [`VTA_OUT_BYTES*8-1:0] e_data;
     wire [2:0]  e_count;
     reg  [7:0]  wb;
     wire        e_last_beat = (wb == 8'(EB - 1));
-    wire out_re = (rd_rows != 0) && (32'(e_count) + 32'(rd_inflight) < 4);
+    wire out_re = (rd_rows != 0) && (32'(e_count) + 32'(rd_inflight) + 32'(rd_inflight2) < 4);
     assign out_raddr = rd_idx;
     vta_fifo #(.WIDTH(`VTA_OUT_BYTES*8), .DEPTH(4)) ent_q (
-        .clk(clk), .rst(rst), .in_valid(rd_inflight), .in_data(out_rdata),
+        .clk(clk), .rst(rst), .in_valid(rd_inflight2), .in_data(out_rdata),
         /* verilator lint_off PINCONNECTEMPTY */ .in_ready(), /* verilator lint_on PINCONNECTEMPTY */
         .out_valid(e_valid), .out_data(e_data), .out_ready(w_fire && e_last_beat), .count(e_count));
     assign w_valid = e_valid && wl_valid;
@@ -149,12 +151,14 @@ module vta_store (
             pend1 <= 1'b0;
             rem_add <= 0;
             rd_inflight <= 1'b0;
+            rd_inflight2 <= 1'b0;
             nop <= 1'b0;
             wb <= 0;
             w_in_burst <= 0;
             {busy_cycles, insn_count} <= 0;
         end else begin
             rd_inflight <= out_re;
+            rd_inflight2 <= rd_inflight;
             if (out_re) begin
                 rd_idx <= rd_idx + 1;
                 rd_x <= (rd_x == 16'd1) ? x_size : rd_x - 1;

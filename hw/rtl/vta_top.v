@@ -265,7 +265,7 @@ module vta_top (
     wire [`VTA_LW-1:0]          wgt_raddr;
     wire [`VTA_WGT_BYTES*8-1:0] wgt_rdata;
 
-    vta_sram_banked #(.WIDTH(32), .AW(`VTA_LU), .LANES(K)) uop_mem (.clk(clk), .we(uop_we),
+    vta_sram_banked #(.WIDTH(32), .AW(`VTA_LU), .LANES(K), .RD_REG(1)) uop_mem (.clk(clk), .we(uop_we),
         .waddr(`VTA_LU'(uop_waddr)), .wdata(uop_wdata), .raddr(uop_raddr), .rdata(uop_rdata));
     vta_sram #(.WIDTH(`VTA_INP_BYTES*8), .AW(`VTA_LI), .RD_REG(1)) inp_mem (.clk(clk), .we(inp_we),
         .waddr(`VTA_LI'(ld_waddr)), .wdata(ld_wdata[`VTA_INP_BYTES*8-1:0]), .raddr(inp_raddr),
@@ -274,7 +274,7 @@ module vta_top (
         .waddr(`VTA_LW'(ld_waddr)), .wdata(ld_wdata), .raddr(wgt_raddr), .rdata(wgt_rdata));
     vta_sram #(.WIDTH(`VTA_ACC_BYTES*8), .AW(`VTA_LA), .RD_REG(1)) acc_mem (.clk(clk), .we(acc_we),
         .waddr(acc_waddr), .wdata(acc_wdata), .raddr(acc_raddr), .rdata(acc_rdata));
-    vta_sram #(.WIDTH(`VTA_OUT_BYTES*8), .AW(`VTA_LA)) out_mem (.clk(clk), .we(out_we),
+    vta_sram #(.WIDTH(`VTA_OUT_BYTES*8), .AW(`VTA_LA), .RD_REG(1)) out_mem (.clk(clk), .we(out_we),
         .waddr(acc_waddr), .wdata(out_wdata), .raddr(`VTA_LA'(out_raddr)), .rdata(out_rdata));
 
     // ------------------------------------------------------------ modules

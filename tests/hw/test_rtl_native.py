@@ -14,9 +14,10 @@ from vta_sim.errors import DeadlockError, MemoryAccessError, VTAError
 
 #: The smallest latencies at which AxiRam (and so the native DRAM) keeps the RTL exact: a read
 #: latency of 3 (the burst's last beat must be in a cycle before its end, timing model revision 3,
-#: and the read FIFO adds a cycle: it does not bypass) or a write latency of 2 makes it slower than
-#: vta_sim, and so would a DRAM that answered one cycle later than AxiRam here.
-TIGHT = {"DMA_READ_LATENCY": 4, "DMA_WRITE_LATENCY": 3}
+#: and the read FIFO adds a cycle: it does not bypass) or a write latency of 3 (the OUT SRAM is read
+#: through its output register, a cycle more before the W beats) makes it slower than vta_sim, and
+#: so would a DRAM that answered one cycle later than AxiRam here.
+TIGHT = {"DMA_READ_LATENCY": 4, "DMA_WRITE_LATENCY": 4}
 
 
 def programs(cfg):
