@@ -157,7 +157,10 @@ module vta_dma_read #(
     wire p_pad_next = p_wrap ? (pad_row1 || x0 != 4'd0)
                              : (!data_row || (x0 != 4'd0 && c_lt_x0) || c_ge_xend);
     wire p_end_next = p_wrap && r_at_last;
-    wire d_fill = narrow ? xl_le_beat : (xl == 17'd1);            // this write ends the row's data
+    // xl == 1 as a register (a wide element's write then ends the row's data): the 17-bit compare
+    // was in front of the row's wrap and the position's clock enables (11.0 ns placed)
+    reg xl_is1;
+    wire d_fill = narrow ? xl_le_beat : xl_is1;            // this write ends the row's data
     wire row_wrap = in_pad ? p_wrap : (wr_en && d_fill && no_xp1);
     wire [16:0] r_next = row_wrap ? r + 1 : r;
     // the write's step added to c, xl and idx beside the step's choice, chosen after (* keep *:
@@ -265,6 +268,7 @@ module vta_dma_read #(
                         (17'd1 >= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)));
             y_end <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn));
             xl <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
+            xl_is1 <= (17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) == 17'd1);
             r_last <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)) + 17'(`VTA_MEM_Y_PAD_1(insn)) - 1;
             w_last <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) + 17'(`VTA_MEM_X_PAD_1(insn)) - 1;
             no_xp1 <= (`VTA_MEM_X_PAD_1(insn) == 4'd0);
@@ -332,6 +336,7 @@ module vta_dma_read #(
                     pad_row1 <= pad_row2;
                 end
                 xl <= row_wrap ? x_end : xl_step;
+                xl_is1 <= row_wrap ? (x_end == 17'd1) : (xl == 17'd2);   // (a narrow write's step is not 1: unused)
                 cur <= cur_next;
                 if (row_next) begin
                     row_base <= nrb;
@@ -385,6 +390,7 @@ module vta_dma_read #(
     always @(*) if (!rst && state != S_IDLE) begin
         dma_last_beat_reg: assert(last_beat_r == (bc == bc_last));
         dma_lg_regs: assert(e_bytes == (32'd1 << lg) && (!narrow || 32'(lg_n) == 32'(lg)));
+        dma_xl_reg: assert(narrow || xl_is1 == (xl == 17'd1));
         dma_column_regs: assert((c_stale || (c_wrap == (c == w_last) && c_lt_x0 == (c < x0_m1) &&
                                  c_ge_xend == (c >= x_end_m1) && c1 == 17'(c + 1))) && r_at_last == (r == r_last));
         // only a burst leaves them stale: a pad reads them
