@@ -49,7 +49,7 @@ module vta_alu_core (
     reg [`VTA_ACC_BYTES*8-1:0] ll_c, ll_a;
     reg [LANES*16-1:0] lh_c, lh_a, hl_c, hl_a;
 `endif
-    reg mul_a, shr_a, reset_a;
+    reg mul_a, shr_a, reset_a;   // mul_a: MUL and not reset
     always @(*)
         for (i = 0; i < LANES; i = i + 1) begin
             a = x[i * 32 +: 32];
@@ -97,7 +97,7 @@ module vta_alu_core (
     end endgenerate
 `endif
     always @(posedge clk) begin
-        mul_a <= (op == `VTA_ALU_MUL);
+        mul_a <= (op == `VTA_ALU_MUL) && !reset;
         shr_a <= (op != `VTA_ALU_MIN) && (op != `VTA_ALU_MAX) && (op != `VTA_ALU_ADD);
         x_a <= x_c;
         amt_a <= amt_c;
@@ -120,9 +120,10 @@ module vta_alu_core (
             cs_s = ll_a[i * 32 + 16 +: 16] ^ lh_a[i * 16 +: 16] ^ hl_a[i * 16 +: 16];
             cs_c = {(ll_a[i * 32 + 16 +: 15] & lh_a[i * 16 +: 15]) | (ll_a[i * 32 + 16 +: 15] & hl_a[i * 16 +: 15]) |
                     (lh_a[i * 16 +: 15] & hl_a[i * 16 +: 15]), 1'b0};
-            z[i * 32 +: 32] = reset_a ? 32'd0
-                            : mul_a ? {cs_s + cs_c, ll_a[i * 32 +: 16]}
-                            : shr_a ? sa : r_a[i * 32 +: 32];
+            // the product last, one choice after its adder: the multipliers' outputs sit at the
+            // DSP columns, their routes into the fabric are most of this stage's longest path
+            z[i * 32 +: 32] = mul_a ? {cs_s + cs_c, ll_a[i * 32 +: 16]}
+                            : reset_a ? 32'd0 : shr_a ? sa : r_a[i * 32 +: 32];
         end
 endmodule
 `default_nettype wire

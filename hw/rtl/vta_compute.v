@@ -238,10 +238,13 @@ module vta_compute (
     // result, the operation doubled. A tensor ALU's ACC[dst] is taken in S1r, with w5 forwarded.
     // Each select is worked out a cycle ahead (the iteration in S1r, or S1b, against the ones that
     // will be in S3/S4/w5 with it) so that only registered selects fan out across the lanes.
-    reg same3, fx4, fx5, fy4, fr5;
-    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = same3 ? (dbl3 ? alu_z : x2) : fx4 ? alu_z : tensor ? x_r : fx5 ? w5_z : acc_rdata;
+    // The ALU's result (alu_z, after the multipliers' routes from the DSP columns) is chosen last,
+    // by a registered select (x_fz: same3 ? dbl3 : fx4; y: tensor && fy4), one mux after it.
+    reg same3, fx4, fx5, fy4, fr5, x_fz;
+    wire [`VTA_ACC_BYTES*8-1:0] x_keep = same3 ? x2 : tensor ? x_r : fx5 ? w5_z : acc_rdata;
+    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = x_fz ? alu_z : x_keep;
     wire [`VTA_ACC_BYTES*8-1:0] x_s1r = fr5 ? w5_z : acc_rdata;
-    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !tensor ? {LANES{same3 ? imm_d : imm}} : fy4 ? alu_z : acc_rdata;
+    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = (tensor && fy4) ? alu_z : !tensor ? {LANES{same3 ? imm_d : imm}} : acc_rdata;
 `ifdef VTA_ECP5_CELLS
     // the multipliers' copy of S3's operands, loaded every cycle (so not merged with x2, y2, which
     // load with S2): the same values whenever S3 holds an iteration
@@ -255,6 +258,8 @@ module vta_compute (
 `endif
     vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .xm(x2m), .ym(y2m), .z(alu_z));
 
+    wire same3_next = s2_valid && !tensor && `VTA_LA'(s2_a) == `VTA_LA'(s1r_a);
+    wire fx4_next = s3_valid && is_alu && `VTA_LA'(s3_a) == `VTA_LA'(s1r_a);
     wire exec_we = alu_we || s7_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
     assign acc_waddr = s7_valid ? `VTA_LA'(s7_a) : exec_we ? `VTA_LA'(s4_a) : `VTA_LA'(dma_idx);
@@ -293,6 +298,7 @@ module vta_compute (
             s6_valid <= 1'b0;
             s7_valid <= 1'b0;
             s8_valid <= 1'b0;
+            {same3, fx4, x_fz} <= 3'b000;
             err <= 1'b0;
             {gemm_count, alu_count, busy_cycles} <= 0;
             {stall_port, insn_count} <= 0;
@@ -327,8 +333,9 @@ module vta_compute (
             if (s5_valid) s6_a <= s5_a;
             if (s6_valid) s7_a <= s6_a;
             if (s7_valid) s8_a <= s7_a;
-            same3 <= s2_valid && !tensor && `VTA_LA'(s2_a) == `VTA_LA'(s1r_a);
-            fx4 <= s3_valid && is_alu && `VTA_LA'(s3_a) == `VTA_LA'(s1r_a);
+            same3 <= same3_next;
+            fx4 <= fx4_next;
+            x_fz <= same3_next ? same3 : fx4_next;    // dbl3 <= same3 with same3_next's s2_valid
             fx5 <= alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s1r_a);
             fy4 <= s3_valid && is_alu && `VTA_LA'(s3_a) == `VTA_LA'(s1r_src);
             fr5 <= alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s1b_a);
@@ -469,6 +476,8 @@ module vta_compute (
         end
     end
 `ifdef FORMAL
+    // S2's registered select of the ALU's result
+    always @(*) if (!rst) alu_fwd_reg: assert(x_fz == (same3 ? dbl3 : fx4));
     // the registered last-iteration tests equal their compares (for k-induction)
     // (modulo the counters' widths: a running loop never wraps, h_some)
     wire [`VTA_GEMM_UOP_END_W-1:0] f_u_end = u_end_m2 + 2;
