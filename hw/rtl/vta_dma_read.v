@@ -108,8 +108,18 @@ module vta_dma_read #(
     // ------------------------------------------------------------ writing entries
     wire last_beat = last_beat_r;
     // a narrow beat writes the elements up to the beat's end or the row's data end, whichever first
-    wire [LBB:0] in_beat = (LBB+1)'((BB - (cur & (BB - 1))) >> lg_n);
-    wire xl_le_beat = (xl[16:LBB+1] == 0) && (xl[LBB:0] <= in_beat);   // the row's data ends in this beat
+    // the elements of lg_n bytes a beat holds from byte offset o on, and whether n of them fit
+    function automatic [LBB:0] beat_elems(input [LBB-1:0] o, input [LGB-1:0] l);
+        beat_elems = (LBB+1)'(((LBB+1)'(BB) - (LBB+1)'(o)) >> l);
+    endfunction
+    function automatic fits(input [16:0] n, input [LBB:0] e);
+        fits = (n[16:LBB+1] == 0) && (n[LBB:0] <= e);
+    endfunction
+    // a narrow beat's elements from cur on (in_beat) and whether the row's data ends in it
+    // (xl_le_beat), registered with cur and xl (dma_beat_regs): worked out from cur they were in
+    // front of the narrow write's row wrap and its fan-out into the position's enables (11.2 ns)
+    reg [LBB:0] in_beat;
+    reg xl_le_beat;
     wire [16:0] n_narrow = xl_le_beat ? xl : 17'(in_beat);
 
     assign r_ready = (state == S_BURST) && !got_all;
@@ -195,6 +205,16 @@ module vta_dma_read #(
     (* keep *) wire [31:0] cur_elem_next = cur + e_bytes;
     wire [31:0] cur_step = !narrow ? cur_elem_next : xl_le_beat ? cur_row_data_end : cur_beat_end;
     wire [31:0] cur_next = row_wrap ? row_base_next : (wr_en && !in_pad) ? cur_step : cur;
+    // in_beat and xl_le_beat of the written position, from each case's cur and xl beside the choice
+    wire [LBB:0] ib_nrb = beat_elems(nrb[LBB-1:0], lg_n), ib_rb = beat_elems(row_base[LBB-1:0], lg_n);
+    wire [LBB:0] ib_wide = beat_elems(cur_elem_next[LBB-1:0], lg_n);
+    wire [LBB:0] ib_end = beat_elems(cur_row_data_end[LBB-1:0], lg_n);
+    wire [LBB:0] ib_full = beat_elems({LBB{1'b0}}, lg_n);
+    wire [LBB:0] in_beat_next = row_wrap ? (row_next ? ib_nrb : ib_rb) : in_pad ? in_beat : !narrow ? ib_wide
+                              : xl_le_beat ? ib_end : ib_full;
+    wire xl_le_next = row_wrap ? (row_next ? fits(x_end, ib_nrb) : fits(x_end, ib_rb))
+                    : in_pad ? fits(xl_one, in_beat) : !narrow ? fits(xl_one, ib_wide)
+                    : xl_le_beat || fits(xl_beat, ib_full);
 
     // The next burst's set-up in two registered halves. Where it is requested (to_req) only its
     // start is registered: at go from the instruction, after padding the start of a row (the
@@ -269,6 +289,9 @@ module vta_dma_read #(
             y_end <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn));
             xl <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
             xl_is1 <= (17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) == 17'd1);
+            in_beat <= beat_elems(f_base[LBB-1:0], LGB'(elog));
+            xl_le_beat <= fits(17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)),
+                               beat_elems(f_base[LBB-1:0], LGB'(elog)));
             r_last <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)) + 17'(`VTA_MEM_Y_PAD_1(insn)) - 1;
             w_last <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) + 17'(`VTA_MEM_X_PAD_1(insn)) - 1;
             no_xp1 <= (`VTA_MEM_X_PAD_1(insn) == 4'd0);
@@ -336,6 +359,8 @@ module vta_dma_read #(
                     pad_row1 <= pad_row2;
                 end
                 xl <= row_wrap ? x_end : xl_step;
+                in_beat <= in_beat_next;
+                xl_le_beat <= xl_le_next;
                 xl_is1 <= row_wrap ? (x_end == 17'd1) : (xl == 17'd2);   // (a narrow write's step is not 1: unused)
                 cur <= cur_next;
                 if (row_next) begin
@@ -391,6 +416,7 @@ module vta_dma_read #(
         dma_last_beat_reg: assert(last_beat_r == (bc == bc_last));
         dma_lg_regs: assert(e_bytes == (32'd1 << lg) && (!narrow || 32'(lg_n) == 32'(lg)));
         dma_xl_reg: assert(narrow || xl_is1 == (xl == 17'd1));
+        dma_beat_regs: assert(in_beat == beat_elems(cur[LBB-1:0], lg_n) && xl_le_beat == fits(xl, in_beat));
         dma_column_regs: assert((c_stale || (c_wrap == (c == w_last) && c_lt_x0 == (c < x0_m1) &&
                                  c_ge_xend == (c >= x_end_m1) && c1 == 17'(c + 1))) && r_at_last == (r == r_last));
         // only a burst leaves them stale: a pad reads them
