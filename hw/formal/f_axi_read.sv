@@ -78,7 +78,8 @@ module f_axi_read (
     /* verilator lint_on PINMISSING */
 
     // the modules' side: a run starts once; a DMA starts a LOAD (with data: x_size > 0) when idle
-    // or in its previous LOAD's last cycle; a UOP load is one unpadded row (fetch checks)
+    // (the cycle after its previous LOAD's last, at the earliest: vta_dep_ctrl); a UOP load is one
+    // unpadded row (fetch checks)
     reg f_launched, f_ld_busy, f_cp_busy;
     always @(posedge clk)
         if (rst) {f_launched, f_ld_busy, f_cp_busy} <= 0;
@@ -90,8 +91,8 @@ module f_axi_read (
     always @(*) begin
         if (rst) assume(!launch && !ld_go && !cp_go);
         assume(!launch || !f_launched);
-        assume(!ld_go || !f_ld_busy || ld_done);
-        assume(!cp_go || !f_cp_busy || cp_done);
+        assume(!ld_go || !f_ld_busy);
+        assume(!cp_go || !f_cp_busy);
         assume(`VTA_MEM_X_SIZE(ld_insn) != 0 && `VTA_MEM_X_SIZE(cp_insn) != 0);
         assume(cp_kind != 2'd3);
         if (cp_kind == 2'd0)

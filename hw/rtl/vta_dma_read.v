@@ -18,7 +18,7 @@ module vta_dma_read #(
 ) (
     input  wire                       clk,
     input  wire                       rst,
-    input  wire                       go,        // the LOAD starts: latch insn
+    input  wire                       go,        // the LOAD starts (only while idle: dep_ctrl's BEGIN_DELAY)
     /* verilator lint_off UNUSEDSIGNAL */  // the opcode and flags belong to the module
     input  wire [127:0]               insn,
     /* verilator lint_on UNUSEDSIGNAL */
@@ -225,7 +225,8 @@ module vta_dma_read #(
     (* keep *) wire [31:0] f_base = `VTA_MEM_DRAM_BASE(insn) << elog;
     wire [31:0] f_row_bytes = 32'(`VTA_MEM_X_SIZE(insn)) << elog;
     wire [31:0] f_stride = 32'(`VTA_MEM_X_STRIDE(insn)) << elog;
-    wire [31:0] nb_cur = go ? f_base : !(in_pad && p_wrap) ? cur : data_row ? nrb : row_base;
+    wire idle = (state == S_IDLE);
+    wire [31:0] nb_cur = idle ? f_base : !(in_pad && p_wrap) ? cur : data_row ? nrb : row_base;
     wire [31:0] q_left = q_row ? row_bytes : left_r;
     // The burst is min(q_left, q_bound) bytes; its beats are ceil((first beat's offset + bytes) / BB).
     // One that runs to the boundary spans BOUND less q_cur's beat-aligned offset in its window:
@@ -254,14 +255,16 @@ module vta_dma_read #(
     wire seg_end = pad_end || burst_end;
     wire seg_last = in_pad ? p_end_next : end_r;       // at seg_end: the LOAD ends
     wire seg_pad = in_pad ? p_pad_next : pad_r;        // at seg_end: pads follow
-    wire go_burst = go && (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_X_PAD_0(insn) == 4'd0) &&
-                    (`VTA_MEM_Y_SIZE(insn) != 16'd0);
+    // the instruction's first segment is a burst
+    wire i_burst = (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_X_PAD_0(insn) == 4'd0) &&
+                   (`VTA_MEM_Y_SIZE(insn) != 16'd0);
     // a LOAD of no rows at all is done in its first cycle (docs/hardware.md, decisions)
     wire go_no_rows = (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_Y_SIZE(insn) == 16'd0) &&
                       (`VTA_MEM_Y_PAD_1(insn) == 4'd0);
     // a burst requests the port from a register, the cycle after the segment before it ends (or
-    // after go): docs/timing.md revision 3, REQUEST_DELAY; its set-up is registered with it
-    wire to_req = (go && go_burst) || (!go && seg_end && !seg_last && !seg_pad);
+    // after go): docs/timing.md revision 3, REQUEST_DELAY; its set-up is registered with it (while
+    // idle, from the instruction every cycle)
+    wire to_req = idle || (seg_end && !seg_last && !seg_pad);
     assign port_req = (state == S_REQ);
     assign port_done = burst_end;
     assign done_now = (seg_end && seg_last) || empty;
@@ -272,7 +275,12 @@ module vta_dma_read #(
             ar_pend <= 1'b0;
             empty <= 1'b0;
             c_stale <= 1'b0;
-        end else if (go) begin
+        end else if (idle) begin
+            // While idle every register of the LOAD follows the instruction, and go only leaves
+            // idle: go fans out to the state, not to the enables of some 400 flip-flops (its
+            // chain from the module's start into them was a failing path at 100 MHz). A go
+            // outside idle is ignored; the modules start a LOAD only after the last one's end
+            // (vta_dep_ctrl: a retire at t begins the next instruction at t + 1 at the earliest).
             lg <= elog;
             e_bytes <= 32'd1 << elog;
             lg_n <= LGB'(elog);
@@ -313,10 +321,8 @@ module vta_dma_read #(
             idx <= `VTA_MEM_SRAM_BASE(insn);
             row_base <= f_base;
             cur <= f_base;
-            empty <= go_no_rows;
-            state <= go_burst ? S_REQ : go_no_rows ? S_IDLE : S_PAD;
-        end else if (state == S_IDLE) begin
-            empty <= 1'b0;
+            empty <= go && go_no_rows;
+            state <= !go ? S_IDLE : i_burst ? S_REQ : go_no_rows ? S_IDLE : S_PAD;
         end else begin
             if (beat) begin
                 b_got <= b_got + 1;
@@ -391,11 +397,11 @@ module vta_dma_read #(
             q_bound <= (LB+1)'(BOUND) - (LB+1)'(nb_cur & (BOUND - 1));
             q_o7 <= (LBB+1)'(nb_cur & (BB - 1)) + (LBB+1)'(BB - 1);
             q_om1 <= (LB+2)'(nb_cur & (BB - 1)) - 1;
-            q_row <= go || in_pad;
+            q_row <= idle || in_pad;
         end
         left_r <= row_end - cur;
-        end_r <= go ? go_no_rows : end_next;
-        pad_r <= go ? !go_burst : pad_next;
+        end_r <= idle ? go_no_rows : end_next;
+        pad_r <= idle ? !i_burst : pad_next;
         if (!rst && port_gnt) begin
             b_beats <= q_beats;
             b_len <= q_last;
