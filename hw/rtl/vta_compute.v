@@ -2,10 +2,9 @@
 // pipeline, FINISH (spec sections 4-6). Pops l2c/s2c, pushes c2l/c2s.
 //
 // Pipeline, one micro-op iteration per cycle (one per two for an ALU with a tensor operand):
-//   S0  loop counters -> UOP SRAM read
-//   S0b micro-op registered (the SRAM's output never feeds the index adders directly)
-//   S1  indices = micro-op + loop offsets -> INP/WGT reads; ALU: ACC read (tensor: ACC[dst], then
-//       S1b ACC[src])
+//   S0  loop counters' next values -> UOP SRAM read (its block RAM's output register, RD_REG)
+//   S0b indices = micro-op + loop offsets, registered
+//   S1  indices -> INP/WGT reads, range checks; ALU: ACC read (tensor: ACC[dst], then S1b ACC[src])
 //   S1r ALU only: the ACC read in the block RAM's output register (tensor: ACC[dst] taken)
 //   S2  ALU: operands registered; GEMM: INP and WGT in their block RAMs' output registers (RD_REG)
 //   S3  ALU: first stage (results but MUL's, MUL's partial products) registered;
@@ -194,28 +193,29 @@ module vta_compute (
     wire [`VTA_GEMM_UOP_END_W-1:0] u_inc = u + 1;
     wire [13:0] j_inc = j + 1, i_inc = i + 1;
     // the UOP SRAM reads the micro-op counter's next value, a cycle ahead of S0b: its output
-    // register (RD_REG = 1), not the block RAM's 5.8 ns clock-to-out, feeds uop_q
+    // register (RD_REG = 1), not the block RAM's 5.8 ns clock-to-out, feeds S0b's index adders
+    /* verilator lint_off UNUSEDSIGNAL */  // u_end's extra bit: u_next < u_end <= the UOP SRAM's depth
     wire [`VTA_GEMM_UOP_END_W-1:0] u_next = start ? h_bgn : !issue ? u : !last_u ? u_inc : u_bgn;
+    /* verilator lint_on UNUSEDSIGNAL */
     assign uop_raddr = `VTA_LU'(u_next);
 
     // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
     reg        s0b_valid, s1_valid, s1b_valid, s1r_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid,
                s7_valid, s8_valid;
-    reg [31:0] s0b_d, s0b_s, s0b_w, s1_d, s1_s, s1_w, s1b_a;
+    reg [31:0] s0b_d, s0b_s, s0b_w, s1b_a;
     /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM;
     reg [31:0] s1b_src, s1r_a, s1r_src, s2_a, s3_a, s4_a, s5_a, s6_a, s7_a, s8_a;  // and a micro-op's bits above its three indices
-    reg [31:0] uop_q;
     /* verilator lint_on UNUSEDSIGNAL */
+    // S1's indices, the micro-op's plus the loop's offsets added in S0b from the UOP SRAM's output
+    // register: the range checks and the SRAM addresses in S1 start at flip-flops (the adder in
+    // S1 put a 32-bit carry chain in front of each compare: 11.3 ns placed)
+    reg [31:0] a, src, wg;
     reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2, w5_z;   // w5: the ALU's write of the cycle before
     reg [2:0]  op3;                     // the operation the ALU's first stage applies (S3)
-    reg        dbl3;                    // the S3 iteration applies the operation twice
     // the doubled operation for an ALU with an immediate, worked out after the start (dur_step)
     reg [2:0]  op_d;
     reg [31:0] imm_d, sq_ll;
     reg [15:0] sq_lh;
-    wire [31:0] a = 32'(`VTA_UOP_DST_IDX(uop_q)) + s1_d;
-    wire [31:0] src = 32'(`VTA_UOP_SRC_IDX(uop_q)) + s1_s;
-    wire [31:0] wg = 32'(`VTA_UOP_WGT_IDX(uop_q)) + s1_w;
     wire bad_index = s1_valid && ((a >= `VTA_ACC_DEPTH) ||
         (!reset && !is_alu && (src >= `VTA_INP_DEPTH || wg >= `VTA_WGT_DEPTH)) ||
         (!reset && tensor && src >= `VTA_ACC_DEPTH));
@@ -239,8 +239,9 @@ module vta_compute (
     // Each select is worked out a cycle ahead (the iteration in S1r, or S1b, against the ones that
     // will be in S3/S4/w5 with it) so that only registered selects fan out across the lanes.
     // The ALU's result (alu_z, after the multipliers' routes from the DSP columns) is chosen last,
-    // by a registered select (x_fz: same3 ? dbl3 : fx4; y: tensor && fy4), one mux after it.
-    reg same3, fx4, fx5, fy4, fr5, x_fz;
+    // one mux after it, by a registered select: x_fz (same3 ? the S3 iteration applies the
+    // operation twice : the S4 iteration wrote the entry, fx4_next a cycle before), tensor && fy4.
+    reg same3, fx5, fy4, fr5, x_fz;
     wire [`VTA_ACC_BYTES*8-1:0] x_keep = same3 ? x2 : tensor ? x_r : fx5 ? w5_z : acc_rdata;
     wire [`VTA_ACC_BYTES*8-1:0] x_s2 = x_fz ? alu_z : x_keep;
     wire [`VTA_ACC_BYTES*8-1:0] x_s1r = fr5 ? w5_z : acc_rdata;
@@ -298,7 +299,7 @@ module vta_compute (
             s6_valid <= 1'b0;
             s7_valid <= 1'b0;
             s8_valid <= 1'b0;
-            {same3, fx4, x_fz} <= 3'b000;
+            {same3, x_fz} <= 2'b00;
             err <= 1'b0;
             {gemm_count, alu_count, busy_cycles} <= 0;
             {stall_port, insn_count} <= 0;
@@ -326,7 +327,6 @@ module vta_compute (
                 x2 <= x_s2;
                 y2 <= y_s2;
                 op3 <= same3 ? op_d : alu_op;
-                dbl3 <= same3;
             end
             if (s3_valid) s4_a <= s3_a;
             if (s4_valid) s5_a <= s4_a;
@@ -334,8 +334,7 @@ module vta_compute (
             if (s6_valid) s7_a <= s6_a;
             if (s7_valid) s8_a <= s7_a;
             same3 <= same3_next;
-            fx4 <= fx4_next;
-            x_fz <= same3_next ? same3 : fx4_next;    // dbl3 <= same3 with same3_next's s2_valid
+            x_fz <= same3_next ? same3 : fx4_next;    // S2's same3 is S3's doubling
             fx5 <= alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s1r_a);
             fy4 <= s3_valid && is_alu && `VTA_LA'(s3_a) == `VTA_LA'(s1r_src);
             fr5 <= alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s1b_a);
@@ -349,10 +348,9 @@ module vta_compute (
                 s0b_w <= w_ij;
             end
             if (s0b_valid) begin
-                uop_q <= uop_rdata;
-                s1_d <= s0b_d;
-                s1_s <= s0b_s;
-                s1_w <= s0b_w;
+                a <= 32'(`VTA_UOP_DST_IDX(uop_rdata)) + s0b_d;
+                src <= 32'(`VTA_UOP_SRC_IDX(uop_rdata)) + s0b_s;
+                wg <= 32'(`VTA_UOP_WGT_IDX(uop_rdata)) + s0b_w;
             end
             if (s1_valid) begin
                 s1b_a <= a;
@@ -477,7 +475,12 @@ module vta_compute (
     end
 `ifdef FORMAL
     // S2's registered select of the ALU's result
-    always @(*) if (!rst) alu_fwd_reg: assert(x_fz == (same3 ? dbl3 : fx4));
+    reg f_dbl3, f_fx4;     // the S3 iteration applies the operation twice (S2's same3); fx4_next
+    always @(posedge clk) begin
+        if (!rst && s2_valid) f_dbl3 <= same3;
+        f_fx4 <= !rst && fx4_next;
+    end
+    always @(*) if (!rst) alu_fwd_reg: assert(x_fz == (same3 ? f_dbl3 : f_fx4));
     // the registered last-iteration tests equal their compares (for k-induction)
     // (modulo the counters' widths: a running loop never wraps, h_some)
     wire [`VTA_GEMM_UOP_END_W-1:0] f_u_end = u_end_m2 + 2;
