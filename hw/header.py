@@ -22,6 +22,20 @@ from vta_sim.registers import (COUNTERS, ERROR_CODES, REG_COUNTERS, REG_CTRL, RE
 RFIFO_DEPTH = 32
 
 
+#: Timing parameters the RTL's schedule cannot meet below a floor: (key, least, why).
+RTL_LEAST = (
+    ("GEMM_PIPELINE", 8, "the RTL's pipeline writes a GEMM's last result 8 cycles after its last issue"),
+    ("ALU_PIPELINE", 6, "the RTL's pipeline writes an ALU's last result 6 cycles after its last issue"),
+    # the AR a cycle after the grant, the slave's first beat, a cycle in the read FIFO (no bypass),
+    # and every beat in a cycle before the burst's end (docs/hardware.md)
+    ("DMA_READ_LATENCY", 4, "a read beat reaches the RTL's DMA no sooner: not even AxiRam, the "
+                            "fastest DRAM the benches have, answers a burst in time below it"),
+    # the OUT SRAM's two-cycle read (its block RAM's output register) before the first W beat
+    ("DMA_WRITE_LATENCY", 4, "the RTL's store sends its W beats no sooner: not even AxiRam's "
+                             "response comes in time below it"),
+)
+
+
 def check_supported(cfg: Config) -> None:
     """Refuse configurations the RTL's DMA does not implement (an entry narrower than the bus)."""
     bus = cfg.bus_bytes
@@ -31,11 +45,10 @@ def check_supported(cfg: Config) -> None:
             raise ConfigError(f"configuration {cfg.name!r}: the RTL needs {name} elements of at least one "
                               f"bus beat ({bus} B), got {nbytes} B; use LOG_BUS_WIDTH <= "
                               f"{(nbytes * 8).bit_length() - 1}")
-    # the last ACC write of a GEMM (ALU) is 8 (6) cycles after its last issue (hw/rtl/vta_compute.v)
-    for key, depth in (("GEMM_PIPELINE", 8), ("ALU_PIPELINE", 6)):
+    for key, depth, why in RTL_LEAST:
         if getattr(cfg, key) < depth:
-            raise ConfigError(f"configuration {cfg.name!r}: {key}={getattr(cfg, key)}, but the RTL's pipeline "
-                              f"writes its last result {depth} cycles after the last issue; use {key} >= {depth}")
+            raise ConfigError(f"configuration {cfg.name!r}: {key}={getattr(cfg, key)}, but {why}; "
+                              f"use {key} >= {depth}")
     if bus < 4:
         raise ConfigError(f"configuration {cfg.name!r}: the RTL needs a bus of at least 32 bits "
                           f"(LOG_BUS_WIDTH >= 5), got {bus * 8}")
