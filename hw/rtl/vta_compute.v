@@ -131,7 +131,21 @@ module vta_compute (
     reg [`VTA_GEMM_UOP_END_W-1:0] d_u;
     reg [47:0]  d_n, d_pipe;
     localparam DNW = 14 + `VTA_GEMM_UOP_END_W;
+`ifdef VTA_ECP5_CELLS
+    // the halves' products in the MULT18X18D cells' output registers, loading every cycle: d_oi
+    // and d_u hold from the start, so at step 2 they hold what step 1 would have registered (the
+    // fabric register after the block's multiplier was a failing path, 11.8 ns placed)
+    wire [DNW-1:0] d_n_lo, d_n_hi;
+    wire [2*`VTA_GEMM_UOP_END_W-1:0] p_lo, p_hi;
+    vta_ecp5_mul #(.W(`VTA_GEMM_UOP_END_W), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) dn_lo (.clk(clk),
+        .a(`VTA_GEMM_UOP_END_W'(d_oi[13:0])), .b(d_u), .p(p_lo));
+    vta_ecp5_mul #(.W(`VTA_GEMM_UOP_END_W), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) dn_hi (.clk(clk),
+        .a(`VTA_GEMM_UOP_END_W'(d_oi[27:14])), .b(d_u), .p(p_hi));
+    assign d_n_lo = DNW'(p_lo);
+    assign d_n_hi = DNW'(p_hi);
+`else
     reg [DNW-1:0] d_n_lo, d_n_hi;
+`endif
 
     // ------------------------------------------------------------ LOAD UOP / ACC / ACC_8BIT
     wire [2:0] h_mt = `VTA_MEM_MEMORY_TYPE(insn);
@@ -404,8 +418,10 @@ module vta_compute (
 
             dur_hit <= dur_ok && (elapsed + 2 >= dur);   // in the body elapsed counts every cycle
             if (dur_step == 2'd1) begin
+`ifndef VTA_ECP5_CELLS
                 d_n_lo <= DNW'(d_oi[13:0]) * DNW'(d_u);
                 d_n_hi <= DNW'(d_oi[27:14]) * DNW'(d_u);
+`endif
                 sq_ll <= 32'(imm[15:0]) * 32'(imm[15:0]);
                 sq_lh <= 16'(imm[15:0] * imm[31:16]);
                 dur_step <= 2'd2;
