@@ -245,7 +245,6 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] acc_s6 = fw7 ? z_r : fw8 ? z_rr : fw9 ? z_rrr : acc_q;
     vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_s6),
                         .acc_out(gemm_z));
-    wire [`VTA_ACC_BYTES*8-1:0] z = is_alu ? alu_z : z_r;
     wire alu_we = s4_valid && is_alu;
     // S2's operands: forwarded from S4 (written this cycle, after the S1 read) or from the write
     // of the cycle before (w5), or (an immediate ALU) the S3 iteration's operand or forwarded
@@ -278,12 +277,14 @@ module vta_compute (
     wire exec_we = alu_we || s7_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
     assign acc_waddr = s7_valid ? `VTA_LA'(s7_a) : exec_we ? `VTA_LA'(s4_a) : `VTA_LA'(dma_idx);
-    assign acc_wdata = exec_we ? z : (mt == `VTA_MEM_ACC) ? dma_data : acc8;
+    // the ALU's result chosen last, by flip-flops only (S4's valid and the kind): it comes from
+    // the multipliers at the DSP columns, and one mux less after it is a LUT level and a route
+    assign acc_wdata = alu_we ? alu_z : s7_valid ? z_r : (mt == `VTA_MEM_ACC) ? dma_data : acc8;
     assign out_we = exec_we;
     genvar g;
     generate
         for (g = 0; g < LANES; g = g + 1) begin : g_out
-            assign out_wdata[g * 8 +: 8] = z[g * 32 +: 8];
+            assign out_wdata[g * 8 +: 8] = alu_we ? alu_z[g * 32 +: 8] : z_r[g * 32 +: 8];
         end
     endgenerate
 

@@ -60,9 +60,11 @@ module vta_fifo #(
             end
             if (dec) rd_ptr <= next_ptr(rd_ptr);
             // the next head: the entry behind the leaving one, the entering one into a FIFO
-            // that holds none after this cycle's read, or the head as it is
-            if (dec) head <= (cnt > CW'(1)) ? mem[next_ptr(rd_ptr)] : in_data;
-            else if (empty) head <= in_data;
+            // that holds none after this cycle's read, or the head as it is. The choice of data
+            // reads the count alone (an empty FIFO's count is 0), so the read (out_ready, late:
+            // the owner's burst state in the master) is only the registers' clock enable, no
+            // mux after it on the whole width (11.0 ns placed)
+            if (dec || empty) head <= (cnt > CW'(1)) ? mem[next_ptr(rd_ptr)] : in_data;
             cnt <= cnt_next;
             // cnt_next == 0 as compares of cnt's register chosen by the step, not through the
             // adder: the read ready's path through the count into this register was the placed
