@@ -3,8 +3,10 @@
 // Two stages, z a cycle after x, y, op and reset: the first registers MIN/MAX/ADD's result, SHR's
 // operand shifted by the amount's multiple of 8 with the rest (0-7) and the direction, and the
 // three 16 x 16 partial products of MUL's low 32
-// bits (multipliers with registered outputs: with VTA_ECP5_CELLS, three MULT18X18D per lane with
-// their output registers, hw/rtl/ecp5/vta_ecp5_mul.v); the second shifts, adds the partial
+// bits (with VTA_ECP5_CELLS three combinational MULT18X18D per lane, hw/rtl/ecp5/vta_ecp5_mul.v,
+// and the products registered in the fabric: with the block's own output registers the route
+// out of the DSP column, 4 to 5.6 ns, was in front of the second stage's add on every failing
+// path at 85 MHz; the placer now puts these registers between the two); the second shifts, adds the partial
 // products and picks the result (the barrel shifter after the amount's logic was the first
 // stage's longest path; the whole shifter in the second was its longest, into the ACC SRAM's
 // write register: 12.7 ns placed, so each stage shifts by part of the amount).
@@ -42,12 +44,14 @@ module vta_alu_core (
     reg [LANES-1:0] left_c, left_a;
     reg signed [31:0] sa, sh;                          // SHR's second stage, its first
     reg [15:0] cs_s, cs_c;                             // MUL's high half as carry-save
+    reg [`VTA_ACC_BYTES*8-1:0] ll_a;                   // lo x lo product
+    reg [LANES*16-1:0] lh_a, hl_a;                     // lo x hi and hi x lo, their low 16 bits
 `ifdef VTA_ECP5_CELLS
-    wire [`VTA_ACC_BYTES*8-1:0] ll_a;                  // lo x lo product
-    wire [LANES*16-1:0] lh_a, hl_a;                    // lo x hi and hi x lo, their low 16 bits
+    wire [`VTA_ACC_BYTES*8-1:0] ll_c;
+    wire [LANES*16-1:0] lh_c, hl_c;
 `else
-    reg [`VTA_ACC_BYTES*8-1:0] ll_c, ll_a;
-    reg [LANES*16-1:0] lh_c, lh_a, hl_c, hl_a;
+    reg [`VTA_ACC_BYTES*8-1:0] ll_c;
+    reg [LANES*16-1:0] lh_c, hl_c;
 `endif
     reg mul_a, shr_a, reset_a;   // mul_a: MUL and not reset
     always @(*)
@@ -86,14 +90,14 @@ module vta_alu_core (
     wire [LANES*32-1:0] lh_p, hl_p;
     genvar gi;
     generate for (gi = 0; gi < LANES; gi = gi + 1) begin : g_lane
-        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) ll (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 +: 16]),
-            .p(ll_a[gi * 32 +: 32]));
-        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) lh (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 + 16 +: 16]),
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(0)) ll (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 +: 16]),
+            .p(ll_c[gi * 32 +: 32]));
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(0)) lh (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 + 16 +: 16]),
             .p(lh_p[gi * 32 +: 32]));
-        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) hl (.clk(clk), .a(xm[gi * 32 + 16 +: 16]), .b(ym[gi * 32 +: 16]),
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(0)) hl (.clk(clk), .a(xm[gi * 32 + 16 +: 16]), .b(ym[gi * 32 +: 16]),
             .p(hl_p[gi * 32 +: 32]));
-        assign lh_a[gi * 16 +: 16] = lh_p[gi * 32 +: 16];
-        assign hl_a[gi * 16 +: 16] = hl_p[gi * 32 +: 16];
+        assign lh_c[gi * 16 +: 16] = lh_p[gi * 32 +: 16];
+        assign hl_c[gi * 16 +: 16] = hl_p[gi * 32 +: 16];
     end endgenerate
 `endif
     always @(posedge clk) begin
@@ -104,11 +108,9 @@ module vta_alu_core (
         left_a <= left_c;
         reset_a <= reset;
         r_a <= r_c;
-`ifndef VTA_ECP5_CELLS
         ll_a <= ll_c;
         lh_a <= lh_c;
         hl_a <= hl_c;
-`endif
     end
     always @(*)
         for (i = 0; i < LANES; i = i + 1) begin
