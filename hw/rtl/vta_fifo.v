@@ -54,10 +54,13 @@ module vta_fifo #(
             cnt <= 0;
             empty <= 1'b1;
         end else begin
-            if (inc) begin
-                mem[wr_ptr] <= in_data;
-                wr_ptr <= next_ptr(wr_ptr);
-            end
+            // the memory takes every valid input, stored or not: a slot not stored into is free
+            // (an empty FIFO's, when it bypasses) or the head's, whose entry is in `head` (a full
+            // FIFO: wr_ptr == rd_ptr; only the entry behind the head is ever read). Its write
+            // enable is then the input's valid alone, not the read (the store's W handshake
+            // through the bypass into the LUT RAMs' enables: 10.7 ns placed)
+            if (in_valid) mem[wr_ptr] <= in_data;
+            if (inc) wr_ptr <= next_ptr(wr_ptr);
             if (dec) rd_ptr <= next_ptr(rd_ptr);
             // the next head: the entry behind the leaving one, the entering one into a FIFO
             // that holds none after this cycle's read, or the head as it is. The choice of data
