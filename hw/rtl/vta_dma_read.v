@@ -162,6 +162,10 @@ module vta_dma_read #(
     reg c_wrap, c_lt_x0, c_ge_xend;   // c == w_last, c < x0_m1, c >= x_end_m1, unless c_stale
     reg [16:0] c1;                    // c + 1, unless c_stale
     reg c_stale;                      // c has moved by a data write since they were set
+    // {v == w_last, v < x0_m1, v >= x_end_m1}: the compares of a column v
+    function automatic [2:0] col_cmp(input [16:0] v);
+        col_cmp = {v == w_last, v < x0_m1, v >= x_end_m1};
+    endfunction
     reg r_at_last;                    // r == r_last, set with r (the LOAD's end from a register)
     wire p_wrap = c_wrap;
     wire p_pad_next = p_wrap ? (pad_row1 || x0 != 4'd0)
@@ -255,6 +259,9 @@ module vta_dma_read #(
     wire seg_end = pad_end || burst_end;
     wire seg_last = in_pad ? p_end_next : end_r;       // at seg_end: the LOAD ends
     wire seg_pad = in_pad ? p_pad_next : pad_r;        // at seg_end: pads follow
+    // the instruction's data end (x_pad_0 + x_size) and its first narrow beat's elements
+    wire [16:0] i_x_end = 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
+    wire [LBB:0] i_in_beat = beat_elems(f_base[LBB-1:0], LGB'(elog));
     // the instruction's first segment is a burst
     wire i_burst = (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_X_PAD_0(insn) == 4'd0) &&
                    (`VTA_MEM_Y_SIZE(insn) != 16'd0);
@@ -288,20 +295,19 @@ module vta_dma_read #(
             bc_last <= (elog < 4'(LBB)) ? 8'd0 : 8'((1 << (elog - 4'(LBB))) - 1);
             y0 <= `VTA_MEM_Y_PAD_0(insn);
             x0 <= `VTA_MEM_X_PAD_0(insn);
-            x_end <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
-            x_end_m1 <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) - 1;
+            x_end <= i_x_end;
+            x_end_m1 <= i_x_end - 1;
             x0_m1 <= 17'(`VTA_MEM_X_PAD_0(insn)) - 1;
             data_row <= (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_Y_SIZE(insn) != 16'd0);
             pad_row1 <= (17'd1 < 17'(`VTA_MEM_Y_PAD_0(insn))) ||
                         (17'd1 >= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)));
             y_end <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn));
-            xl <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
-            xl_is1 <= (17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) == 17'd1);
-            in_beat <= beat_elems(f_base[LBB-1:0], LGB'(elog));
-            xl_le_beat <= fits(17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)),
-                               beat_elems(f_base[LBB-1:0], LGB'(elog)));
+            xl <= i_x_end;
+            xl_is1 <= (i_x_end == 17'd1);
+            in_beat <= i_in_beat;
+            xl_le_beat <= fits(i_x_end, i_in_beat);
             r_last <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)) + 17'(`VTA_MEM_Y_PAD_1(insn)) - 1;
-            w_last <= 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) + 17'(`VTA_MEM_X_PAD_1(insn)) - 1;
+            w_last <= i_x_end + 17'(`VTA_MEM_X_PAD_1(insn)) - 1;
             no_xp1 <= (`VTA_MEM_X_PAD_1(insn) == 4'd0);
             row_bytes <= f_row_bytes;
             stride_bytes <= f_stride;
@@ -312,9 +318,9 @@ module vta_dma_read #(
             c <= 0;
             c1 <= 17'd1;
             c_stale <= 1'b0;
-            c_wrap <= (17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) + 17'(`VTA_MEM_X_PAD_1(insn)) == 17'd1);
+            c_wrap <= (i_x_end + 17'(`VTA_MEM_X_PAD_1(insn)) == 17'd1);
             c_lt_x0 <= (17'd0 < 17'(`VTA_MEM_X_PAD_0(insn)) - 17'd1);
-            c_ge_xend <= (17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn)) == 17'd1);
+            c_ge_xend <= (i_x_end == 17'd1);
             bc <= 0;
             bc_oh <= NB'(1);
             last_beat_r <= (elog <= 4'(LBB));
@@ -351,14 +357,10 @@ module vta_dma_read #(
                 c_stale <= !row_wrap && !in_pad;
                 if (row_wrap) begin
                     c1 <= 17'd1;
-                    c_wrap <= (w_last == 17'd0);
-                    c_lt_x0 <= (17'd0 < x0_m1);
-                    c_ge_xend <= (17'd0 >= x_end_m1);
+                    {c_wrap, c_lt_x0, c_ge_xend} <= col_cmp(17'd0);
                 end else if (in_pad) begin
                     c1 <= c1 + 17'd1;
-                    c_wrap <= (c1 == w_last);
-                    c_lt_x0 <= (c1 < x0_m1);
-                    c_ge_xend <= (c1 >= x_end_m1);
+                    {c_wrap, c_lt_x0, c_ge_xend} <= col_cmp(c1);
                 end
                 if (row_wrap) begin
                     data_row <= !pad_row1;
@@ -376,9 +378,7 @@ module vta_dma_read #(
                 end
             end else if (c_stale) begin
                 c1 <= c + 17'd1;
-                c_wrap <= (c == w_last);
-                c_lt_x0 <= (c < x0_m1);
-                c_ge_xend <= (c >= x_end_m1);
+                {c_wrap, c_lt_x0, c_ge_xend} <= col_cmp(c);
                 c_stale <= 1'b0;
             end
             if (seg_end) begin
@@ -423,8 +423,8 @@ module vta_dma_read #(
         dma_lg_regs: assert(e_bytes == (32'd1 << lg) && (!narrow || 32'(lg_n) == 32'(lg)));
         dma_xl_reg: assert(narrow || xl_is1 == (xl == 17'd1));
         dma_beat_regs: assert(in_beat == beat_elems(cur[LBB-1:0], lg_n) && xl_le_beat == fits(xl, in_beat));
-        dma_column_regs: assert((c_stale || (c_wrap == (c == w_last) && c_lt_x0 == (c < x0_m1) &&
-                                 c_ge_xend == (c >= x_end_m1) && c1 == 17'(c + 1))) && r_at_last == (r == r_last));
+        dma_column_regs: assert((c_stale || ({c_wrap, c_lt_x0, c_ge_xend} == col_cmp(c) && c1 == 17'(c + 1))) &&
+                                r_at_last == (r == r_last));
         // only a burst leaves them stale: a pad reads them
         dma_column_stale: assert(!c_stale || state == S_BURST);
         if (state == S_BURST)
