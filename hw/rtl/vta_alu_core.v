@@ -1,6 +1,8 @@
 // ALU: BATCH x BLOCK_OUT int32 lanes (spec section 5). MIN/MAX signed, ADD/MUL wrapping, SHR
 // arithmetic right by y (y >= 0) or left by -y (y < 0), the amount capped at 31; reset gives 0.
-// Two stages, z a cycle after x, y, op and reset: the first registers MIN/MAX/ADD's result, SHR's
+// Two stages, z a cycle after x, y, op and reset: the first registers ADD's sum (or x), y and
+// whether MIN/MAX picks y (the compare's result, not the 32-bit choice: the compare's fan-out over
+// the lane into the op's mux was the 92.3 MHz run's worst path, 10.84 ns), SHR's
 // operand shifted by the amount's multiple of 8 with the rest (0-7) and the direction, and the
 // three 16 x 16 partial products of MUL's low 32
 // bits (with VTA_ECP5_CELLS three combinational MULT18X18D per lane, hw/rtl/ecp5/vta_ecp5_mul.v,
@@ -37,7 +39,9 @@ module vta_alu_core (
     // the amount's multiple of 8 (a mask, not `~SB'(7)`: Yosys 0.70 drops a `~` in front of a sized cast)
     localparam [SB-1:0] AMT_HI = SB'(32'hFFFF_FFF8);
     reg over, lt;
-    reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a;               // MIN/MAX/ADD's result
+    reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a;               // ADD's sum, x for MIN/MAX, 0 under reset
+    reg [`VTA_ACC_BYTES*8-1:0] b_a;                    // y, MIN/MAX's other choice
+    reg [LANES-1:0] pick_c, pick_a;                    // MIN/MAX chooses y (never under reset)
     reg [`VTA_ACC_BYTES*8-1:0] x_a;                    // SHR's operand
     reg [`VTA_ACC_BYTES*8-1:0] x_c;
     reg [LANES*FB-1:0] amt_c, amt_a;                   // the rest of its amount, and its direction
@@ -53,7 +57,7 @@ module vta_alu_core (
     reg [`VTA_ACC_BYTES*8-1:0] ll_c;
     reg [LANES*16-1:0] lh_c, hl_c;
 `endif
-    reg mul_a, shr_a, reset_a;   // mul_a: MUL and not reset
+    reg mul_a, shr_a;   // MUL, SHR, each not under reset
     always @(*)
         for (i = 0; i < LANES; i = i + 1) begin
             a = x[i * 32 +: 32];
@@ -65,13 +69,10 @@ module vta_alu_core (
             // MIN and MAX from one signed a < y, its two 16-bit halves compared side by side (half
             // the carry chain of a 32-bit compare; equal operands give either)
             lt = ($signed(a[31:16]) < $signed(bb[31:16])) || (a[31:16] == bb[31:16] && a[15:0] < bb[15:0]);
-            case (op)
-                `VTA_ALU_MIN: r = lt ? a : bb;
-                `VTA_ALU_MAX: r = lt ? bb : a;
-                `VTA_ALU_ADD: r = a + bb;
-                default:      r = a;        // SHR (shifted in the second stage); MUL below, 5-7 refused
-            endcase
+            // ADD's sum or x (MIN/MAX's choice of x; SHR and MUL take other registers, 5-7 refused)
+            r = reset ? 32'd0 : (op == `VTA_ALU_ADD) ? a + bb : a;
             r_c[i * 32 +: 32] = r;
+            pick_c[i] = !reset && ((op == `VTA_ALU_MIN && !lt) || (op == `VTA_ALU_MAX && lt));
             // the shift by the amount's high bits (a multiple of 8) here, by its low bits after; a
             // capped amount (|y| > CAP) chooses last, beside the shift by |y|'s own bits, so the
             // 26-bit test of y's high bits runs alongside the shifter rather than in front of it
@@ -102,12 +103,13 @@ module vta_alu_core (
 `endif
     always @(posedge clk) begin
         mul_a <= (op == `VTA_ALU_MUL) && !reset;
-        shr_a <= (op != `VTA_ALU_MIN) && (op != `VTA_ALU_MAX) && (op != `VTA_ALU_ADD);
+        shr_a <= (op == `VTA_ALU_SHR) && !reset;
         x_a <= x_c;
         amt_a <= amt_c;
         left_a <= left_c;
-        reset_a <= reset;
         r_a <= r_c;
+        b_a <= y;
+        pick_a <= pick_c;
         ll_a <= ll_c;
         lh_a <= lh_c;
         hl_a <= hl_c;
@@ -124,8 +126,8 @@ module vta_alu_core (
                     (lh_a[i * 16 +: 15] & hl_a[i * 16 +: 15]), 1'b0};
             // the product last, one choice after its adder: the multipliers' outputs sit at the
             // DSP columns, their routes into the fabric are most of this stage's longest path
-            z[i * 32 +: 32] = mul_a ? {cs_s + cs_c, ll_a[i * 32 +: 16]}
-                            : reset_a ? 32'd0 : shr_a ? sa : r_a[i * 32 +: 32];
+            z[i * 32 +: 32] = mul_a ? {cs_s + cs_c, ll_a[i * 32 +: 16]} : shr_a ? sa
+                            : pick_a[i] ? b_a[i * 32 +: 32] : r_a[i * 32 +: 32];
         end
 endmodule
 `default_nettype wire

@@ -68,6 +68,10 @@ module vta_axi_master (
 );
     reg       owned;
     reg [1:0] owner;
+    // owned and owner again, one-hot: every client's beat valid and the FIFO's read are an AND
+    // of this register with the FIFO's (the owner's decode in front of them, routed to a DMA's
+    // beat and on over its position registers' enables, was 10.65 ns placed at 92.3 MHz)
+    reg [2:0] own;
 
     wire port_free = !owned || port_done[owner];
     assign port_gnt[0] = port_free && port_req[0];
@@ -78,15 +82,19 @@ module vta_axi_master (
         if (rst) begin
             owned <= 1'b0;
             owner <= 2'd0;
+            own <= 3'b000;
         end else if (port_gnt != 3'b000) begin
             owned <= 1'b1;
             owner <= port_gnt[0] ? 2'd0 : port_gnt[2] ? 2'd2 : 2'd1;
+            own <= port_gnt;   // one-hot: the arbiter grants one client
         end else if (owned && port_done[owner]) begin
             owned <= 1'b0;
+            own <= 3'b000;
         end
     end
-
-    wire [2:0] own = owned ? (3'b001 << owner) : 3'b000;
+`ifdef FORMAL
+    always @(*) if (!rst) axi_own_reg: assert(own == (owned ? (3'b001 << owner) : 3'b000));
+`endif
     assign m_axi_arvalid = |(c_ar_valid & own);
     assign m_axi_araddr  = c_ar_addr[owner * 32 +: 32];
     assign m_axi_arlen   = c_ar_len[owner * 8 +: 8];

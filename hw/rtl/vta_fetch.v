@@ -129,8 +129,11 @@ module vta_fetch (
     end
     reg [`VTA_ERROR_CODE_BITS-1:0] code_r;
     reg [2:0] target_r;
+    // code_r's test as a register of its own, set with it: the compare was in front of the
+    // enqueue, port_req and the arbiter into a DMA's grant registers (10.75 ns placed)
+    reg ok_r;
     wire have = (state == S_ENQ);
-    wire bad = have && (code_r != `VTA_ERR_NONE);
+    wire bad = have && !ok_r;
 
     assign q_data = word_r;
     assign q_valid = (have && !bad) ? target_r : 3'b000;
@@ -174,6 +177,7 @@ module vta_fetch (
             end
             if (state == S_CHK2) begin
                 code_r <= code;
+                ok_r <= (code == `VTA_ERR_NONE);
                 target_r <= target;
                 state <= S_ENQ;
             end
@@ -199,6 +203,7 @@ module vta_fetch (
     end
 `ifdef FORMAL
     always @(*) if (!rst && state != S_IDLE) fetch_last_reg: assert(last_r == (k + 1 == count));
+    always @(*) if (!rst && have) fetch_ok_reg: assert(ok_r == (code_r == `VTA_ERR_NONE));
 `endif
 endmodule
 `default_nettype wire
