@@ -153,14 +153,14 @@ module vta_compute (
                         (h_mt == `VTA_MEM_ACC) ? 4'($clog2(`VTA_ACC_BYTES)) : 4'($clog2(`VTA_ACC8_BYTES));
     wire dma_we, dma_done;
     wire [15:0] dma_idx;
-    wire [`VTA_ACC_BYTES*8-1:0] dma_data;
+    wire [`VTA_ACC_BYTES*8-1:0] dma_data, dma_wide;
     wire [K-1:0] dma_lanes;
     vta_dma_read #(.MAXE(`VTA_ACC_BYTES), .K(K)) dma (
         .clk(clk), .rst(rst), .go(start && h_dma), .insn(insn), .elog(h_elog),
         .port_req(port_req), .port_gnt(port_gnt), .port_done(port_done),
         .ar_valid(ar_valid), .ar_addr(ar_addr), .ar_len(ar_len), .ar_ready(ar_ready),
         .r_valid(r_valid), .r_data(r_data), .r_ready(r_ready),
-        .wr_en(dma_we), .wr_idx(dma_idx), .wr_data(dma_data), .wr_lanes(dma_lanes),
+        .wr_en(dma_we), .wr_idx(dma_idx), .wr_data(dma_data), .wr_wide(dma_wide), .wr_lanes(dma_lanes),
         .done_now(dma_done));
     vta_bytes_stat uop_stat (.clk(clk), .rst(rst), .add(start && h_dma && h_mt == `VTA_MEM_UOP),
         .x_size(`VTA_MEM_X_SIZE(insn)), .y_size(`VTA_MEM_Y_SIZE(insn)), .lg(h_elog), .total(uop_bytes));
@@ -169,11 +169,15 @@ module vta_compute (
     assign uop_we = (dma_we && mt == `VTA_MEM_UOP) ? dma_lanes : {K{1'b0}};
     assign uop_waddr = dma_idx;
     assign uop_wdata = dma_data[K*32-1:0];
+    // ACC and ACC_8BIT entries as the DMA writes them: without its narrow shifter where the
+    // element is never narrower than a beat (1x8x8: only UOP's is)
+    wire [`VTA_ACC_BYTES*8-1:0] acc_dma = (`VTA_ACC_BYTES >= `VTA_BUS_BYTES) ? dma_wide : dma_data;
+    wire [`VTA_ACC_BYTES*8-1:0] acc8_dma = (`VTA_ACC8_BYTES >= `VTA_BUS_BYTES) ? dma_wide : dma_data;
     reg [`VTA_ACC_BYTES*8-1:0] acc8;
     integer l;
     always @(*)
         for (l = 0; l < LANES; l = l + 1)
-            acc8[l * 32 +: 32] = {{24{dma_data[l * 8 + 7]}}, dma_data[l * 8 +: 8]};
+            acc8[l * 32 +: 32] = {{24{acc8_dma[l * 8 + 7]}}, acc8_dma[l * 8 +: 8]};
 
     // ------------------------------------------------------------ GEMM / ALU loop (S0)
     reg                        is_alu, reset, tensor, slot;
@@ -279,7 +283,7 @@ module vta_compute (
     assign acc_waddr = s7_valid ? `VTA_LA'(s7_a) : exec_we ? `VTA_LA'(s4_a) : `VTA_LA'(dma_idx);
     // the ALU's result chosen last, by flip-flops only (S4's valid and the kind): it comes from
     // the multipliers at the DSP columns, and one mux less after it is a LUT level and a route
-    assign acc_wdata = alu_we ? alu_z : s7_valid ? z_r : (mt == `VTA_MEM_ACC) ? dma_data : acc8;
+    assign acc_wdata = alu_we ? alu_z : s7_valid ? z_r : (mt == `VTA_MEM_ACC) ? acc_dma : acc8;
     assign out_we = exec_we;
     genvar g;
     generate

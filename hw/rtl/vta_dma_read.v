@@ -36,6 +36,10 @@ module vta_dma_read #(
     output wire                       wr_en,
     output wire [15:0]                wr_idx,
     output reg  [MAXE*8-1:0]          wr_data,
+    // wr_data of an element no narrower than a beat, without the narrow elements' shifter: what a
+    // memory whose elements are never narrow writes (the shifter's select, cur, in front of the
+    // ACC SRAM's write register: 10.55 ns placed at 92.3 MHz)
+    output wire [MAXE*8-1:0]          wr_wide,
     output wire [K-1:0]               wr_lanes,  // valid elements of a narrow-element beat
     output wire                       done_now   // the LOAD's last cycle
 );
@@ -137,6 +141,7 @@ module vta_dma_read #(
     generate for (bs = 0; bs < NB; bs = bs + 1) begin : g_slot
         assign beat_data[bs * SW * 8 +: SW * 8] = bc_oh[bs] ? r_data[SW * 8 - 1:0] : asm_r[bs * SW * 8 +: SW * 8];
     end endgenerate
+    assign wr_wide = in_pad ? {MAXE*8{1'b0}} : beat_data;
     always @(*) begin
         wr_data = asm_r;
         if (in_pad) wr_data = {MAXE*8{1'b0}};

@@ -74,6 +74,7 @@ module vta_load (
         .ar_valid(ar_valid), .ar_addr(ar_addr), .ar_len(ar_len), .ar_ready(ar_ready),
         .r_valid(r_valid), .r_data(r_data), .r_ready(r_ready),
         .wr_en(dma_we), .wr_idx(sram_waddr), .wr_data(dma_data),
+        /* verilator lint_off PINCONNECTEMPTY */ .wr_wide(), /* verilator lint_on PINCONNECTEMPTY */
         /* verilator lint_off PINCONNECTEMPTY */ .wr_lanes(), /* verilator lint_on PINCONNECTEMPTY */
         .done_now(dma_done));
     assign inp_we = dma_we && is_inp;
