@@ -39,14 +39,20 @@ module vta_alu_core (
     // the amount's multiple of 8 (a mask, not `~SB'(7)`: Yosys 0.70 drops a `~` in front of a sized cast)
     localparam [SB-1:0] AMT_HI = SB'(32'hFFFF_FFF8);
     reg over, lt;
-    reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a;               // ADD's sum, x for MIN/MAX, 0 under reset
+    reg [`VTA_ACC_BYTES*8-1:0] r_c, r_a;               // ADD's sum, x for MIN/MAX, else 0
     reg [`VTA_ACC_BYTES*8-1:0] b_a;                    // y, MIN/MAX's other choice
     reg [LANES-1:0] pick_c, pick_a;                    // MIN/MAX chooses y (never under reset)
-    reg [`VTA_ACC_BYTES*8-1:0] x_a;                    // SHR's operand
+    // SHR's operand shifted by the amount's multiple of 8, bit-reversed for a left shift: the
+    // second stage then only shifts right (x << n is rev(rev(x) >> n)), one 8:1 mux per bit
+    // filling with fill_a (the sign, or 0 for a left shift) instead of a 16:1 mux for both
+    // directions (four LUT levels, the 92.3 MHz run's path into the ACC write register)
+    reg [`VTA_ACC_BYTES*8-1:0] x_a;
     reg [`VTA_ACC_BYTES*8-1:0] x_c;
-    reg [LANES*FB-1:0] amt_c, amt_a;                   // the rest of its amount, and its direction
-    reg [LANES-1:0] left_c, left_a;
-    reg signed [31:0] sa, sh;                          // SHR's second stage, its first
+    reg [LANES*FB-1:0] amt_c, amt_a;                   // the rest of its amount
+    reg [LANES-1:0] fill_c, fill_a;
+    reg [LANES-1:0] shl_c, shl_a, shr_c, shr_a;        // SHR to the left, to the right (not under reset)
+    reg signed [31:0] sl, sr;                          // the first stage's shifts
+    reg [31:0] t;                                      // the second's
     reg [15:0] cs_s, cs_c;                             // MUL's high half as carry-save
     reg [`VTA_ACC_BYTES*8-1:0] ll_a;                   // lo x lo product
     reg [LANES*16-1:0] lh_a, hl_a;                     // lo x hi and hi x lo, their low 16 bits
@@ -57,7 +63,12 @@ module vta_alu_core (
     reg [`VTA_ACC_BYTES*8-1:0] ll_c;
     reg [LANES*16-1:0] lh_c, hl_c;
 `endif
-    reg mul_a, shr_a;   // MUL, SHR, each not under reset
+    reg mul_a;          // MUL, not under reset
+    function automatic [31:0] rev32(input [31:0] v);
+        integer j;
+        for (j = 0; j < 32; j = j + 1) rev32[j] = v[31 - j];
+    endfunction
+    wire is_shr = (op == `VTA_ALU_SHR) && !reset;
     always @(*)
         for (i = 0; i < LANES; i = i + 1) begin
             a = x[i * 32 +: 32];
@@ -69,18 +80,22 @@ module vta_alu_core (
             // MIN and MAX from one signed a < y, its two 16-bit halves compared side by side (half
             // the carry chain of a 32-bit compare; equal operands give either)
             lt = ($signed(a[31:16]) < $signed(bb[31:16])) || (a[31:16] == bb[31:16] && a[15:0] < bb[15:0]);
-            // ADD's sum or x (MIN/MAX's choice of x; SHR and MUL take other registers, 5-7 refused)
-            r = reset ? 32'd0 : (op == `VTA_ALU_ADD) ? a + bb : a;
+            // ADD's sum or x (MIN/MAX's choice of x); 0 for SHR and MUL (their results are
+            // or-ed in by one-hot selects) and under reset (5-7 are refused)
+            r = reset ? 32'd0 : (op == `VTA_ALU_ADD) ? a + bb
+              : (op == `VTA_ALU_MIN || op == `VTA_ALU_MAX) ? a : 32'd0;
             r_c[i * 32 +: 32] = r;
             pick_c[i] = !reset && ((op == `VTA_ALU_MIN && !lt) || (op == `VTA_ALU_MAX && lt));
             // the shift by the amount's high bits (a multiple of 8) here, by its low bits after; a
             // capped amount (|y| > CAP) chooses last, beside the shift by |y|'s own bits, so the
             // 26-bit test of y's high bits runs alongside the shifter rather than in front of it
-            sh = bb[31] ? a <<< (amt & AMT_HI) : a >>> (amt & AMT_HI);
-            if (over) sh = bb[31] ? a <<< (SB'(`VTA_ALU_SHIFT_CAP) & AMT_HI) : a >>> (SB'(`VTA_ALU_SHIFT_CAP) & AMT_HI);
-            x_c[i * 32 +: 32] = sh;
+            sl = over ? a <<< (SB'(`VTA_ALU_SHIFT_CAP) & AMT_HI) : a <<< (amt & AMT_HI);
+            sr = over ? a >>> (SB'(`VTA_ALU_SHIFT_CAP) & AMT_HI) : a >>> (amt & AMT_HI);
+            x_c[i * 32 +: 32] = bb[31] ? rev32(sl) : sr;
             amt_c[i * FB +: FB] = over ? FB'(`VTA_ALU_SHIFT_CAP) : FB'(amt);
-            left_c[i] = bb[31];
+            fill_c[i] = !bb[31] && a[31];
+            shl_c[i] = is_shr && bb[31];
+            shr_c[i] = is_shr && !bb[31];
 `ifndef VTA_ECP5_CELLS
             ll_c[i * 32 +: 32] = 32'(a[15:0]) * 32'(bb[15:0]);
             lh_c[i * 16 +: 16] = 16'(a[15:0] * bb[31:16]);
@@ -103,10 +118,11 @@ module vta_alu_core (
 `endif
     always @(posedge clk) begin
         mul_a <= (op == `VTA_ALU_MUL) && !reset;
-        shr_a <= (op == `VTA_ALU_SHR) && !reset;
+        shl_a <= shl_c;
+        shr_a <= shr_c;
         x_a <= x_c;
         amt_a <= amt_c;
-        left_a <= left_c;
+        fill_a <= fill_c;
         r_a <= r_c;
         b_a <= y;
         pick_a <= pick_c;
@@ -116,9 +132,7 @@ module vta_alu_core (
     end
     always @(*)
         for (i = 0; i < LANES; i = i + 1) begin
-            sa = x_a[i * 32 +: 32];
-            // its own statement: inside the unsigned ?: below, >>> would shift in zeros
-            sa = left_a[i] ? sa <<< amt_a[i * FB +: FB] : sa >>> amt_a[i * FB +: FB];
+            t = 32'($signed({fill_a[i], x_a[i * 32 +: 32]}) >>> amt_a[i * FB +: FB]);
             // ll[31:16] + lh + hl in one carry chain: the three reduced to sum and carry words
             // bit by bit first (two chained adders were on the 81.6 MHz run's worst path)
             cs_s = ll_a[i * 32 + 16 +: 16] ^ lh_a[i * 16 +: 16] ^ hl_a[i * 16 +: 16];
@@ -126,8 +140,9 @@ module vta_alu_core (
                     (lh_a[i * 16 +: 15] & hl_a[i * 16 +: 15]), 1'b0};
             // the product last, one choice after its adder: the multipliers' outputs sit at the
             // DSP columns, their routes into the fabric are most of this stage's longest path
-            z[i * 32 +: 32] = mul_a ? {cs_s + cs_c, ll_a[i * 32 +: 16]} : shr_a ? sa
-                            : pick_a[i] ? b_a[i * 32 +: 32] : r_a[i * 32 +: 32];
+            // one-hot selects, or-ed: MIN/MAX/ADD's choice (0 for the others) is early
+            z[i * 32 +: 32] = ({32{mul_a}} & {cs_s + cs_c, ll_a[i * 32 +: 16]}) | ({32{shl_a[i]}} & rev32(t))
+                            | ({32{shr_a[i]}} & t) | (pick_a[i] ? b_a[i * 32 +: 32] : r_a[i * 32 +: 32]);
         end
 endmodule
 `default_nettype wire
