@@ -64,6 +64,12 @@ module vta_alu_core (
     reg [LANES*16-1:0] lh_c, hl_c;
 `endif
     reg mul_a;          // MUL, not under reset
+    // -v bit by bit, v[k] ^ (v[k-1:0] != 0), each bit a LUT of v's bits: written as -v it is a
+    // carry chain in front of the shifter (y -> the chain -> x_a, 10.72 ns placed at 93.3 MHz)
+    function automatic [SB-1:0] neg_bits(input [SB-1:0] v);
+        integer j;
+        for (j = 0; j < SB; j = j + 1) neg_bits[j] = v[j] ^ ((v & SB'((1 << j) - 1)) != 0);
+    endfunction
     function automatic [31:0] rev32(input [31:0] v);
         integer j;
         for (j = 0; j < 32; j = j + 1) rev32[j] = v[31 - j];
@@ -76,7 +82,7 @@ module vta_alu_core (
             // |y| > CAP from y's bits (CAP = 2^SB - 1), not as two 32-bit compares (carry chains):
             // y >= 2^SB, or y < 0 outside [-CAP, -1]
             over = bb[31] ? (!(&bb[30:SB]) || bb[SB-1:0] == 0) : (|bb[30:SB]);
-            amt = bb[31] ? SB'(-bb[SB-1:0]) : bb[SB-1:0];
+            amt = bb[31] ? neg_bits(bb[SB-1:0]) : bb[SB-1:0];
             // MIN and MAX from one signed a < y, its two 16-bit halves compared side by side (half
             // the carry chain of a 32-bit compare; equal operands give either)
             lt = ($signed(a[31:16]) < $signed(bb[31:16])) || (a[31:16] == bb[31:16] && a[15:0] < bb[15:0]);

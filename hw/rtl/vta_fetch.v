@@ -99,6 +99,10 @@ module vta_fetch (
     // the beat's data itself they were behind the read FIFO's bypass: 11.4 ns placed).
     reg  [16:0] ys_r, xs_r;
     reg  [39:0] entries_r;
+    // the entries the memory has from SRAM_BASE on (depth - base, negative past its end),
+    // registered from word_r every cycle as the sides are: base + entries > depth as one compare
+    // of entries_r with it (the sum then a compare, two carry chains: 10.57 ns placed)
+    reg  signed [41:0] room_r;
     wire [33:0] entries = ys_r * xs_r;
     reg [31:0] depth;
     always @(*) begin
@@ -123,7 +127,7 @@ module vta_fetch (
         else if (dep_bad) code = `VTA_ERR_DEP_FLAG;
         else if (is_mem && x != 0 && (to_store || mt == `VTA_MEM_UOP) &&
                  (pads || (mt == `VTA_MEM_UOP && y != 1))) code = `VTA_ERR_MALFORMED;
-        else if (is_mem && x != 0 && 40'(`VTA_MEM_SRAM_BASE(w)) + entries_r > 40'(depth))
+        else if (is_mem && x != 0 && $signed({2'b00, entries_r}) > room_r)
             code = `VTA_ERR_SRAM_RANGE;
         else if (op == `VTA_OP_ALU && `VTA_ALU_ALU_OPCODE(w) > `VTA_ALU_MUL) code = `VTA_ERR_ALU_OPCODE;
         else if (is_exec && 32'(uend) > `VTA_UOP_DEPTH) code = `VTA_ERR_SRAM_RANGE;
@@ -173,6 +177,7 @@ module vta_fetch (
             if (data_done) state <= S_CHK;      // word_r holds the word from the next cycle
             ys_r <= 17'(`VTA_MEM_Y_PAD_0(w)) + 17'(`VTA_MEM_Y_SIZE(w)) + 17'(`VTA_MEM_Y_PAD_1(w));
             xs_r <= 17'(`VTA_MEM_X_PAD_0(w)) + 17'(`VTA_MEM_X_SIZE(w)) + 17'(`VTA_MEM_X_PAD_1(w));
+            room_r <= $signed(42'(depth)) - $signed(42'(`VTA_MEM_SRAM_BASE(w)));
             if (state == S_CHK) begin
                 entries_r <= 40'(entries);
                 state <= S_CHK2;
