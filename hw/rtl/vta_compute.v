@@ -324,7 +324,7 @@ module vta_compute (
             {stall_port, insn_count} <= 0;
         end else begin
             waiting <= port_req && !port_gnt;
-            if (port_req && !port_gnt) stall_port <= stall_port + 1;
+            if (waiting) stall_port <= stall_port + 1;   // a cycle late: the grant is no clock enable
             if (in_body && !waiting) busy_cycles <= busy_cycles + 1;
             if (in_body) elapsed <= elapsed + 1;
             if (bad_index) err <= 1'b1;

@@ -98,7 +98,7 @@ module vta_load (
                 insn_count <= insn_count + 1;
             end
             waiting <= port_req && !port_gnt;
-            if (port_req && !port_gnt) stall_port <= stall_port + 1;
+            if (waiting) stall_port <= stall_port + 1;   // a cycle late: the grant is no clock enable
             if (in_body && !waiting) busy_cycles <= busy_cycles + 1;
         end
     end

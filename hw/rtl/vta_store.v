@@ -137,7 +137,8 @@ module vta_store (
     // done-test flags registered from the counters' next values: no carry or wide compare on the
     // path from them through the module's done to the next instruction's start
     wire [31:0] pend_next = pend + 32'(aw_fire) - 32'(b_valid);
-    wire signed [47:0] rem_next = rem + 48'(rem_add) - 48'(in_body);
+    wire signed [47:0] rem_sum = rem + 48'(rem_add);
+    wire signed [47:0] rem_next = rem_sum - 48'(in_body);
     reg pend0, pend1, dur_over;       // pend = 0, pend = 1, rem <= 1 (elapsed + 1 >= duration)
     wire acked = b_valid ? pend1 : pend0;
     assign body_done = in_body && (nop || (!aw_active && acked && dur_over));
@@ -172,7 +173,10 @@ module vta_store (
             pend0 <= (pend_next == 0);
             pend1 <= (pend_next == 1);
             rem <= rem_next;
-            dur_over <= rem_next[47] || (rem_next[47:1] == 0);
+            // rem_next <= 1 as rem_sum <= 1 + in_body: in_body (the body's start, from the
+            // controller) chooses after the sum's carry chain, not in front of a second one
+            // (10.38 ns placed at 93.3 MHz)
+            dur_over <= rem_sum[47] || (rem_sum[47:2] == 0 && rem_sum[1:0] <= (in_body ? 2'd2 : 2'd1));
             rem_add <= aw_fire ? 16'(beats) + 16'(`VTA_DMA_WRITE_LATENCY) : 16'd0;
             if (aw_fire) begin
                 if (fits) begin
