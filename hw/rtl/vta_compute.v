@@ -232,8 +232,21 @@ module vta_compute (
     reg [2:0]  op3;                     // the operation the ALU's first stage applies (S3)
     // the doubled operation for an ALU with an immediate, worked out after the start (dur_step)
     reg [2:0]  op_d;
-    reg [31:0] imm_d, sq_ll;
+    reg [31:0] imm_d;
+`ifdef VTA_ECP5_CELLS
+    // the immediate's square by halves (the doubled MUL) in MULT18X18D output registers as the
+    // duration's: imm holds from the start, so at step 2 they hold its square (imm -> a
+    // combinational multiplier -> a fabric register was 10.96 ns placed, 30 endpoints)
+    wire [31:0] sq_ll, p_sq_lh;
+    vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) sq_lo (.clk(clk), .a(imm[15:0]), .b(imm[15:0]),
+        .p(sq_ll));
+    vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) sq_hi (.clk(clk), .a(imm[15:0]), .b(imm[31:16]),
+        .p(p_sq_lh));
+    wire [15:0] sq_lh = p_sq_lh[15:0];
+`else
+    reg [31:0] sq_ll;
     reg [15:0] sq_lh;
+`endif
     wire bad_index = s1_valid && ((a >= `VTA_ACC_DEPTH) ||
         (!reset && !is_alu && (src >= `VTA_INP_DEPTH || wg >= `VTA_WGT_DEPTH)) ||
         (!reset && tensor && src >= `VTA_ACC_DEPTH));
@@ -426,9 +439,9 @@ module vta_compute (
 `ifndef VTA_ECP5_CELLS
                 d_n_lo <= DNW'(d_oi[13:0]) * DNW'(d_u);
                 d_n_hi <= DNW'(d_oi[27:14]) * DNW'(d_u);
-`endif
                 sq_ll <= 32'(imm[15:0]) * 32'(imm[15:0]);
                 sq_lh <= 16'(imm[15:0] * imm[31:16]);
+`endif
                 dur_step <= 2'd2;
             end else if (dur_step == 2'd2) begin
                 op_d <= alu_op;
