@@ -44,6 +44,7 @@ module vta_fetch (
     reg [31:0]  elapsed;      // cycles since the grant: latencies up to 2^16 (vta_sim.config)
     reg         lat_end;      // this is the burst's modelled last cycle: elapsed + 1 >= Lr + IB
     reg [4:0]   got;
+    reg         got_all;      // got == IB, set with got: the port's release reads flip-flops only
     reg         ar_pend;
     reg [127:0] word_r;
 
@@ -51,7 +52,7 @@ module vta_fetch (
     assign ar_valid = (state == S_RUN) && ar_pend;
     assign ar_addr  = addr & ~(BB - 1);
     assign ar_len   = 8'(IB - 1);
-    assign r_ready  = (state == S_RUN) && (got != 5'(IB));
+    assign r_ready  = (state == S_RUN) && !got_all;
     wire beat = r_ready && r_valid;
     reg [127:0] word;
     generate
@@ -64,10 +65,11 @@ module vta_fetch (
             end
         end
     endgenerate
-    // from registers only, as the DMAs' burst end: the last beat came in a cycle before (the DRAM
+    // from registers only (got_all: got == IB through the port's release into the next grant was
+    // 10.48 ns placed), as the DMAs' burst end: the last beat came in a cycle before (the DRAM
     // answers within DMA_READ_LATENCY, docs/timing.md); the read FIFO's valid through this
     // compare into the port's release and the next grant was the placed critical path
-    wire data_done = (state == S_RUN) && (got == 5'(IB)) && lat_end;
+    wire data_done = (state == S_RUN) && got_all && lat_end;
     assign port_done = data_done;
 
     // ------------------------------------------------------------ decode, route, check
@@ -171,6 +173,7 @@ module vta_fetch (
                 if (ar_valid && ar_ready) ar_pend <= 1'b0;
                 if (beat) begin
                     got <= got + 1;
+                    got_all <= (got + 1 == 5'(IB));
                     word_r <= word;
                 end
             end
@@ -204,12 +207,14 @@ module vta_fetch (
                 elapsed <= 0;
                 lat_end <= (1 >= `VTA_DMA_READ_LATENCY + IB);
                 got <= 0;
+                got_all <= 1'b0;   // IB >= 1
                 ar_pend <= 1'b1;
             end
         end
     end
 `ifdef FORMAL
     always @(*) if (!rst && state != S_IDLE) fetch_last_reg: assert(last_r == (k + 1 == count_m2 + 2));
+    always @(*) if (!rst && state == S_RUN) fetch_got_reg: assert(got_all == (got == 5'(IB)));
     always @(*) if (!rst && have) fetch_ok_reg: assert(ok_r == (code_r == `VTA_ERR_NONE));
 `endif
 endmodule
