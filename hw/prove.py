@@ -122,7 +122,7 @@ MUTATIONS = (
              "q_om1 <= (LB+2)'(nb_cur & (BB - 1)) - 1;", "q_om1 <= (LB+2)'(q_cur & (BB - 1)) - 1;",
              "dma_q_regs", "a burst's ARLEN term is worked out from the previous request's start, not its own", 3),
     Mutation("column_compares_stale", "dma_regs", "vta_dma_read.v",
-             "c_stale <= !row_wrap && !in_pad;", "c_stale <= 1'b0;",
+             "c_stale <= !wrap && !in_pad;", "c_stale <= 1'b0;",
              "dma_column_regs", "a data write leaves the column's compares as they were, not marked for the "
              "cycle after it to redo", 6),
     Mutation("alu_shift_cap", "alu_lanes", "vta_alu_core.v",
