@@ -84,7 +84,7 @@ module vta_compute (
     output reg  [31:0]  alu_count,
     output reg  [31:0]  busy_cycles,
     output wire [31:0]  stall_token,
-    output reg  [31:0]  stall_port,
+    output wire [31:0]  stall_port,
     output wire [31:0]  stall_push,
     output reg  [31:0]  insn_count,
     output wire         running       // an instruction begins or its body is under way
@@ -108,6 +108,8 @@ module vta_compute (
         .retire(retire), .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
     vta_event_stat tok_stat (.clk(clk), .rst(rst), .event_now(st_tok), .total(stall_token));
     vta_event_stat push_stat (.clk(clk), .rst(rst), .event_now(st_push), .total(stall_push));
+    // the grant (after fetch's enqueue and the arbiter) is no clock enable of the counter
+    vta_event_stat port_stat (.clk(clk), .rst(rst), .event_now(port_req && !port_gnt), .total(stall_port));
     assign running = in_body || start;
 
     wire [2:0] h_op = insn[2:0];
@@ -338,10 +340,9 @@ module vta_compute (
             {same3, x_fz} <= 2'b00;
             err <= 1'b0;
             {gemm_count, alu_count, busy_cycles} <= 0;
-            {stall_port, insn_count} <= 0;
+            insn_count <= 0;
         end else begin
             waiting <= port_req && !port_gnt;
-            if (waiting) stall_port <= stall_port + 1;   // a cycle late: the grant is no clock enable
             if (in_body && !waiting) busy_cycles <= busy_cycles + 1;
             if (in_body) elapsed <= elapsed + 1;
             if (bad_index) err <= 1'b1;

@@ -32,7 +32,7 @@ module vta_load (
     output wire [31:0]  wgt_bytes,
     output reg  [31:0]  busy_cycles,
     output wire [31:0]  stall_token,
-    output reg  [31:0]  stall_port,
+    output wire [31:0]  stall_port,
     output wire [31:0]  stall_push,
     output reg  [31:0]  insn_count,
     output wire         running       // an instruction begins or its body is under way
@@ -61,6 +61,8 @@ module vta_load (
         .in_body(in_body), .stall_token(st_tok), .stall_push(st_push));
     vta_event_stat tok_stat (.clk(clk), .rst(rst), .event_now(st_tok), .total(stall_token));
     vta_event_stat push_stat (.clk(clk), .rst(rst), .event_now(st_push), .total(stall_push));
+    // the grant (after fetch's enqueue and the arbiter) is no clock enable of the counter
+    vta_event_stat port_stat (.clk(clk), .rst(rst), .event_now(port_req && !port_gnt), .total(stall_port));
     assign running = in_body || start;
 
     wire n_nop = (`VTA_MEM_X_SIZE(insn) == 16'd0);
@@ -90,7 +92,7 @@ module vta_load (
         if (rst) begin
             waiting <= 1'b0;
             nop <= 1'b0;
-            {busy_cycles, stall_port, insn_count} <= 0;
+            {busy_cycles, insn_count} <= 0;
         end else begin
             if (start) begin
                 is_inp <= n_inp;
@@ -98,7 +100,6 @@ module vta_load (
                 insn_count <= insn_count + 1;
             end
             waiting <= port_req && !port_gnt;
-            if (waiting) stall_port <= stall_port + 1;   // a cycle late: the grant is no clock enable
             if (in_body && !waiting) busy_cycles <= busy_cycles + 1;
         end
     end
