@@ -121,15 +121,24 @@ module vta_store (
     reg         rd_inflight, rd_inflight2;   // a read one and two cycles ago
     wire        e_valid;
     wire [`VTA_OUT_BYTES*8-1:0] e_data;
+    /* verilator lint_off UNUSEDSIGNAL */  // the formal assertion below states occ by it
     wire [2:0]  e_count;
+    /* verilator lint_on UNUSEDSIGNAL */
     reg  [7:0]  wb;
     wire        e_last_beat = (wb == 8'(EB - 1));
-    wire out_re = (rd_rows != 0) && (32'(e_count) + 32'(rd_inflight) + 32'(rd_inflight2) < 4);
+    // the entry queue's slots taken or promised (e_count + rd_inflight + rd_inflight2) and
+    // rd_rows != 0, each a register stepped with what it counts: the read's enable from
+    // flip-flops only (the count's sum and compare into the OUT read address's clock enables
+    // was 10.95 ns placed at 91.3 MHz)
+    reg  [2:0]  occ;
+    reg         rows_left;
+    wire out_re = rows_left && (occ < 3'd4);
+    wire e_deq = w_fire && e_last_beat;   // the entry queue's read (its out_valid is in w_fire)
     assign out_raddr = rd_idx;
     vta_fifo #(.WIDTH(`VTA_OUT_BYTES*8), .DEPTH(4)) ent_q (
         .clk(clk), .rst(rst), .in_valid(rd_inflight2), .in_data(out_rdata),
         /* verilator lint_off PINCONNECTEMPTY */ .in_ready(), /* verilator lint_on PINCONNECTEMPTY */
-        .out_valid(e_valid), .out_data(e_data), .out_ready(w_fire && e_last_beat), .count(e_count));
+        .out_valid(e_valid), .out_data(e_data), .out_ready(e_deq), .count(e_count));
     assign w_valid = e_valid && wl_valid;
     assign w_data = e_data[32'(wb) * BB * 8 +: BB * 8];
 
@@ -147,6 +156,8 @@ module vta_store (
         if (rst) begin
             aw_active <= 1'b0;
             rd_rows <= 0;
+            rows_left <= 1'b0;
+            occ <= 0;
             pend <= 0;
             pend0 <= 1'b1;
             pend1 <= 1'b0;
@@ -160,10 +171,14 @@ module vta_store (
         end else begin
             rd_inflight <= out_re;
             rd_inflight2 <= rd_inflight;
+            occ <= occ + 3'(out_re) - 3'(e_deq);
             if (out_re) begin
                 rd_idx <= rd_idx + 1;
                 rd_x <= (rd_x == 16'd1) ? x_size : rd_x - 1;
-                if (rd_x == 16'd1) rd_rows <= rd_rows - 1;
+                if (rd_x == 16'd1) begin
+                    rd_rows <= rd_rows - 1;
+                    rows_left <= (rd_rows != 16'd1);
+                end
             end
             if (w_fire) begin
                 wb <= e_last_beat ? 8'd0 : wb + 1;
@@ -208,11 +223,16 @@ module vta_store (
                 to_bound <= f_to_bound;
                 rd_idx <= `VTA_MEM_SRAM_BASE(insn);
                 rd_rows <= (f_x != 0) ? f_y : 16'd0;
+                rows_left <= (f_x != 0) && (f_y != 0);
                 rd_x <= f_x;
                 x_size <= f_x;
             end
             if (in_body) busy_cycles <= busy_cycles + 1;
         end
     end
+`ifdef FORMAL
+    always @(*) if (!rst) store_read_regs: assert(occ <= 3'd4 && 32'(occ) == 32'(e_count) + 32'(rd_inflight) + 32'(rd_inflight2) &&
+                                                  rows_left == (rd_rows != 0));
+`endif
 endmodule
 `default_nettype wire
