@@ -19,9 +19,8 @@ module f_alu_lanes (
 );
 `include "f_reset.svh"
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
-    wire [`VTA_ACC_BYTES*8-1:0] z, p, zr;
-    wire mul;
-    vta_alu_core alu (.clk(clk), .reset(reset), .op(op), .x(x), .y(y), .xm(x), .ym(y), .z(z), .p(p), .zr(zr), .mul(mul));
+    wire [`VTA_ACC_BYTES*8-1:0] z;
+    vta_alu_core alu (.clk(clk), .reset(reset), .op(op), .x(x), .y(y), .xm(x), .ym(y), .z(z));
     always @(*) assume(op <= `VTA_ALU_MUL);   // fetch refuses opcodes 5-7
     reg [`VTA_ACC_BYTES*8-1:0] xp, yp;        // the operands of the cycle before
     reg [2:0] opp;
@@ -53,8 +52,6 @@ module f_alu_lanes (
             f_alu[l * 32 +: 32] = resetp ? 32'd0 : r;
         end
     always @(*) if (f_past) alu_lanes_are_spec: assert(z == f_alu);
-    // the parts compute chooses the product from last (zr is 0 for MUL)
-    always @(*) if (f_past) alu_lanes_split: assert((mul ? p : zr) == f_alu && (!mul || zr == 0));
     always @(posedge clk) if (f_live && !rst) begin
         alu_cover_shift_left: cover(opp == `VTA_ALU_SHR && !resetp && $signed(yp[31:0]) < 0 && z[31:0] != 0);
         alu_cover_mul_wraps: cover(opp == `VTA_ALU_MUL && !resetp && $signed(xp[31:0]) > 65536 &&

@@ -28,14 +28,7 @@ module vta_alu_core (
     input  wire [`VTA_ACC_BYTES*8-1:0] xm,
     input  wire [`VTA_ACC_BYTES*8-1:0] ym,
     /* verilator lint_on UNUSEDSIGNAL */
-    output reg  [`VTA_ACC_BYTES*8-1:0] z,
-    // z as its two parts, for the users that choose the product last: z = mul ? p : zr (zr is 0
-    // for MUL). The product comes out of the carry-save add after the multipliers' routes; a
-    // user's own mux with the product as its last input is one LUT after that adder, not the
-    // z mux and then the user's (the forward into S2's operands: 10.36 ns placed at 91.2 MHz)
-    output reg  [`VTA_ACC_BYTES*8-1:0] p,
-    output reg  [`VTA_ACC_BYTES*8-1:0] zr,
-    output wire                        mul
+    output reg  [`VTA_ACC_BYTES*8-1:0] z
 );
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
     integer i;
@@ -71,7 +64,6 @@ module vta_alu_core (
     reg [LANES*16-1:0] lh_c, hl_c;
 `endif
     reg mul_a;          // MUL, not under reset
-    assign mul = mul_a;
     // -v bit by bit, v[k] ^ (v[k-1:0] != 0), each bit a LUT of v's bits: written as -v it is a
     // carry chain in front of the shifter (y -> the chain -> x_a, 10.72 ns placed at 93.3 MHz)
     function automatic [SB-1:0] neg_bits(input [SB-1:0] v);
@@ -154,11 +146,9 @@ module vta_alu_core (
                     (lh_a[i * 16 +: 15] & hl_a[i * 16 +: 15]), 1'b0};
             // the product last, one choice after its adder: the multipliers' outputs sit at the
             // DSP columns, their routes into the fabric are most of this stage's longest path
-            p[i * 32 +: 32] = {cs_s + cs_c, ll_a[i * 32 +: 16]};
             // one-hot selects, or-ed: MIN/MAX/ADD's choice (0 for the others) is early
-            zr[i * 32 +: 32] = ({32{shl_a[i]}} & rev32(t)) | ({32{shr_a[i]}} & t)
-                             | (pick_a[i] ? b_a[i * 32 +: 32] : r_a[i * 32 +: 32]);
-            z[i * 32 +: 32] = mul_a ? p[i * 32 +: 32] : zr[i * 32 +: 32];
+            z[i * 32 +: 32] = ({32{mul_a}} & {cs_s + cs_c, ll_a[i * 32 +: 16]}) | ({32{shl_a[i]}} & rev32(t))
+                            | ({32{shr_a[i]}} & t) | (pick_a[i] ? b_a[i * 32 +: 32] : r_a[i * 32 +: 32]);
         end
 endmodule
 `default_nettype wire

@@ -256,8 +256,7 @@ module vta_compute (
     assign wgt_raddr = `VTA_LW'(wg);
     assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s3_a);
 
-    wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z, alu_p, alu_zr;
-    wire alu_mul;
+    wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z;
     reg  [`VTA_ACC_BYTES*8-1:0] acc_q, z_r, z_rr, z_rrr;   // GEMM: ACC[dst] as read (S6), the sums of S7-S9
     // S6's forward, chosen in S5 (the S6 iteration's entry against the three ahead of it, on the
     // index bits) so that only registered selects reach the adder
@@ -276,11 +275,9 @@ module vta_compute (
     // operation twice : the S4 iteration wrote the entry, fx4_next a cycle before), tensor && fy4.
     reg same3, fx5, fy4, fr5, x_fz;
     wire [`VTA_ACC_BYTES*8-1:0] x_keep = same3 ? x2 : tensor ? x_r : fx5 ? w5_z : acc_rdata;
-    // the forwarded result's product chosen last (vta_alu_core's p, zr)
-    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = (x_fz && alu_mul) ? alu_p : x_fz ? alu_zr : x_keep;
+    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = x_fz ? alu_z : x_keep;
     wire [`VTA_ACC_BYTES*8-1:0] x_s1r = fr5 ? w5_z : acc_rdata;
-    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = (tensor && fy4 && alu_mul) ? alu_p : (tensor && fy4) ? alu_zr
-                                     : !tensor ? {LANES{same3 ? imm_d : imm}} : acc_rdata;
+    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = (tensor && fy4) ? alu_z : !tensor ? {LANES{same3 ? imm_d : imm}} : acc_rdata;
 `ifdef VTA_ECP5_CELLS
     // the multipliers' copy of S3's operands, loaded every cycle (so not merged with x2, y2, which
     // load with S2): the same values whenever S3 holds an iteration
@@ -292,8 +289,7 @@ module vta_compute (
 `else
     wire [`VTA_ACC_BYTES*8-1:0] x2m = x2, y2m = y2;
 `endif
-    vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .xm(x2m), .ym(y2m), .z(alu_z),
-                      .p(alu_p), .zr(alu_zr), .mul(alu_mul));
+    vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .xm(x2m), .ym(y2m), .z(alu_z));
 
     wire same3_next = s2_valid && !tensor && `VTA_LA'(s2_a) == `VTA_LA'(s1r_a);
     wire fx4_next = s3_valid && is_alu && `VTA_LA'(s3_a) == `VTA_LA'(s1r_a);
@@ -302,7 +298,7 @@ module vta_compute (
     assign acc_waddr = s7_valid ? `VTA_LA'(s7_a) : exec_we ? `VTA_LA'(s4_a) : `VTA_LA'(dma_idx);
     // the ALU's result chosen last, by flip-flops only (S4's valid and the kind): it comes from
     // the multipliers at the DSP columns, and one mux less after it is a LUT level and a route
-    assign acc_wdata = (alu_we && alu_mul) ? alu_p : alu_we ? alu_zr : s7_valid ? z_r : (mt == `VTA_MEM_ACC) ? acc_dma : acc8;
+    assign acc_wdata = alu_we ? alu_z : s7_valid ? z_r : (mt == `VTA_MEM_ACC) ? acc_dma : acc8;
     assign out_we = exec_we;
     genvar g;
     generate
