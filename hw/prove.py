@@ -69,7 +69,7 @@ HARNESSES = (
     Harness("regs", "axi_lite", ("vta_regs.v",), "prove", 2, 8),
     Harness("dma_regs", "axi", ("vta_dma_read.v",), "prove", 1, 16, engine="sat"),
     Harness("error_code", "axi", tuple(p.name for p in sorted(RTL_DIR.glob("*.v"))), "prove", 1, 8,
-            assumes=("vta_dma_read.v",)),
+            assumes=("vta_dma_read.v", "vta_store.v")),
     Harness("alu_lanes", "compute", ("vta_alu_core.v",), "prove", 2, 4),
     Harness("mul_exact", "compute", (), "prove", 1, 1),
     Harness("gemm_lanes", "compute", ("vta_gemm_core.v",), "prove", 5, 6, engine="sat"),
