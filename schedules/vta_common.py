@@ -11,7 +11,8 @@ from intrinsics.tensor_intrin import (SCOPES, alu_intrin, alu_update_intrin, gem
                                        tensorize_loop)
 from vta_sim.config import Config
 from vta_sim.runtime import MAX_KERNEL_UOPS
-from vta_sim.timing import DmaCost
+from vta_sim.isa import ALU_OPS
+from vta_sim.timing import ALU_IMM_INTERVAL, DmaCost, alu_interval
 
 from requantisation.stages import epilogue, scratch_regions, vector_inputs
 
@@ -141,11 +142,18 @@ def row_read_cycles(cfg: Config, nbytes: float) -> float:
     return sum(DmaCost(cfg).read_bursts(0, int(nbytes)))
 
 
+def _stage_interval(stage) -> int:
+    """Cycles per entry of one epilogue stage's ALU instruction (a copy is an ADD of a tensor)."""
+    if isinstance(stage.y, int):
+        return ALU_IMM_INTERVAL
+    return alu_interval(0, ALU_OPS["add" if stage.op == "copy" else stage.op])
+
+
 def epilogue_cycles(cfg: Config, entries: float, requant=None) -> float:
     """The accumulator's reset plus the requantisation stages over `entries` ACC entries
-    (tensor operand: 2/entry, immediate or reset: 1/entry); `requant` as in requantisation.stages.epilogue."""
+    (timing.alu_interval per entry each, a reset 1/entry); `requant` as in requantisation.stages.epilogue."""
     stages = epilogue(requant)
-    per_entry = 1 + sum(2 if isinstance(st.y, str) else 1 for st in stages) + scratch_regions(stages)
+    per_entry = 1 + sum(_stage_interval(st) for st in stages) + scratch_regions(stages)
     instructions = 1 + len(stages) + scratch_regions(stages)      # a copy is a reset and an ADD
     return per_entry * entries + instructions * cfg.ALU_PIPELINE
 

@@ -42,9 +42,11 @@ def test_gemm_is_pipeline_plus_one_iteration_per_cycle(cfg, n_uops, iters):
     assert cycles(cfg, [gemm, isa.FinishInsn()]) == max(begin(cfg, 1), done + BEGIN_DELAY) + 1
 
 
-@pytest.mark.parametrize("use_imm, per_iteration", [(1, 1), (0, 2)])
-def test_alu_is_one_per_cycle_with_immediate_two_with_tensor(cfg, use_imm, per_iteration):
-    alu = isa.AluInsn(uop_bgn=0, uop_end=2, iter_out=40, alu_opcode=isa.ALU_ADD, use_imm=use_imm, imm=1)
+@pytest.mark.parametrize("use_imm, op, per_iteration", [(1, isa.ALU_ADD, 1), (1, isa.ALU_MUL, 1), (0, isa.ALU_ADD, 2),
+                                                     (0, isa.ALU_MAX, 2), (0, isa.ALU_SHR, 3), (0, isa.ALU_MUL, 3)])
+def test_alu_is_one_per_cycle_with_immediate_two_or_three_with_tensor(cfg, use_imm, op, per_iteration):
+    """A tensor SHR or MUL takes three cycles per iteration: its result is the ALU's third stage's."""
+    alu = isa.AluInsn(uop_bgn=0, uop_end=2, iter_out=40, alu_opcode=op, use_imm=use_imm, imm=1)
     done = begin(cfg, 0) + cfg.ALU_PIPELINE + 80 * per_iteration
     assert cycles(cfg, [alu, isa.FinishInsn()]) == max(begin(cfg, 1), done + BEGIN_DELAY) + 1
 

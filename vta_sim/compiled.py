@@ -44,6 +44,9 @@ def _delays() -> dict:
     """timing.py's hand-off delays, read at each run (a change to them must reach engine.c)."""
     return {"fetch_decode": timing.FETCH_DECODE, "queue_delay": timing.QUEUE_DELAY, "token_delay": timing.TOKEN_DELAY,
             "issue_delay": timing.ISSUE_DELAY, "begin_delay": timing.BEGIN_DELAY, "request_delay": timing.REQUEST_DELAY,
+            "alu_imm_interval": timing.ALU_IMM_INTERVAL,
+            "alu_tensor_interval": tuple(timing.ALU_TENSOR_INTERVAL.get(op, 0)
+                                         for op in range(layout.PARAMS["alu_tensor_interval"])),
             "port_priority": tuple(timing.PORT_PRIORITY.get(agent, 0) for agent in range(layout.PARAMS["port_priority"]))}
 
 

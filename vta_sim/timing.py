@@ -86,6 +86,16 @@ TOKEN_DELAY = 1    # a token pushed at t can be popped from t + 1; a slot freed 
 ISSUE_DELAY = 1    # an instruction issued (taken from its queue, tokens popped) at t begins from t + 1
 BEGIN_DELAY = 1    # a module freed at t begins its next instruction from t + 1 (registered free)
 REQUEST_DELAY = 1  # a read burst requests the port 1 cycle after the segment before it (or the begin)
+#: Cycles per ALU micro-op iteration (docs/timing.md, "Revision 6"): one with an immediate; with a
+#: tensor operand two (its ACC[dst] and ACC[src] reads), three for the ops whose result only the
+#: ALU's third stage has (SHR, MUL), so the next iteration can read what this one wrote.
+ALU_IMM_INTERVAL = 1
+ALU_TENSOR_INTERVAL = {isa.ALU_MIN: 2, isa.ALU_MAX: 2, isa.ALU_ADD: 2, isa.ALU_SHR: 3, isa.ALU_MUL: 3}
+
+
+def alu_interval(use_imm: int, alu_opcode: int) -> int:
+    """Cycles per micro-op iteration of an ALU instruction."""
+    return ALU_IMM_INTERVAL if use_imm else ALU_TENSOR_INTERVAL[alu_opcode]
 
 
 @dataclass
@@ -200,7 +210,7 @@ class Engine:
         if isinstance(insn, isa.GemmInsn):
             cycles = cfg.GEMM_PIPELINE + insn.iterations
         elif isinstance(insn, isa.AluInsn):
-            cycles = cfg.ALU_PIPELINE + insn.iterations * (1 if insn.use_imm else 2)
+            cycles = cfg.ALU_PIPELINE + insn.iterations * alu_interval(insn.use_imm, insn.alu_opcode)
         else:
             cycles = 1  # FINISH
         return ((False, cycles),), cycles

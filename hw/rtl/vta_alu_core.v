@@ -1,17 +1,17 @@
 // ALU: BATCH x BLOCK_OUT int32 lanes (spec section 5). MIN/MAX signed, ADD/MUL wrapping, SHR
 // arithmetic right by y (y >= 0) or left by -y (y < 0), the amount capped at 31; reset gives 0.
-// Two stages, z a cycle after x, y, op and reset: the first registers ADD's sum (or x), y and
-// whether MIN/MAX picks y (the compare's result, not the 32-bit choice: the compare's fan-out over
-// the lane into the op's mux was the 92.3 MHz run's worst path, 10.84 ns), SHR's
-// operand shifted by the amount's multiple of 8 with the rest (0-7) and the direction, and the
-// three 16 x 16 partial products of MUL's low 32
-// bits (with VTA_ECP5_CELLS three combinational MULT18X18D per lane, hw/rtl/ecp5/vta_ecp5_mul.v,
-// and the products registered in the fabric: with the block's own output registers the route
-// out of the DSP column, 4 to 5.6 ns, was in front of the second stage's add on every failing
-// path at 85 MHz; the placer now puts these registers between the two); the second shifts, adds the partial
-// products and picks the result (the barrel shifter after the amount's logic was the first
-// stage's longest path; the whole shifter in the second was its longest, into the ACC SRAM's
-// write register: 12.7 ns placed, so each stage shifts by part of the amount).
+// Three stages, z two cycles after x, y, op and reset (and zr, MIN/MAX/ADD's result, one):
+// the first registers ADD's sum (or x), y and whether MIN/MAX picks y (the compare's result, not
+// the 32-bit choice: the compare's fan-out over the lane into the op's mux was the 92.3 MHz run's
+// worst path, 10.84 ns), SHR's operand shifted by the amount's multiple of 8 with the rest (0-7)
+// and the direction, and the three 16 x 16 partial products of MUL's low 32 bits (with
+// VTA_ECP5_CELLS three MULT18X18D per lane, hw/rtl/ecp5/vta_ecp5_mul.v, their operands in the
+// blocks' input registers, xm and ym a cycle ahead of x and y, the products registered in the
+// fabric); the second shifts, adds the partial products and picks the result, registered in z.
+// The third stage is what issue 17's last runs lacked: with z taken from the second stage's
+// logic, the loop operand -> multiplier -> partial products -> add -> forward -> operand spanned
+// two cycles and two crossings of the DSP columns (about 20.5 ns placed, 93.8 MHz); it now spans
+// three (docs/hardware.md, "Revision 6").
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_alu_core (
@@ -20,15 +20,15 @@ module vta_alu_core (
     input  wire [2:0]                  op,
     input  wire [`VTA_ACC_BYTES*8-1:0] x,
     input  wire [`VTA_ACC_BYTES*8-1:0] y,
-    // x and y again for the MULT18X18D cells (VTA_ECP5_CELLS), from registers of their own at the
-    // DSP columns, equal to x and y whenever z is used: the fabric's MIN/MAX/ADD and shifter read
-    // x and y from registers placed beside them (shared, the operands' routes from the DSP
-    // columns were two thirds of a failing 11.6 ns path)
+    // what x and y will be after the next edge, for the MULT18X18D cells' input registers
+    // (VTA_ECP5_CELLS): the fabric's MIN/MAX/ADD and shifter read x and y from registers placed
+    // beside them, the multipliers from their own inside the DSP blocks
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire [`VTA_ACC_BYTES*8-1:0] xm,
     input  wire [`VTA_ACC_BYTES*8-1:0] ym,
     /* verilator lint_on UNUSEDSIGNAL */
-    output reg  [`VTA_ACC_BYTES*8-1:0] z
+    output reg  [`VTA_ACC_BYTES*8-1:0] z,
+    output reg  [`VTA_ACC_BYTES*8-1:0] zr     // MIN/MAX/ADD's result a cycle early (else 0)
 );
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
     integer i;
@@ -112,11 +112,11 @@ module vta_alu_core (
     wire [LANES*32-1:0] lh_p, hl_p;
     genvar gi;
     generate for (gi = 0; gi < LANES; gi = gi + 1) begin : g_lane
-        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(0)) ll (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 +: 16]),
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(1), .OUT_REG(0)) ll (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 +: 16]),
             .p(ll_c[gi * 32 +: 32]));
-        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(0)) lh (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 + 16 +: 16]),
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(1), .OUT_REG(0)) lh (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 + 16 +: 16]),
             .p(lh_p[gi * 32 +: 32]));
-        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(0)) hl (.clk(clk), .a(xm[gi * 32 + 16 +: 16]), .b(ym[gi * 32 +: 16]),
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(1), .OUT_REG(0)) hl (.clk(clk), .a(xm[gi * 32 + 16 +: 16]), .b(ym[gi * 32 +: 16]),
             .p(hl_p[gi * 32 +: 32]));
         assign lh_c[gi * 16 +: 16] = lh_p[gi * 32 +: 16];
         assign hl_c[gi * 16 +: 16] = hl_p[gi * 32 +: 16];
@@ -136,19 +136,20 @@ module vta_alu_core (
         lh_a <= lh_c;
         hl_a <= hl_c;
     end
+    reg [`VTA_ACC_BYTES*8-1:0] z_c;
     always @(*)
         for (i = 0; i < LANES; i = i + 1) begin
+            zr[i * 32 +: 32] = pick_a[i] ? b_a[i * 32 +: 32] : r_a[i * 32 +: 32];
             t = 32'($signed({fill_a[i], x_a[i * 32 +: 32]}) >>> amt_a[i * FB +: FB]);
             // ll[31:16] + lh + hl in one carry chain: the three reduced to sum and carry words
             // bit by bit first (two chained adders were on the 81.6 MHz run's worst path)
             cs_s = ll_a[i * 32 + 16 +: 16] ^ lh_a[i * 16 +: 16] ^ hl_a[i * 16 +: 16];
             cs_c = {(ll_a[i * 32 + 16 +: 15] & lh_a[i * 16 +: 15]) | (ll_a[i * 32 + 16 +: 15] & hl_a[i * 16 +: 15]) |
                     (lh_a[i * 16 +: 15] & hl_a[i * 16 +: 15]), 1'b0};
-            // the product last, one choice after its adder: the multipliers' outputs sit at the
-            // DSP columns, their routes into the fabric are most of this stage's longest path
-            // one-hot selects, or-ed: MIN/MAX/ADD's choice (0 for the others) is early
-            z[i * 32 +: 32] = ({32{mul_a}} & {cs_s + cs_c, ll_a[i * 32 +: 16]}) | ({32{shl_a[i]}} & rev32(t))
-                            | ({32{shr_a[i]}} & t) | (pick_a[i] ? b_a[i * 32 +: 32] : r_a[i * 32 +: 32]);
+            // one-hot selects, or-ed: MIN/MAX/ADD's choice (0 for the others) is zr
+            z_c[i * 32 +: 32] = ({32{mul_a}} & {cs_s + cs_c, ll_a[i * 32 +: 16]}) | ({32{shl_a[i]}} & rev32(t))
+                              | ({32{shr_a[i]}} & t) | zr[i * 32 +: 32];
         end
+    always @(posedge clk) z <= z_c;
 endmodule
 `default_nettype wire

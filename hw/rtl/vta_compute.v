@@ -1,16 +1,18 @@
 // Compute module: LOAD UOP/ACC/ACC_8BIT through the DMA, GEMM and ALU through a three-stage
 // pipeline, FINISH (spec sections 4-6). Pops l2c/s2c, pushes c2l/c2s.
 //
-// Pipeline, one micro-op iteration per cycle (one per two for an ALU with a tensor operand):
+// Pipeline, one micro-op iteration per cycle (one per two for an ALU with a tensor operand, one
+// per three for a tensor SHR or MUL: timing.alu_interval, `VTA_ALU_TENSOR_INTERVAL):
 //   S0  loop counters' next values -> UOP SRAM read (its block RAM's output register, RD_REG)
 //   S0b indices = micro-op + loop offsets, registered
 //   S1  indices -> INP/WGT reads, range checks; ALU: ACC read (tensor: ACC[dst], then S1b ACC[src])
 //   S1r ALU only: the ACC read in the block RAM's output register (tensor: ACC[dst] taken)
 //   S2  ALU: operands registered; GEMM: INP and WGT in their block RAMs' output registers (RD_REG)
-//   S3  ALU: first stage (results but MUL's, MUL's partial products) registered;
-//       GEMM: INP and WGT registered (the multipliers' input registers), ACC[dst] read
-//   S4  ALU: second stage -> ACC and OUT write; GEMM: INP x WGT products registered
-//   S5  GEMM: adder tree registered, ACC[dst] arrives; the S6 forward chosen
+//   S3  ALU: first stage (MIN/MAX/ADD's result, MUL's partial products, SHR's coarse shift)
+//       registered; GEMM: INP and WGT registered (the multipliers' input registers), ACC[dst] read
+//   S4  ALU: second stage -> its result registered; GEMM: INP x WGT products registered
+//   S5  ALU: the result -> ACC and OUT write; GEMM: adder tree registered, ACC[dst] arrives, the
+//       S6 forward chosen
 //   S6  GEMM: ACC[dst] (registered, or forwarded) + dot registered
 //   S7  GEMM: the sum -> ACC and OUT write
 // Every SRAM read returns its entry as written up to the cycle of its address (hw/rtl/vta_sram.v),
@@ -19,18 +21,21 @@
 // through the adder into its input): an iteration reads ACC[dst] in S3, before the three
 // iterations ahead of it have written theirs (S7), so S6 takes their sums from the write register
 // (z_r, the one just ahead) or the two behind it (z_rr, z_rrr) when they wrote the same entry.
-// The ALU reads ACC[dst] in S1 and writes in S4, so it can miss the writes of the three
-// iterations ahead of it. When its operands are registered (S2), the one three ahead wrote in
-// the cycle before (w5) and the one two ahead is in S4: their results are forwarded; the one
-// just ahead (only an ALU with an immediate issues every cycle) is in S3, its result not there
-// yet: an iteration on the same entry then applies the operation twice to that iteration's own
-// operand (x2 kept, or the result in S4 if that iteration did the same), with the immediate
-// doubled: x + 2 imm, x * imm^2, min/max unchanged, a shift by twice the amount (x << 32 or more
-// is 0, given as x * 0). A tensor ALU takes ACC[dst] in S1r with w5 forwarded (two ahead) and
-// S4's result in S2 (one ahead); its ACC[src], read a cycle later, misses only the one ahead.
+// The ALU reads ACC in S1 and S1b and writes in S5, so an iteration can miss the writes of those
+// ahead of it; S2 forwards what they wrote (docs/hardware.md, "Revision 6"):
+//   - with an immediate (one per cycle), the one three ahead writes in this cycle (alu_z) and the
+//     one four ahead wrote in the cycle before (w6_z); the one or two just ahead (S3, S4) have no
+//     result yet: when m of them wrote the same entry, this iteration applies the operation m + 1
+//     times to the last value written before them (the immediate doubled or tripled: x + 3 imm,
+//     x * imm^3, min/max unchanged, a shift by three times the amount, a left shift by 32 or more
+//     given as x * 0);
+//   - with a tensor operand, MIN/MAX/ADD (one per two cycles) take the one just ahead's result
+//     from the ALU's first stage (zr, S4) and the write of the one before it (w6_z); SHR and MUL
+//     (one per three cycles) only the one ahead's write (alu_z): their results are the third
+//     stage's.
 // The instruction is done GEMM_PIPELINE (ALU_PIPELINE) cycles after its last issue slot, as
-// docs/timing.md models it; the last write is 8 (6) cycles after it, so GEMM_PIPELINE >= 8 and
-// ALU_PIPELINE >= 6 are exact (hw/header.py refuses less).
+// docs/timing.md models it; the last write is 8 (7) cycles after it, so GEMM_PIPELINE >= 8 and
+// ALU_PIPELINE >= 7 are exact (hw/header.py refuses less).
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_compute (
@@ -123,12 +128,13 @@ module vta_compute (
     reg [47:0]  dur, elapsed;
     // The duration Pipe + n (2n for a tensor ALU), n = iter_out * iter_in * (uop_end - uop_bgn),
     // is multiplied out over the first cycles of the instruction (dur_ok once it is, from the
-    // fourth), long before the earliest cycle it can end (ALU_PIPELINE >= 6: the sixth): no
+    // fourth), long before the earliest cycle it can end (ALU_PIPELINE >= 7: the seventh): no
     // multiplier chain at the start. The product is two 14-bit halves of iter_out * iter_in times
     // the micro-op count (a MULT18X18D each), summed a cycle later; the end test is a register,
     // elapsed + 1 >= dur worked out in the cycle before (dur_hit).
-    reg [1:0]   dur_step;
-    reg         dur_ok, dur_hit, d_tensor;
+    reg [2:0]   dur_step;
+    reg         dur_ok, dur_hit;
+    reg [1:0]   d_ival;    // cycles per iteration: 1, 2 or 3
     reg [27:0]  d_oi;
     reg [`VTA_GEMM_UOP_END_W-1:0] d_u;
     reg [47:0]  d_n, d_pipe;
@@ -182,7 +188,8 @@ module vta_compute (
             acc8[l * 32 +: 32] = {{24{acc8_dma[l * 8 + 7]}}, acc8_dma[l * 8 +: 8]};
 
     // ------------------------------------------------------------ GEMM / ALU loop (S0)
-    reg                        is_alu, reset, tensor, slot;
+    reg                        is_alu, reset, tensor;
+    reg [1:0]                  slot, slot_last;   // a tensor ALU issues at slot 0 of its interval
     reg [2:0]                  alu_op;
     reg [31:0]                 imm;
     reg [`VTA_GEMM_UOP_END_W-1:0] u, u_bgn;
@@ -199,7 +206,7 @@ module vta_compute (
     wire h_some = (h_end > h_bgn) && (h_out != 0) && (h_in != 0);   // n != 0
     wire [47:0] h_pipe = h_alu ? `VTA_ALU_PIPELINE : `VTA_GEMM_PIPELINE;
 
-    wire issue = (kind == KIND_EXEC) && in_body && g_active && !(tensor && slot);
+    wire issue = (kind == KIND_EXEC) && in_body && g_active && (slot == 2'd0);
     // the loop's last-iteration tests as registers, set with the counters they test (at the start
     // and at each issue): the compares' adders were in front of the counters' and the index
     // adders' enables (u -> u + 1 == u_end -> j, i, d_ij: 13.3 ns placed)
@@ -230,11 +237,13 @@ module vta_compute (
     // register: the range checks and the SRAM addresses in S1 start at flip-flops (the adder in
     // S1 put a 32-bit carry chain in front of each compare: 11.3 ns placed)
     reg [31:0] a, src, wg;
-    reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2, w5_z;   // w5: the ALU's write of the cycle before
+    reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2, w6_z;   // w6: the ALU's write of the cycle before
     reg [2:0]  op3;                     // the operation the ALU's first stage applies (S3)
-    // the doubled operation for an ALU with an immediate, worked out after the start (dur_step)
-    reg [2:0]  op_d;
-    reg [31:0] imm_d;
+    // the doubled and tripled operation for an ALU with an immediate, worked out after the start
+    // (dur_step: the doubled from step 3, the tripled from step 5, before the first iteration that
+    // can take them reaches S2)
+    reg [2:0]  op_d, op_t;
+    reg [31:0] imm_d, imm_t;
 `ifdef VTA_ECP5_CELLS
     // the immediate's square by halves (the doubled MUL) in MULT18X18D output registers as the
     // duration's: imm holds from the start, so at step 2 they hold its square (imm -> a
@@ -245,9 +254,18 @@ module vta_compute (
     vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) sq_hi (.clk(clk), .a(imm[15:0]), .b(imm[31:16]),
         .p(p_sq_lh));
     wire [15:0] sq_lh = p_sq_lh[15:0];
+    // and imm_d x imm (the tripled MUL), the same way, imm_d holding from step 3
+    wire [31:0] cb_ll, p_cb_lh, p_cb_hl;
+    vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) cb_lo (.clk(clk), .a(imm_d[15:0]), .b(imm[15:0]),
+        .p(cb_ll));
+    vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) cb_mid (.clk(clk), .a(imm_d[15:0]), .b(imm[31:16]),
+        .p(p_cb_lh));
+    vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) cb_hi (.clk(clk), .a(imm_d[31:16]), .b(imm[15:0]),
+        .p(p_cb_hl));
+    wire [15:0] cb_lh = p_cb_lh[15:0], cb_hl = p_cb_hl[15:0];
 `else
-    reg [31:0] sq_ll;
-    reg [15:0] sq_lh;
+    reg [31:0] sq_ll, cb_ll;
+    reg [15:0] sq_lh, cb_lh, cb_hl;
 `endif
     wire bad_index = s1_valid && ((a >= `VTA_ACC_DEPTH) ||
         (!reset && !is_alu && (src >= `VTA_INP_DEPTH || wg >= `VTA_WGT_DEPTH)) ||
@@ -264,40 +282,29 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] acc_s6 = fw7 ? z_r : fw8 ? z_rr : fw9 ? z_rrr : acc_q;
     vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_s6),
                         .acc_out(gemm_z));
-    wire alu_we = s4_valid && is_alu;
-    // S2's operands: forwarded from S4 (written this cycle, after the S1 read) or from the write
-    // of the cycle before (w5), or (an immediate ALU) the S3 iteration's operand or forwarded
-    // result, the operation doubled. A tensor ALU's ACC[dst] is taken in S1r, with w5 forwarded.
-    // Each select is worked out a cycle ahead (the iteration in S1r, or S1b, against the ones that
-    // will be in S3/S4/w5 with it) so that only registered selects fan out across the lanes.
-    // The ALU's result (alu_z, after the multipliers' routes from the DSP columns) is chosen last,
-    // one mux after it, by a registered select: x_fz (same3 ? the S3 iteration applies the
-    // operation twice : the S4 iteration wrote the entry, fx4_next a cycle before), tensor && fy4.
-    reg same3, fx5, fy4, fr5, x_fz;
-    wire [`VTA_ACC_BYTES*8-1:0] x_keep = same3 ? x2 : tensor ? x_r : fx5 ? w5_z : acc_rdata;
-    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = x_fz ? alu_z : x_keep;
-    wire [`VTA_ACC_BYTES*8-1:0] x_s1r = fr5 ? w5_z : acc_rdata;
-    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = (tensor && fy4) ? alu_z : !tensor ? {LANES{same3 ? imm_d : imm}} : acc_rdata;
-`ifdef VTA_ECP5_CELLS
-    // the multipliers' copy of S3's operands, loaded every cycle (so not merged with x2, y2, which
-    // load with S2): the same values whenever S3 holds an iteration
-    reg [`VTA_ACC_BYTES*8-1:0] x2m, y2m;
-    always @(posedge clk) begin
-        x2m <= x_s2;
-        y2m <= y_s2;
-    end
-`else
-    wire [`VTA_ACC_BYTES*8-1:0] x2m = x2, y2m = y2;
-`endif
-    vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .xm(x2m), .ym(y2m), .z(alu_z));
-
-    wire same3_next = s2_valid && !tensor && `VTA_LA'(s2_a) == `VTA_LA'(s1r_a);
-    wire fx4_next = s3_valid && is_alu && `VTA_LA'(s3_a) == `VTA_LA'(s1r_a);
+    wire alu_we = s5_valid && is_alu;
+    // S2's operands (the header's list): the ALU's write of this cycle (alu_z, registered in its
+    // third stage), MIN/MAX/ADD's result in its first (zr, a tensor's one ahead), the write of the
+    // cycle before (w6_z), else ACC as read (a tensor's ACC[dst] as taken in S1r, x_r). Each
+    // select is worked out a cycle ahead (the iteration in S1r against the ones that will be in
+    // S3-S5 with it) so that only registered selects fan out across the lanes, and every input
+    // of these muxes is a register. An immediate ALU's m1 (m2): the one (two) ahead wrote the
+    // same entry, so the operation applies once more.
+    reg m1, m2, fz, f1, f2, fzy, f1y, f2y;
+    wire [`VTA_ACC_BYTES*8-1:0] alu_zr;
+    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = fz ? alu_z : f1 ? alu_zr : f2 ? w6_z : tensor ? x_r : acc_rdata;
+    wire [31:0] imm_m = (m1 && m2) ? imm_t : (m1 || m2) ? imm_d : imm;
+    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !tensor ? {LANES{imm_m}} : fzy ? alu_z : f1y ? alu_zr : f2y ? w6_z : acc_rdata;
+    // the multipliers take x_s2 and y_s2 into their input registers (VTA_ECP5_CELLS), the same
+    // values as x2 and y2 whenever S3 holds an iteration
+    vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .xm(x_s2), .ym(y_s2), .z(alu_z),
+                      .zr(alu_zr));
+    // the iterations that will be in S3, S4 and S5 with the one in S1r (its entries a, src)
+    wire at3 = s2_valid && is_alu, at4 = s3_valid && is_alu, at5 = s4_valid && is_alu, at6 = alu_we;
+    wire [`VTA_LA-1:0] e_a = `VTA_LA'(s1r_a), e_src = `VTA_LA'(s1r_src);
     wire exec_we = alu_we || s7_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
-    assign acc_waddr = s7_valid ? `VTA_LA'(s7_a) : exec_we ? `VTA_LA'(s4_a) : `VTA_LA'(dma_idx);
-    // the ALU's result chosen last, by flip-flops only (S4's valid and the kind): it comes from
-    // the multipliers at the DSP columns, and one mux less after it is a LUT level and a route
+    assign acc_waddr = s7_valid ? `VTA_LA'(s7_a) : exec_we ? `VTA_LA'(s5_a) : `VTA_LA'(dma_idx);
     assign acc_wdata = alu_we ? alu_z : s7_valid ? z_r : (mt == `VTA_MEM_ACC) ? acc_dma : acc8;
     assign out_we = exec_we;
     genvar g;
@@ -317,7 +324,7 @@ module vta_compute (
         if (rst) begin
             kind <= KIND_NOP;
             is_finish <= 1'b0;
-            dur_step <= 2'd0;
+            dur_step <= 3'd0;
             dur_ok <= 1'b0;
             dur_hit <= 1'b0;
             waiting <= 1'b0;
@@ -333,7 +340,6 @@ module vta_compute (
             s6_valid <= 1'b0;
             s7_valid <= 1'b0;
             s8_valid <= 1'b0;
-            {same3, x_fz} <= 2'b00;
             err <= 1'b0;
             {gemm_count, alu_count, busy_cycles} <= 0;
             insn_count <= 0;
@@ -351,30 +357,33 @@ module vta_compute (
             s2_valid <= (s1_valid && !is_alu) || s1r_valid;
             s3_valid <= s2_valid;
             s4_valid <= s3_valid;
-            s5_valid <= s4_valid && !is_alu;
-            s6_valid <= s5_valid;
+            s5_valid <= s4_valid;
+            s6_valid <= s5_valid && !is_alu;
             s7_valid <= s6_valid;
             s8_valid <= s7_valid;
             if (s2_valid) begin
                 s3_a <= s2_a;
                 x2 <= x_s2;
                 y2 <= y_s2;
-                op3 <= same3 ? op_d : alu_op;
+                op3 <= (m1 && m2) ? op_t : (m1 || m2) ? op_d : alu_op;
             end
             if (s3_valid) s4_a <= s3_a;
             if (s4_valid) s5_a <= s4_a;
             if (s5_valid) s6_a <= s5_a;
             if (s6_valid) s7_a <= s6_a;
             if (s7_valid) s8_a <= s7_a;
-            same3 <= same3_next;
-            x_fz <= same3_next ? same3 : fx4_next;    // S2's same3 is S3's doubling
-            fx5 <= alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s1r_a);
-            fy4 <= s3_valid && is_alu && `VTA_LA'(s3_a) == `VTA_LA'(s1r_src);
-            fr5 <= alu_we && `VTA_LA'(s4_a) == `VTA_LA'(s1b_a);
+            m1 <= at3 && !tensor && `VTA_LA'(s2_a) == e_a;
+            m2 <= at4 && !tensor && `VTA_LA'(s3_a) == e_a;
+            fz <= at5 && `VTA_LA'(s4_a) == e_a;
+            f1 <= at4 && tensor && `VTA_LA'(s3_a) == e_a;
+            f2 <= at6 && `VTA_LA'(s5_a) == e_a;
+            fzy <= at5 && `VTA_LA'(s4_a) == e_src;
+            f1y <= at4 && `VTA_LA'(s3_a) == e_src;
+            f2y <= at6 && `VTA_LA'(s5_a) == e_src;
             fw7 <= s6_valid && `VTA_LA'(s6_a) == `VTA_LA'(s5_a);
             fw8 <= s7_valid && `VTA_LA'(s7_a) == `VTA_LA'(s5_a);
             fw9 <= s8_valid && `VTA_LA'(s8_a) == `VTA_LA'(s5_a);
-            w5_z <= alu_z;
+            w6_z <= alu_z;
             if (issue) begin
                 s0b_d <= d_ij;
                 s0b_s <= s_ij;
@@ -396,7 +405,7 @@ module vta_compute (
                 s1r_src <= s1b_src;
             end
             if (s1r_valid) begin
-                if (tensor) x_r <= x_s1r;
+                if (tensor) x_r <= acc_rdata;
                 s2_a <= s1r_a;
             end
             if (issue && !reset) begin
@@ -405,7 +414,7 @@ module vta_compute (
             end
 
             // loop counters
-            if (kind == KIND_EXEC && in_body && g_active) slot <= tensor && !slot;
+            if (kind == KIND_EXEC && in_body && g_active) slot <= (slot == slot_last) ? 2'd0 : slot + 2'd1;
             if (issue) begin
                 if (!last_u) begin
                     u <= u_inc;
@@ -436,15 +445,15 @@ module vta_compute (
             end
 
             dur_hit <= dur_ok && (elapsed + 2 >= dur);   // in the body elapsed counts every cycle
-            if (dur_step == 2'd1) begin
+            if (dur_step == 3'd1) begin
 `ifndef VTA_ECP5_CELLS
                 d_n_lo <= DNW'(d_oi[13:0]) * DNW'(d_u);
                 d_n_hi <= DNW'(d_oi[27:14]) * DNW'(d_u);
                 sq_ll <= 32'(imm[15:0]) * 32'(imm[15:0]);
                 sq_lh <= 16'(imm[15:0] * imm[31:16]);
 `endif
-                dur_step <= 2'd2;
-            end else if (dur_step == 2'd2) begin
+                dur_step <= 3'd2;
+            end else if (dur_step == 3'd2) begin
                 op_d <= alu_op;
                 imm_d <= imm;
                 case (alu_op)
@@ -452,18 +461,39 @@ module vta_compute (
                     `VTA_ALU_MUL: imm_d <= sq_ll + {sq_lh << 1, 16'd0};
                     `VTA_ALU_SHR:
                         if (!imm[31]) imm_d <= (imm > `VTA_ALU_SHIFT_CAP / 2) ? `VTA_ALU_SHIFT_CAP : imm << 1;
-                        else if ($signed(imm) < -15) begin
+                        else if ($signed(imm) < -(`VTA_ALU_SHIFT_CAP / 2)) begin
                             op_d <= `VTA_ALU_MUL;   // shifted left by 32 or more: 0
                             imm_d <= 32'd0;
                         end else imm_d <= imm << 1;
                     default: ;
                 endcase
                 d_n <= 48'(d_n_lo) + (48'(d_n_hi) << 14);
-                dur_step <= 2'd3;
-            end else if (dur_step == 2'd3) begin
-                dur <= d_pipe + (d_tensor ? d_n << 1 : d_n);
+                dur_step <= 3'd3;
+            end else if (dur_step == 3'd3) begin
+                dur <= d_pipe + d_n + (d_ival[1] ? (d_ival[0] ? d_n << 1 : d_n) : 48'd0);
                 dur_ok <= 1'b1;
-                dur_step <= 2'd0;
+`ifndef VTA_ECP5_CELLS
+                cb_ll <= 32'(imm_d[15:0]) * 32'(imm[15:0]);
+                cb_lh <= 16'(imm_d[15:0] * imm[31:16]);
+                cb_hl <= 16'(imm_d[31:16] * imm[15:0]);
+`endif
+                dur_step <= 3'd4;
+            end else if (dur_step == 3'd4) begin
+                // the tripled operation, from the doubled one
+                op_t <= alu_op;
+                imm_t <= imm;
+                case (alu_op)
+                    `VTA_ALU_ADD: imm_t <= imm_d + imm;
+                    `VTA_ALU_MUL: imm_t <= cb_ll + {cb_lh + cb_hl, 16'd0};
+                    `VTA_ALU_SHR:
+                        if (!imm[31]) imm_t <= (imm > `VTA_ALU_SHIFT_CAP / 3) ? `VTA_ALU_SHIFT_CAP : imm_d + imm;
+                        else if ($signed(imm) < -(`VTA_ALU_SHIFT_CAP / 3)) begin
+                            op_t <= `VTA_ALU_MUL;   // shifted left by 32 or more: 0
+                            imm_t <= 32'd0;
+                        end else imm_t <= imm_d + imm;
+                    default: ;
+                endcase
+                dur_step <= 3'd0;
             end
             if (start) begin
                 mt <= h_mt;
@@ -475,7 +505,8 @@ module vta_compute (
                 is_alu <= h_alu;
                 reset <= `VTA_GEMM_RESET(insn);
                 tensor <= h_tensor;
-                slot <= 1'b0;
+                slot <= 2'd0;
+                slot_last <= h_tensor ? 2'(`VTA_ALU_TENSOR_INTERVAL(`VTA_ALU_ALU_OPCODE(insn)) - 1) : 2'd0;
                 alu_op <= `VTA_ALU_ALU_OPCODE(insn);
                 imm <= 32'($signed(`VTA_ALU_IMM(insn)));
                 u <= h_bgn;
@@ -501,21 +532,14 @@ module vta_compute (
                 d_oi <= 28'(h_out) * 28'(h_in);
                 d_u <= (h_end > h_bgn) ? h_end - h_bgn : {`VTA_GEMM_UOP_END_W{1'b0}};
                 d_pipe <= h_pipe;
-                d_tensor <= h_tensor;
+                d_ival <= h_tensor ? 2'(`VTA_ALU_TENSOR_INTERVAL(`VTA_ALU_ALU_OPCODE(insn))) : 2'd1;
                 dur_ok <= 1'b0;
                 dur_hit <= 1'b0;
-                dur_step <= 2'd1;
+                dur_step <= 3'd1;
             end
         end
     end
 `ifdef FORMAL
-    // S2's registered select of the ALU's result
-    reg f_dbl3, f_fx4;     // the S3 iteration applies the operation twice (S2's same3); fx4_next
-    always @(posedge clk) begin
-        if (!rst && s2_valid) f_dbl3 <= same3;
-        f_fx4 <= !rst && fx4_next;
-    end
-    always @(*) if (!rst) alu_fwd_reg: assert(x_fz == (same3 ? f_dbl3 : f_fx4));
     // the registered last-iteration tests equal their compares (for k-induction)
     // (modulo the counters' widths: a running loop never wraps, h_some)
     wire [`VTA_GEMM_UOP_END_W-1:0] f_u_end = u_end_m2 + 2;

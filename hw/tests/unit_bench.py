@@ -167,7 +167,9 @@ def alu_reference(op: int, x, y):
 
 @cocotb.test()
 async def alu_core_matches_numpy(dut):
-    """Two stages: z is the result of the operands of the cycle before."""
+    """Three stages: z is the result of the operands of two cycles before, zr (MIN/MAX/ADD's, else
+    0) of the cycle before. Each operand is held for three cycles: the multipliers' input
+    registers (ECP5 cells) take x and y a cycle ahead of the fabric, which this bench feeds alike."""
     await reset(dut)
     rng = np.random.default_rng(SEED + 3)
     lanes = CFG.BATCH * CFG.BLOCK_OUT
@@ -180,7 +182,11 @@ async def alu_core_matches_numpy(dut):
             reset_flag = trial == 5
             dut.a_x.value, dut.a_y.value = pack(x, 32), pack(y, 32)
             dut.a_op.value, dut.a_reset.value = op, int(reset_flag)
-            await FallingEdge(dut.clk)
-            got = unpack(int(dut.a_z.value), lanes, 32)
             want = np.zeros(lanes, np.int64) if reset_flag else alu_reference(op, x, y)
+            await FallingEdge(dut.clk)
+            early = unpack(int(dut.a_zr.value), lanes, 32)
+            assert np.array_equal(early, want if op in (0, 1, 2) else np.zeros(lanes, np.int64)), \
+                f"zr, op {op} trial {trial}: x={x[:4]} y={y[:4]}"
+            await ClockCycles(dut.clk, 2, rising=False)
+            got = unpack(int(dut.a_z.value), lanes, 32)
             assert np.array_equal(got, want), f"op {op} trial {trial}: x={x[:4]} y={y[:4]}"

@@ -138,31 +138,46 @@ def queue_full_program(cfg):
 
 
 def alu_same_entry_program(cfg, rng):
-    """ALU iterations that hit the entry one, two or three iterations before wrote (the ALU reads
-    ACC[dst] three cycles before it writes, hw/rtl/vta_compute.v): with an immediate, the iteration
-    just before is still in the ALU, and the RTL applies the operation twice (every operation,
-    shifts by amounts whose double passes 31 both ways, multiplies that wrap); two and three before
-    are forwarded from the write and the write of the cycle before. With a tensor operand (one
-    iteration per two cycles), the one before and two before."""
+    """ALU iterations that hit the entry one to four iterations before wrote (the ALU reads ACC in
+    S1 and writes in S5, hw/rtl/vta_compute.v): with an immediate, the one or two just before are
+    still in the ALU, and the RTL applies the operation twice or three times (every operation,
+    shifts by amounts whose double or triple passes 31 both ways, multiplies that wrap); three and
+    four before are forwarded from the write and the write of the cycle before. With a tensor
+    operand, the one before (from the ALU's first stage for MIN/MAX/ADD, one per two cycles; from
+    its write for SHR and MUL, one per three) and two before, into ACC[dst] and into ACC[src]."""
     ab, ob = cfg.buffers["acc"].entry_bytes, cfg.buffers["out"].entry_bytes
-    cases = [(isa.ALU_ADD, 5), (isa.ALU_MUL, -3), (isa.ALU_MUL, -32768), (isa.ALU_MIN, -9), (isa.ALU_MAX, 4),
-             (isa.ALU_SHR, 3), (isa.ALU_SHR, 16), (isa.ALU_SHR, 40), (isa.ALU_SHR, -5), (isa.ALU_SHR, -15),
-             (isa.ALU_SHR, -16), (isa.ALU_SHR, -40), (isa.ALU_ADD, None), (isa.ALU_MAX, None)]
-    n = 3 * len(cases)
+    cases = [(isa.ALU_ADD, 5), (isa.ALU_ADD, 32767), (isa.ALU_MUL, -3), (isa.ALU_MUL, -32768), (isa.ALU_MUL, 1291),
+             (isa.ALU_MIN, -9), (isa.ALU_MAX, 4), (isa.ALU_SHR, 3), (isa.ALU_SHR, 10), (isa.ALU_SHR, 11),
+             (isa.ALU_SHR, 16), (isa.ALU_SHR, 40), (isa.ALU_SHR, -5), (isa.ALU_SHR, -10), (isa.ALU_SHR, -11),
+             (isa.ALU_SHR, -15), (isa.ALU_SHR, -16), (isa.ALU_SHR, -40)]
+    cases = [(op, imm, False) for op, imm in cases] + [(op, None, y_hit) for op in isa.ALU_NAMES
+                                                        for y_hit in (False, True)]
+    # per instruction k, entries e = 4k .. 4k + 3 in this order (then twice again, iter_out = 3):
+    # e again after 1, 1 and 1 (three in a row), 2, 3 (two others between), 4, and mixes of them
+    order = (0, 0, 0, 1, 0, 2, 3, 0, 1, 2, 3, 0, 0, 2, 1, 0)
+    ents = 4 * len(cases)
     lay = Layout()
-    acc = rng.integers(-2**31, 2**31, size=(n + 2) * ab // 4, dtype=np.int64).astype("<i4")
+    acc = rng.integers(-2**31, 2**31, size=(ents + 2) * ab // 4, dtype=np.int64).astype("<i4")
     a = lay.put(acc.tobytes(), ab)
-    # per instruction k, entries e = 3k .. 3k + 2 in the order e, e, e+1, e, e+1, e+2, e (three times):
-    # e again after 1, 2 and 3 iterations (the last with two other entries between), e+1 after 2;
-    # a tensor operand's source is entry n or n + 1
-    order = (0, 0, 1, 0, 1, 2, 0)
-    u = lay.put(uop_words(cfg, [(3 * k + d, n + d % 2, 0) for k in range(len(cases)) for d in order]), 4)
-    o = lay.reserve(n * ob, ob)
+    # a tensor operand's source: entry ents or ents + 1, or (y_hit) the next entry of the same
+    # instruction, which the iterations before wrote; the last micro-op walks every entry
+    words = [(4 * k + d, 4 * k + (d + 1) % 4 if y_hit else ents + d % 2, 0)
+             for k, (_, _, y_hit) in enumerate(cases) for d in order]
+    u = lay.put(uop_words(cfg, words + [(0, 0, 0)]), 4)
     m = len(order)
     alus = [isa.AluInsn(uop_bgn=m * k, uop_end=m * k + m, iter_out=3, alu_opcode=op, use_imm=int(imm is not None),
-                        imm=imm or 0) for k, (op, imm) in enumerate(cases)]
-    insns = chain(compute_part=[load(MEM_ACC, 0, a, 1, n + 2), load(MEM_UOP, 0, u, 1, m * len(cases))] + alus,
-                  store_part=[store(0, o, 1, n)])
+                        imm=imm or 0) for k, (op, imm, _) in enumerate(cases)]
+    # every byte of the results reaches DRAM: the int8 store, then three times a shift right by 8
+    # (writing OUT too) and the store again
+    insns = chain(compute_part=[load(MEM_ACC, 0, a, 1, ents + 2), load(MEM_UOP, 0, u, 1, len(words) + 1)] + alus,
+                  store_part=[store(0, lay.reserve(ents * ob, ob), 1, ents)])
+    finish = insns.pop()
+    for _ in range(3):
+        insns[-1].push_prev = 1
+        insns += [isa.AluInsn(uop_bgn=len(words), uop_end=len(words) + 1, iter_out=ents, dst_factor_out=1,
+                              alu_opcode=isa.ALU_SHR, use_imm=1, imm=8, pop_next=1, push_next=1),
+                  store(0, lay.reserve(ents * ob, ob), 1, ents).replace(pop_prev=1, push_prev=1)]
+    insns.append(finish)
     return _prog(cfg, "alu_same_entry", insns, lay)
 
 

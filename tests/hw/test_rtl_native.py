@@ -47,12 +47,13 @@ def test_native_matches_the_simulator(cfg):
 def test_ecp5_cells_match_the_simulator():
     """The RTL as ECP5 synthesises it (VTA_ECP5_CELLS: the GEMM and ALU multipliers as MULT18X18D
     cells with their registers inside, simulated by hw/tests/MULT18X18D.v) runs GEMMs and every
-    ALU op with the simulator's DRAM and CYCLES: the cells' operand widths, signedness, bit order
+    ALU op (and the same-entry forwards) with the simulator's DRAM and CYCLES: the cells' operand widths, signedness, bit order
     and registers are wired as the plain RTL's multipliers. On 1x8x8, the configuration placed."""
     cfg = Config.load("1x8x8")
     alu = [p for p in chain_programs(cfg) if p[0].startswith("alu_")]
     assert len(alu) == 9, [p[0] for p in alu]    # every op, imm and tensor; back-to-back on one entry
-    for name, image, addr, count in alu + high_bits_programs(cfg) + [blocked_gemm_program(cfg)]:
+    same = alu_same_entry_program(cfg, np.random.default_rng(6))   # the doubled and tripled immediates
+    for name, image, addr, count in alu + [same] + high_bits_programs(cfg) + [blocked_gemm_program(cfg)]:
         ref = Simulator(cfg).run(image, insn_addr=addr, insn_count=count)
         result, dram = native.run(cfg, image, addr, count, timeout_cycles=10 * ref.cycles + 1000,
                                   cells=ECP5_CELLS)

@@ -20,10 +20,10 @@ def test_fifo_token_queue_gemm_and_alu_cores(tmp_path):
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.parametrize("key, value, depth", [("GEMM_PIPELINE", 7, 8), ("ALU_PIPELINE", 5, 6),
+@pytest.mark.parametrize("key, value, depth", [("GEMM_PIPELINE", 7, 8), ("ALU_PIPELINE", 6, 7),
                                                ("DMA_READ_LATENCY", 3, 4), ("DMA_WRITE_LATENCY", 3, 4)])
 def test_pipeline_latency_below_the_rtl_depth_is_refused(key, value, depth):
-    """The compute pipeline writes its last result 8 (GEMM) or 6 (ALU) cycles after the last issue,
+    """The compute pipeline writes its last result 8 (GEMM) or 7 (ALU) cycles after the last issue,
     and a DRAM answers the RTL's DMAs no faster than in 4 cycles (tests/hw/test_rtl_native.py's
     TIGHT), so a shorter modelled latency could not be met cycle for cycle."""
     cfg = Config.from_dict({**Config.load("1x8x8").to_dict(), key: value}, name="short")

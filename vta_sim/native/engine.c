@@ -273,7 +273,8 @@ static void segments(const int64_t *p, const int64_t *c, module_t *mod)
     } else if (op == VTA_OP_GEMM || op == VTA_OP_ALU) {
         int64_t iters = c[VTA_COL_ITER_OUT] * c[VTA_COL_ITER_IN] * (c[VTA_COL_UOP_END] - c[VTA_COL_UOP_BGN]);
         cycles = op == VTA_OP_GEMM ? p[VTA_P_GEMM_PIPELINE] + iters
-                                   : p[VTA_P_ALU_PIPELINE] + iters * (c[VTA_COL_USE_IMM] ? 1 : 2);
+                                   : p[VTA_P_ALU_PIPELINE] + iters * (c[VTA_COL_USE_IMM] ? p[VTA_P_ALU_IMM_INTERVAL]
+                                                               : p[VTA_P_ALU_TENSOR_INTERVAL + c[VTA_COL_ALU_OPCODE]]);
     }
     mod->nseg = 0;
     add_seg(mod, 0, cycles);
