@@ -129,6 +129,10 @@ module vta_dma_read #(
     assign r_ready = (state == S_BURST) && !got_all;
     wire beat = r_ready && r_valid;
     wire in_pad = (state == S_PAD);
+    // in_pad again in a flip-flop of its own for the written data's zeroing (its fan-out over
+    // the MAXE*8 data bits, placed at the SRAMs' inputs, away from the state's logic: state ->
+    // a route of 3.8 ns -> the narrow shifter -> the UOP SRAM's write register was 10.30 ns)
+    (* keep *) reg pad_d;
     assign wr_en = in_pad || (beat && (narrow || last_beat));
     assign wr_idx = idx;
     assign wr_lanes = narrow ? K'((1 << n_narrow) - 1) : K'(1);
@@ -141,10 +145,10 @@ module vta_dma_read #(
     generate for (bs = 0; bs < NB; bs = bs + 1) begin : g_slot
         assign beat_data[bs * SW * 8 +: SW * 8] = bc_oh[bs] ? r_data[SW * 8 - 1:0] : asm_r[bs * SW * 8 +: SW * 8];
     end endgenerate
-    assign wr_wide = in_pad ? {MAXE*8{1'b0}} : beat_data;
+    assign wr_wide = pad_d ? {MAXE*8{1'b0}} : beat_data;
     always @(*) begin
         wr_data = asm_r;
-        if (in_pad) wr_data = {MAXE*8{1'b0}};
+        if (pad_d) wr_data = {MAXE*8{1'b0}};
         else if (narrow) wr_data = (MAXE*8)'(r_data >> {(cur & (BB - 1)), 3'b000});
         else wr_data = beat_data;
     end
@@ -219,7 +223,10 @@ module vta_dma_read #(
     wire [31:0] cur_next = wrap ? row_base_next : !in_pad ? cur_step : cur;
     // in_beat and xl_le_beat of the written position, from each case's cur and xl beside the choice
     wire [LBB:0] ib_nrb = beat_elems(nrb[LBB-1:0], lg_n), ib_rb = beat_elems(row_base[LBB-1:0], lg_n);
-    wire [LBB:0] ib_wide = beat_elems(cur_elem_next[LBB-1:0], lg_n);
+    // (the low bits of cur + e_bytes by an adder of their own: from the 32-bit sum's chain they
+    // were in front of fits() into xl_le_beat, 10.18 ns placed)
+    (* keep *) wire [LBB-1:0] cur_elem_lo = cur[LBB-1:0] + e_bytes[LBB-1:0];
+    wire [LBB:0] ib_wide = beat_elems(cur_elem_lo, lg_n);
     wire [LBB:0] ib_end = beat_elems(cur_row_data_end[LBB-1:0], lg_n);
     wire [LBB:0] ib_full = beat_elems({LBB{1'b0}}, lg_n);
     wire [LBB:0] in_beat_next = wrap ? (row_next ? ib_nrb : ib_rb) : in_pad ? in_beat : !narrow ? ib_wide
@@ -269,6 +276,12 @@ module vta_dma_read #(
     wire seg_pad = in_pad ? p_pad_next : pad_r;        // at seg_end: pads follow
     // the instruction's data end (x_pad_0 + x_size) and its first narrow beat's elements
     wire [16:0] i_x_end = 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
+    // x_pad_0 + x_size == 1 and x_pad_0 + x_size + x_pad_1 == 1 from the fields' own bits: the
+    // sums' carry chains in front of the compares were a failing path into c_wrap (10.18 ns)
+    wire i_x0_0 = (`VTA_MEM_X_PAD_0(insn) == 4'd0), i_xp1_0 = (`VTA_MEM_X_PAD_1(insn) == 4'd0);
+    wire i_xs_0 = (`VTA_MEM_X_SIZE(insn) == 16'd0), i_xs_1 = (`VTA_MEM_X_SIZE(insn) == 16'd1);
+    wire i_x_end_1 = (i_xs_1 && i_x0_0) || (i_xs_0 && `VTA_MEM_X_PAD_0(insn) == 4'd1);
+    wire i_w_1 = (i_x_end_1 && i_xp1_0) || (i_xs_0 && i_x0_0 && `VTA_MEM_X_PAD_1(insn) == 4'd1);
     wire [LBB:0] i_in_beat = beat_elems(f_base[LBB-1:0], LGB'(elog));
     // the instruction's first segment is a burst
     wire i_burst = (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_X_PAD_0(insn) == 4'd0) &&
@@ -287,6 +300,7 @@ module vta_dma_read #(
     always @(posedge clk) begin
         if (rst) begin
             state <= S_IDLE;
+            pad_d <= 1'b0;
             ar_pend <= 1'b0;
             empty <= 1'b0;
             c_stale <= 1'b0;
@@ -311,12 +325,12 @@ module vta_dma_read #(
                         (17'd1 >= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)));
             y_end <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn));
             xl <= i_x_end;
-            xl_is1 <= (i_x_end == 17'd1);
+            xl_is1 <= i_x_end_1;
             in_beat <= i_in_beat;
             xl_le_beat <= fits(i_x_end, i_in_beat);
             r_last <= 17'(`VTA_MEM_Y_PAD_0(insn)) + 17'(`VTA_MEM_Y_SIZE(insn)) + 17'(`VTA_MEM_Y_PAD_1(insn)) - 1;
             w_last <= i_x_end + 17'(`VTA_MEM_X_PAD_1(insn)) - 1;
-            no_xp1 <= (`VTA_MEM_X_PAD_1(insn) == 4'd0);
+            no_xp1 <= i_xp1_0;
             row_bytes <= f_row_bytes;
             stride_bytes <= f_stride;
             row_end <= f_base + f_row_bytes;
@@ -326,9 +340,9 @@ module vta_dma_read #(
             c <= 0;
             c1 <= 17'd1;
             c_stale <= 1'b0;
-            c_wrap <= (i_x_end + 17'(`VTA_MEM_X_PAD_1(insn)) == 17'd1);
+            c_wrap <= i_w_1;
             c_lt_x0 <= (17'd0 < 17'(`VTA_MEM_X_PAD_0(insn)) - 17'd1);
-            c_ge_xend <= (i_x_end == 17'd1);
+            c_ge_xend <= i_x_end_1;
             bc <= 0;
             bc_oh <= NB'(1);
             last_beat_r <= (elog <= 4'(LBB));
@@ -337,6 +351,7 @@ module vta_dma_read #(
             cur <= f_base;
             empty <= go && go_no_rows;
             state <= !go ? S_IDLE : i_burst ? S_REQ : go_no_rows ? S_IDLE : S_PAD;
+            pad_d <= go && !i_burst && !go_no_rows;
         end else begin
             if (beat) begin
                 b_got <= b_got + 1;
@@ -391,6 +406,7 @@ module vta_dma_read #(
             end
             if (seg_end) begin
                 state <= seg_last ? S_IDLE : seg_pad ? S_PAD : S_REQ;
+                pad_d <= !seg_last && seg_pad;
             end else if (state == S_REQ && port_gnt) begin
                 state <= S_BURST;
             end
@@ -429,6 +445,7 @@ module vta_dma_read #(
     end
 `ifdef FORMAL
     // the registered compares equal the compares (the k-induction proofs need them stated)
+    always @(*) if (!rst) dma_pad_reg: assert(pad_d == in_pad);
     always @(*) if (!rst && state != S_IDLE) begin
         dma_last_beat_reg: assert(last_beat_r == (bc == bc_last));
         dma_lg_regs: assert(e_bytes == (32'd1 << lg) && (!narrow || 32'(lg_n) == 32'(lg)));
