@@ -127,7 +127,7 @@ MUTATIONS = (
              "cycle after it to redo", 6),
     Mutation("alu_shift_cap", "alu_lanes", "vta_alu_core.v",
              "(!(&bb[30:SB]) || bb[SB-1:0] == 0)", "(!(&bb[30:SB]))",
-             "alu_lanes_are_spec", "a left shift by 32 is not capped at 31 (shifts by 0)", 4),
+             "alu_lanes_are_spec", "a left shift by 32 is not capped at 31 (shifts by 0)", 3),
     Mutation("bus_err_ignored", "error_code", "vta_top.v",
              "wire       stop_err = bus_err || fetch_err || index_err || dead_q;",
              "wire       stop_err = fetch_err || index_err || dead_q;",

@@ -21,19 +21,13 @@ module f_alu_lanes (
 `include "f_reset.svh"
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
     wire [`VTA_ACC_BYTES*8-1:0] z, zr;
-    // the multipliers' input registers take x and y a cycle ahead of the fabric's (VTA_ECP5_CELLS;
-    // this build multiplies x and y): the harness's own registers give the core both
-    reg [`VTA_ACC_BYTES*8-1:0] xq, yq;
-    reg [2:0] opq;
-    reg resetq;
-    always @(posedge clk) {xq, yq, opq, resetq} <= {x, y, op, reset};
-    vta_alu_core alu (.clk(clk), .reset(resetq), .op(opq), .x(xq), .y(yq), .xm(x), .ym(y), .z(z), .zr(zr));
-    always @(*) assume(op <= `VTA_ALU_MUL && opq <= `VTA_ALU_MUL);   // fetch refuses opcodes 5-7
+    vta_alu_core alu (.clk(clk), .reset(reset), .op(op), .x(x), .y(y), .xm(x), .ym(y), .z(z), .zr(zr));
+    always @(*) assume(op <= `VTA_ALU_MUL);   // fetch refuses opcodes 5-7
     reg [`VTA_ACC_BYTES*8-1:0] xp, yp, xpp, ypp;   // the core's operands of the cycle before, two before
     reg [2:0] opp, oppp;
     reg resetp, resetpp, f_past = 1'b0, f_past2 = 1'b0;
     always @(posedge clk) begin
-        {xp, yp, opp, resetp} <= {xq, yq, opq, resetq};
+        {xp, yp, opp, resetp} <= {x, y, op, reset};
         {xpp, ypp, oppp, resetpp} <= {xp, yp, opp, resetp};
         f_past <= 1'b1;
         f_past2 <= f_past;
@@ -42,8 +36,8 @@ module f_alu_lanes (
     integer l;
     always @(*)
         for (l = 0; l < LANES; l = l + 1)
-            f_mul[l * 32 +: 32] = 32'(32'(xq[l * 32 +: 16]) * 32'(yq[l * 32 +: 16])) +
-                                  {16'(xq[l * 32 +: 16] * yq[l * 32 + 16 +: 16]) + 16'(xq[l * 32 + 16 +: 16] * yq[l * 32 +: 16]), 16'd0};
+            f_mul[l * 32 +: 32] = 32'(32'(x[l * 32 +: 16]) * 32'(y[l * 32 +: 16])) +
+                                  {16'(x[l * 32 +: 16] * y[l * 32 + 16 +: 16]) + 16'(x[l * 32 + 16 +: 16] * y[l * 32 +: 16]), 16'd0};
     always @(posedge clk) {f_mulp, f_mulpp} <= {f_mul, f_mulp};
     function automatic [31:0] spec_lane(input [2:0] o, input signed [31:0] xs, input signed [31:0] ys,
                                         input [31:0] mul, input rs);

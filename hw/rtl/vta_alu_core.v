@@ -5,9 +5,11 @@
 // the 32-bit choice: the compare's fan-out over the lane into the op's mux was the 92.3 MHz run's
 // worst path, 10.84 ns), SHR's operand shifted by the amount's multiple of 8 with the rest (0-7)
 // and the direction, and the three 16 x 16 partial products of MUL's low 32 bits (with
-// VTA_ECP5_CELLS three MULT18X18D per lane, hw/rtl/ecp5/vta_ecp5_mul.v, their operands in the
-// blocks' input registers, xm and ym a cycle ahead of x and y, the products registered in the
-// fabric); the second shifts, adds the partial products and picks the result, registered in z.
+// VTA_ECP5_CELLS three MULT18X18D per lane, hw/rtl/ecp5/vta_ecp5_mul.v, from operand registers
+// of their own at the DSP columns, the products in the blocks' output registers: with the
+// operands in the blocks' input registers instead, the ACC block RAM's output ran through the
+// forward mux straight into them, 11.3 ns of mostly route); the second shifts, adds the partial
+// products and picks the result, registered in z.
 // The third stage is what issue 17's last runs lacked: with z taken from the second stage's
 // logic, the loop operand -> multiplier -> partial products -> add -> forward -> operand spanned
 // two cycles and two crossings of the DSP columns (about 20.5 ns placed, 93.8 MHz); it now spans
@@ -20,9 +22,9 @@ module vta_alu_core (
     input  wire [2:0]                  op,
     input  wire [`VTA_ACC_BYTES*8-1:0] x,
     input  wire [`VTA_ACC_BYTES*8-1:0] y,
-    // what x and y will be after the next edge, for the MULT18X18D cells' input registers
-    // (VTA_ECP5_CELLS): the fabric's MIN/MAX/ADD and shifter read x and y from registers placed
-    // beside them, the multipliers from their own inside the DSP blocks
+    // x and y again for the MULT18X18D cells (VTA_ECP5_CELLS), from registers of their own at the
+    // DSP columns, equal to x and y whenever z is used: the fabric's MIN/MAX/ADD and shifter read
+    // x and y from registers placed beside them
     /* verilator lint_off UNUSEDSIGNAL */
     input  wire [`VTA_ACC_BYTES*8-1:0] xm,
     input  wire [`VTA_ACC_BYTES*8-1:0] ym,
@@ -54,14 +56,13 @@ module vta_alu_core (
     reg signed [31:0] sl, sr;                          // the first stage's shifts
     reg [31:0] t;                                      // the second's
     reg [15:0] cs_s, cs_c;                             // MUL's high half as carry-save
-    reg [`VTA_ACC_BYTES*8-1:0] ll_a;                   // lo x lo product
-    reg [LANES*16-1:0] lh_a, hl_a;                     // lo x hi and hi x lo, their low 16 bits
+    // the partial products, registered: lo x lo, and lo x hi and hi x lo's low 16 bits
 `ifdef VTA_ECP5_CELLS
-    wire [`VTA_ACC_BYTES*8-1:0] ll_c;
-    wire [LANES*16-1:0] lh_c, hl_c;
+    wire [`VTA_ACC_BYTES*8-1:0] ll_a;                  // in the MULT18X18D output registers
+    wire [LANES*16-1:0] lh_a, hl_a;
 `else
-    reg [`VTA_ACC_BYTES*8-1:0] ll_c;
-    reg [LANES*16-1:0] lh_c, hl_c;
+    reg [`VTA_ACC_BYTES*8-1:0] ll_c, ll_a;
+    reg [LANES*16-1:0] lh_c, hl_c, lh_a, hl_a;
 `endif
     reg mul_a;          // MUL, not under reset
     // -v bit by bit, v[k] ^ (v[k-1:0] != 0), each bit a LUT of v's bits: written as -v it is a
@@ -112,14 +113,14 @@ module vta_alu_core (
     wire [LANES*32-1:0] lh_p, hl_p;
     genvar gi;
     generate for (gi = 0; gi < LANES; gi = gi + 1) begin : g_lane
-        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(1), .OUT_REG(0)) ll (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 +: 16]),
-            .p(ll_c[gi * 32 +: 32]));
-        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(1), .OUT_REG(0)) lh (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 + 16 +: 16]),
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) ll (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 +: 16]),
+            .p(ll_a[gi * 32 +: 32]));
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) lh (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 + 16 +: 16]),
             .p(lh_p[gi * 32 +: 32]));
-        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(1), .OUT_REG(0)) hl (.clk(clk), .a(xm[gi * 32 + 16 +: 16]), .b(ym[gi * 32 +: 16]),
+        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) hl (.clk(clk), .a(xm[gi * 32 + 16 +: 16]), .b(ym[gi * 32 +: 16]),
             .p(hl_p[gi * 32 +: 32]));
-        assign lh_c[gi * 16 +: 16] = lh_p[gi * 32 +: 16];
-        assign hl_c[gi * 16 +: 16] = hl_p[gi * 32 +: 16];
+        assign lh_a[gi * 16 +: 16] = lh_p[gi * 32 +: 16];
+        assign hl_a[gi * 16 +: 16] = hl_p[gi * 32 +: 16];
     end endgenerate
 `endif
     always @(posedge clk) begin
@@ -132,10 +133,10 @@ module vta_alu_core (
         r_a <= r_c;
         b_a <= y;
         pick_a <= pick_c;
-        ll_a <= ll_c;
-        lh_a <= lh_c;
-        hl_a <= hl_c;
     end
+`ifndef VTA_ECP5_CELLS
+    always @(posedge clk) {ll_a, lh_a, hl_a} <= {ll_c, lh_c, hl_c};
+`endif
     reg [`VTA_ACC_BYTES*8-1:0] z_c;
     always @(*)
         for (i = 0; i < LANES; i = i + 1) begin

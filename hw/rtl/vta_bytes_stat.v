@@ -2,7 +2,9 @@
 // instruction adds X_SIZE * Y_SIZE elements of 2^lg bytes. The product is registered the cycle
 // after the begin and added the cycle after that, so no multiplier and adder chain hangs off
 // the begin (the placed critical path while it was one cycle); the total is final two cycles
-// after the last begin, long before the host can read it.
+// after the last begin, long before the host can read it. With VTA_ECP5_CELLS the product is a
+// MULT18X18D's output register (the instruction -> a combinational multiplier -> n was a failing
+// path, 10.81 ns placed).
 `default_nettype none
 module vta_bytes_stat (
     input  wire        clk,
@@ -14,11 +16,16 @@ module vta_bytes_stat (
     output reg  [31:0] total
 );
     reg        pend;
-    reg [31:0] n;
     reg [3:0]  lg_r;
+`ifdef VTA_ECP5_CELLS
+    wire [31:0] n;
+    vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) mul (.clk(clk), .a(x_size), .b(y_size), .p(n));
+`else
+    reg [31:0] n;
+    always @(posedge clk) n <= 32'(x_size) * 32'(y_size);
+`endif
     always @(posedge clk) begin
         pend <= add && !rst;
-        n <= 32'(x_size) * 32'(y_size);
         lg_r <= lg;
         if (rst) total <= 0;
         else if (pend) total <= total + (n << lg_r);

@@ -295,9 +295,18 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] x_s2 = fz ? alu_z : f1 ? alu_zr : f2 ? w6_z : tensor ? x_r : acc_rdata;
     wire [31:0] imm_m = (m1 && m2) ? imm_t : (m1 || m2) ? imm_d : imm;
     wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !tensor ? {LANES{imm_m}} : fzy ? alu_z : f1y ? alu_zr : f2y ? w6_z : acc_rdata;
-    // the multipliers take x_s2 and y_s2 into their input registers (VTA_ECP5_CELLS), the same
-    // values as x2 and y2 whenever S3 holds an iteration
-    vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .xm(x_s2), .ym(y_s2), .z(alu_z),
+`ifdef VTA_ECP5_CELLS
+    // the multipliers' copy of S3's operands, loaded every cycle (so not merged with x2, y2, which
+    // load with S2): the same values whenever S3 holds an iteration
+    reg [`VTA_ACC_BYTES*8-1:0] x2m, y2m;
+    always @(posedge clk) begin
+        x2m <= x_s2;
+        y2m <= y_s2;
+    end
+`else
+    wire [`VTA_ACC_BYTES*8-1:0] x2m = x2, y2m = y2;
+`endif
+    vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .xm(x2m), .ym(y2m), .z(alu_z),
                       .zr(alu_zr));
     // the iterations that will be in S3, S4 and S5 with the one in S1r (its entries a, src)
     wire at3 = s2_valid && is_alu, at4 = s3_valid && is_alu, at5 = s4_valid && is_alu, at6 = alu_we;

@@ -100,12 +100,20 @@ module vta_fetch (
     // cycle after the last beat, the earliest data_done, so the sides are in by S_CHK (taken from
     // the beat's data itself they were behind the read FIFO's bypass: 11.4 ns placed).
     reg  [16:0] ys_r, xs_r;
+`ifdef VTA_ECP5_CELLS
+    // the product in a MULT18X18D's output register, loaded every cycle: at S_CHK2 it holds the
+    // sides of S_CHK, what entries_r would (ys_r -> a combinational multiplier -> entries_r was
+    // a failing path, 10.38 ns placed)
+    wire [33:0] entries_p;
+    vta_ecp5_mul #(.W(17), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) side_mul (.clk(clk), .a(ys_r), .b(xs_r), .p(entries_p));
+    wire [39:0] entries_r = 40'(entries_p);
+`else
     reg  [39:0] entries_r;
+`endif
     // the entries the memory has from SRAM_BASE on (depth - base, negative past its end),
     // registered from word_r every cycle as the sides are: base + entries > depth as one compare
     // of entries_r with it (the sum then a compare, two carry chains: 10.57 ns placed)
     reg  signed [41:0] room_r;
-    wire [33:0] entries = ys_r * xs_r;
     reg [31:0] depth;
     always @(*) begin
         case (mt)
@@ -149,6 +157,9 @@ module vta_fetch (
     assign port_req = (state == S_REQ) || (enq && !last);
     assign busy = (state == S_REQ) || (state == S_RUN) || (state == S_CHK) || (state == S_CHK2) || enq || bad;
 
+`ifndef VTA_ECP5_CELLS
+    always @(posedge clk) if (state == S_CHK) entries_r <= 40'(34'(ys_r) * 34'(xs_r));
+`endif
     always @(posedge clk) begin
         if (rst) begin
             state <= S_IDLE;
@@ -181,10 +192,7 @@ module vta_fetch (
             ys_r <= 17'(`VTA_MEM_Y_PAD_0(w)) + 17'(`VTA_MEM_Y_SIZE(w)) + 17'(`VTA_MEM_Y_PAD_1(w));
             xs_r <= 17'(`VTA_MEM_X_PAD_0(w)) + 17'(`VTA_MEM_X_SIZE(w)) + 17'(`VTA_MEM_X_PAD_1(w));
             room_r <= $signed(42'(depth)) - $signed(42'(`VTA_MEM_SRAM_BASE(w)));
-            if (state == S_CHK) begin
-                entries_r <= 40'(entries);
-                state <= S_CHK2;
-            end
+            if (state == S_CHK) state <= S_CHK2;
             if (state == S_CHK2) begin
                 code_r <= code;
                 ok_r <= (code == `VTA_ERR_NONE);
