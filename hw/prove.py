@@ -114,10 +114,10 @@ MUTATIONS = (
              "live_within_bound", "a read burst holds the port a cycle past DMA_READ_LATENCY + its beats", 14),
     Mutation("uop_loop_stalled", "compute_live", "vta_compute.v", "u <= u_inc;", "u <= u;",
              "loop_last_regs", "the micro-op counter stops: its registered last-iteration test no longer "
-             "matches it", 12),
+             "matches it", 13),
     Mutation("loop_end_lost", "compute_live", "vta_compute.v", "if (last_i) g_active <= 1'b0;",
              "if (1'b0) g_active <= 1'b0;", "live_within_bound",
-             "the loop never ends after its last iteration: a GEMM/ALU runs forever", 12),
+             "the loop never ends after its last iteration: a GEMM/ALU runs forever", 13),
     Mutation("q_offset_stale", "dma_regs", "vta_dma_read.v",
              "q_om1 <= (LB+2)'(nb_cur & (BB - 1)) - 1;", "q_om1 <= (LB+2)'(q_cur & (BB - 1)) - 1;",
              "dma_q_regs", "a burst's ARLEN term is worked out from the previous request's start, not its own", 3),
