@@ -244,6 +244,22 @@ module vta_compute (
     // can take them reaches S2)
     reg [2:0]  op_d, op_t;
     reg [31:0] imm_d, imm_t;
+    // the operation with immediate v applied m times as one, given m x v (sum) and v^m (prod):
+    // min/max as they are, a shift by m times the amount (capped at 31 to the right; 32 or more
+    // to the left gives 0, as x * 0)
+    function automatic [34:0] op_times(input [2:0] o, input [31:0] v, input [31:0] sum, input [31:0] prod,
+                                       input integer m);
+        op_times = {o, v};
+        case (o)
+            `VTA_ALU_ADD: op_times = {o, sum};
+            `VTA_ALU_MUL: op_times = {o, prod};
+            `VTA_ALU_SHR:
+                if (!v[31]) op_times = {o, ($signed(v) > `VTA_ALU_SHIFT_CAP / m) ? 32'(`VTA_ALU_SHIFT_CAP) : sum};
+                else if ($signed(v) < -(`VTA_ALU_SHIFT_CAP / m)) op_times = {3'(`VTA_ALU_MUL), 32'd0};
+                else op_times = {o, sum};
+            default: ;
+        endcase
+    endfunction
 `ifdef VTA_ECP5_CELLS
     // the immediate's square by halves (the doubled MUL) in MULT18X18D output registers as the
     // duration's: imm holds from the start, so at step 2 they hold its square (imm -> a
@@ -463,19 +479,7 @@ module vta_compute (
 `endif
                 dur_step <= 3'd2;
             end else if (dur_step == 3'd2) begin
-                op_d <= alu_op;
-                imm_d <= imm;
-                case (alu_op)
-                    `VTA_ALU_ADD: imm_d <= imm << 1;
-                    `VTA_ALU_MUL: imm_d <= sq_ll + {sq_lh << 1, 16'd0};
-                    `VTA_ALU_SHR:
-                        if (!imm[31]) imm_d <= (imm > `VTA_ALU_SHIFT_CAP / 2) ? `VTA_ALU_SHIFT_CAP : imm << 1;
-                        else if ($signed(imm) < -(`VTA_ALU_SHIFT_CAP / 2)) begin
-                            op_d <= `VTA_ALU_MUL;   // shifted left by 32 or more: 0
-                            imm_d <= 32'd0;
-                        end else imm_d <= imm << 1;
-                    default: ;
-                endcase
+                {op_d, imm_d} <= op_times(alu_op, imm, imm << 1, sq_ll + {sq_lh << 1, 16'd0}, 2);
                 d_n <= 48'(d_n_lo) + (48'(d_n_hi) << 14);
                 dur_step <= 3'd3;
             end else if (dur_step == 3'd3) begin
@@ -488,20 +492,7 @@ module vta_compute (
 `endif
                 dur_step <= 3'd4;
             end else if (dur_step == 3'd4) begin
-                // the tripled operation, from the doubled one
-                op_t <= alu_op;
-                imm_t <= imm;
-                case (alu_op)
-                    `VTA_ALU_ADD: imm_t <= imm_d + imm;
-                    `VTA_ALU_MUL: imm_t <= cb_ll + {cb_lh + cb_hl, 16'd0};
-                    `VTA_ALU_SHR:
-                        if (!imm[31]) imm_t <= (imm > `VTA_ALU_SHIFT_CAP / 3) ? `VTA_ALU_SHIFT_CAP : imm_d + imm;
-                        else if ($signed(imm) < -(`VTA_ALU_SHIFT_CAP / 3)) begin
-                            op_t <= `VTA_ALU_MUL;   // shifted left by 32 or more: 0
-                            imm_t <= 32'd0;
-                        end else imm_t <= imm_d + imm;
-                    default: ;
-                endcase
+                {op_t, imm_t} <= op_times(alu_op, imm, imm_d + imm, cb_ll + {cb_lh + cb_hl, 16'd0}, 3);
                 dur_step <= 3'd0;
             end
             if (start) begin

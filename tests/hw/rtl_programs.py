@@ -152,21 +152,27 @@ def alu_same_entry_program(cfg, rng):
              (isa.ALU_SHR, -15), (isa.ALU_SHR, -16), (isa.ALU_SHR, -40)]
     cases = [(op, imm, False) for op, imm in cases] + [(op, None, y_hit) for op in isa.ALU_NAMES
                                                         for y_hit in (False, True)]
-    # per instruction k, entries e = 4k .. 4k + 3 in this order (then twice again, iter_out = 3):
-    # e again after 1, 1 and 1 (three in a row), 2, 3 (two others between), 4, and mixes of them
-    order = (0, 0, 0, 1, 0, 2, 3, 0, 1, 2, 3, 0, 0, 2, 1, 0)
-    ents = 4 * len(cases)
+    # per instruction k and outer iteration i (iter_out = 3), fresh entries e = per (3k + i) + d
+    # in this order: e again after 1, 1 and 1 (three in a row), 2, 3 (two others between), 4, and
+    # mixes of them (a tensor's source, e + 1, two after e + 1 was written: 1, 2, 0); then a tail
+    # whose entries 5-9, read fresh, end with each case (what DRAM shows: a shift's repeats would
+    # otherwise leave 0 or -1): 5 one after, 6 two after, 7 three after, 8 four after, 9 three in a row
+    order = ((0, 0, 0, 1, 0, 2, 3, 0, 1, 2, 3, 0, 0, 2, 1, 0, 1, 2, 0)
+             + (5, 5, 6, 1, 6, 7, 2, 3, 7, 8, 1, 2, 3, 8, 9, 9, 9))
+    per, outer = 10, 3
+    ents = per * outer * len(cases)
     lay = Layout()
     acc = rng.integers(-2**31, 2**31, size=(ents + 2) * ab // 4, dtype=np.int64).astype("<i4")
     a = lay.put(acc.tobytes(), ab)
     # a tensor operand's source: entry ents or ents + 1, or (y_hit) the next entry of the same
     # instruction, which the iterations before wrote; the last micro-op walks every entry
-    words = [(4 * k + d, 4 * k + (d + 1) % 4 if y_hit else ents + d % 2, 0)
+    words = [(per * outer * k + d, per * outer * k + (d + 1) % per if y_hit else ents + d % 2, 0)
              for k, (_, _, y_hit) in enumerate(cases) for d in order]
     u = lay.put(uop_words(cfg, words + [(0, 0, 0)]), 4)
     m = len(order)
-    alus = [isa.AluInsn(uop_bgn=m * k, uop_end=m * k + m, iter_out=3, alu_opcode=op, use_imm=int(imm is not None),
-                        imm=imm or 0) for k, (op, imm, _) in enumerate(cases)]
+    alus = [isa.AluInsn(uop_bgn=m * k, uop_end=m * k + m, iter_out=outer, dst_factor_out=per,
+                        src_factor_out=per if y_hit else 0, alu_opcode=op, use_imm=int(imm is not None),
+                        imm=imm or 0) for k, (op, imm, y_hit) in enumerate(cases)]
     # every byte of the results reaches DRAM: the int8 store, then three times a shift right by 8
     # (writing OUT too) and the store again
     insns = chain(compute_part=[load(MEM_ACC, 0, a, 1, ents + 2), load(MEM_UOP, 0, u, 1, len(words) + 1)] + alus,
