@@ -223,10 +223,10 @@ module vta_dma_read #(
     wire [31:0] cur_next = wrap ? row_base_next : !in_pad ? cur_step : cur;
     // in_beat and xl_le_beat of the written position, from each case's cur and xl beside the choice
     wire [LBB:0] ib_nrb = beat_elems(nrb[LBB-1:0], lg_n), ib_rb = beat_elems(row_base[LBB-1:0], lg_n);
-    // (the low bits of cur + e_bytes by an adder of their own: from the 32-bit sum's chain they
-    // were in front of fits() into xl_le_beat, 10.18 ns placed)
-    (* keep *) wire [LBB-1:0] cur_elem_lo = cur[LBB-1:0] + e_bytes[LBB-1:0];
-    wire [LBB:0] ib_wide = beat_elems(cur_elem_lo, lg_n);
+    // (from the low bits of cur + e_bytes by an adder of their own: from the 32-bit sum's chain
+    // they were in front of fits() into xl_le_beat, 10.18 ns placed; kept as a wire, as the
+    // adder's own output under (* keep *) made Yosys 0.70's ABC9 exit without a message)
+    (* keep *) wire [LBB:0] ib_wide = beat_elems(LBB'(cur[LBB-1:0] + e_bytes[LBB-1:0]), lg_n);
     wire [LBB:0] ib_end = beat_elems(cur_row_data_end[LBB-1:0], lg_n);
     wire [LBB:0] ib_full = beat_elems({LBB{1'b0}}, lg_n);
     wire [LBB:0] in_beat_next = wrap ? (row_next ? ib_nrb : ib_rb) : in_pad ? in_beat : !narrow ? ib_wide
