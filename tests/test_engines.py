@@ -119,8 +119,8 @@ def test_blocked_gemm_with_other_timing_parameters():
     assert cycles != _outcome("reference", Config.default(), image, addr, count)[0]
 
 
-@pytest.mark.parametrize("name", ["FETCH_DECODE", "QUEUE_DELAY", "TOKEN_DELAY", "ISSUE_DELAY", "BEGIN_DELAY",
-                                  "REQUEST_DELAY"])
+@pytest.mark.parametrize("name", ["FETCH_DECODE", "FETCH_NEXT", "QUEUE_DELAY", "TOKEN_DELAY", "ISSUE_DELAY",
+                                  "BEGIN_DELAY", "REQUEST_DELAY", "ALU_IMM_INTERVAL"])
 def test_hand_off_delays_come_from_timing(monkeypatch, name):
     """The structural delays are read from vta_sim.timing at each run, never re-typed in C."""
     cfg = Config.default()

@@ -6,7 +6,7 @@ import pytest
 from programs import image_with, load, store
 from vta_sim import Simulator, isa
 from vta_sim.config import MEM_INP, MEM_UOP, MEM_WGT
-from vta_sim.timing import BEGIN_DELAY, FETCH_DECODE, ISSUE_DELAY, QUEUE_DELAY, REQUEST_DELAY, TOKEN_DELAY
+from vta_sim.timing import BEGIN_DELAY, FETCH_DECODE, FETCH_NEXT, ISSUE_DELAY, QUEUE_DELAY, REQUEST_DELAY, TOKEN_DELAY
 
 
 def fetch(cfg):
@@ -15,9 +15,10 @@ def fetch(cfg):
 
 
 def enq(cfg, k):
-    """Enqueue cycle of instruction k when fetch never waits: each burst is requested at the
-    previous enqueue and its word is enqueued FETCH_DECODE cycles after its last beat."""
-    return (k + 1) * (fetch(cfg) + FETCH_DECODE)
+    """Enqueue cycle of instruction k when fetch never waits: each burst is requested FETCH_NEXT
+    cycles after the previous enqueue and its word is enqueued FETCH_DECODE cycles after its last
+    beat."""
+    return (k + 1) * (fetch(cfg) + FETCH_DECODE) + k * FETCH_NEXT
 
 
 def begin(cfg, k, pushed=None):
@@ -54,7 +55,7 @@ def test_alu_is_one_per_cycle_with_immediate_two_or_three_with_tensor(cfg, use_i
 @pytest.mark.parametrize("y, x, pads", [(1, 4, (0, 0, 0, 0)), (3, 5, (0, 0, 0, 0)), (2, 3, (1, 2, 1, 3))])
 def test_load_is_latency_plus_beats_per_row_plus_pad_entries(cfg, y, x, pads):
     """Leading pads are written while fetch holds the read port for the FINISH (from its request at
-    enq(0)); the first burst is granted once that fetch is done; then pads and bursts run back to
+    enq(0) + FETCH_NEXT); the first burst is granted once that fetch is done; then pads and bursts run back to
     back, each burst requesting the port REQUEST_DELAY after the segment before it; the FINISH pops
     the pushed token."""
     elem = cfg.buffers["inp"].entry_bytes
@@ -62,7 +63,7 @@ def test_load_is_latency_plus_beats_per_row_plus_pad_entries(cfg, y, x, pads):
     rows = y * (cfg.DMA_READ_LATENCY + math.ceil(x * elem / cfg.bus_bytes))
     pad_entries = (pads[0] + pads[1]) * width + y * (pads[2] + pads[3])
     lead = pads[0] * width + pads[2]
-    grant = max(begin(cfg, 0) + lead + REQUEST_DELAY, enq(cfg, 0) + fetch(cfg))
+    grant = max(begin(cfg, 0) + lead + REQUEST_DELAY, enq(cfg, 0) + FETCH_NEXT + fetch(cfg))
     done = grant + rows + pad_entries - lead + (y - 1) * REQUEST_DELAY
     insns = [load(MEM_INP, 0, 0, y, x, x + 1, pads, push_next=1), isa.FinishInsn(pop_prev=1)]
     assert cycles(cfg, insns) == begin(cfg, 1, pushed=done) + 1
@@ -74,7 +75,7 @@ def test_long_rows_split_into_bursts_at_the_boundary(cfg):
     boundary = min(4096, 256 * cfg.bus_bytes)
     bursts = 4096 // boundary
     insns = [load(MEM_WGT, 0, 0, 1, x, push_next=1), isa.FinishInsn(pop_prev=1)]
-    grant = max(begin(cfg, 0) + REQUEST_DELAY, enq(cfg, 0) + fetch(cfg))
+    grant = max(begin(cfg, 0) + REQUEST_DELAY, enq(cfg, 0) + FETCH_NEXT + fetch(cfg))
     done = grant + bursts * (cfg.DMA_READ_LATENCY + boundary // cfg.bus_bytes) + (bursts - 1) * REQUEST_DELAY
     assert cycles(cfg, insns, size=8192) == begin(cfg, 1, pushed=done) + 1
 
@@ -82,14 +83,15 @@ def test_long_rows_split_into_bursts_at_the_boundary(cfg):
 def test_misaligned_uop_load_pays_an_extra_beat(cfg):
     """Two micro-ops (8 B) starting 4 bytes into a bus word straddle two beats."""
     insns = [load(MEM_UOP, 0, 1, 1, 2), isa.GemmInsn(uop_bgn=0, uop_end=2), isa.FinishInsn()]
-    # the GEMM's fetch holds the read port until enq(0) + f; the UOP burst (2 beats, not 1) is
-    # granted then, before the FINISH's fetch asks (at enq(1)), which then waits for it.
+    # the GEMM's fetch holds the read port until enq(0) + FETCH_NEXT + f; the UOP burst (2 beats,
+    # not 1) is granted then, before the FINISH's fetch asks (at enq(1) + FETCH_NEXT), which then
+    # waits for it.
     f = fetch(cfg)
-    uop_grant = max(begin(cfg, 0) + REQUEST_DELAY, enq(cfg, 0) + f)
-    assert uop_grant < enq(cfg, 1)
+    uop_grant = max(begin(cfg, 0) + REQUEST_DELAY, enq(cfg, 0) + FETCH_NEXT + f)
+    assert uop_grant < enq(cfg, 1) + FETCH_NEXT
     uop_done = uop_grant + cfg.DMA_READ_LATENCY + 2
     gemm_done = max(begin(cfg, 1), uop_done + BEGIN_DELAY) + cfg.GEMM_PIPELINE + 2
-    finish_enq = max(enq(cfg, 1), uop_done) + f + FETCH_DECODE
+    finish_enq = max(enq(cfg, 1) + FETCH_NEXT, uop_done) + f + FETCH_DECODE
     assert cycles(cfg, insns) == max(finish_enq + QUEUE_DELAY + ISSUE_DELAY, gemm_done + BEGIN_DELAY) + 1
 
 

@@ -42,7 +42,7 @@ def _field_tables(cfg: Config) -> dict:
 
 def _delays() -> dict:
     """timing.py's hand-off delays, read at each run (a change to them must reach engine.c)."""
-    return {"fetch_decode": timing.FETCH_DECODE, "queue_delay": timing.QUEUE_DELAY, "token_delay": timing.TOKEN_DELAY,
+    return {"fetch_decode": timing.FETCH_DECODE, "fetch_next": timing.FETCH_NEXT, "queue_delay": timing.QUEUE_DELAY, "token_delay": timing.TOKEN_DELAY,
             "issue_delay": timing.ISSUE_DELAY, "begin_delay": timing.BEGIN_DELAY, "request_delay": timing.REQUEST_DELAY,
             "alu_imm_interval": timing.ALU_IMM_INTERVAL,
             "alu_tensor_interval": tuple(timing.ALU_TENSOR_INTERVAL.get(op, 0)

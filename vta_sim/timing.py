@@ -81,6 +81,7 @@ _FETCH_GRANT, _FETCH_ENQUEUE, _ISSUE, _BEGIN, _GRANT, _DONE, _PUSHED = range(7)
 
 #: Revision 3's registered hand-offs (docs/timing.md, "Hand-offs"), fixed by the RTL's structure.
 FETCH_DECODE = 3   # a word whose last beat is due at D is checked at D + 1 and D + 2, enqueued from D + 3
+FETCH_NEXT = 1     # the next word is requested 1 cycle after the enqueue (revision 6: a registered request)
 QUEUE_DELAY = 1    # an instruction enqueued at t can issue from t + 1; a slot freed at t is seen at t + 1
 TOKEN_DELAY = 1    # a token pushed at t can be popped from t + 1; a slot freed at t is seen at t + 1
 ISSUE_DELAY = 1    # an instruction issued (taken from its queue, tokens popped) at t begins from t + 1
@@ -303,7 +304,7 @@ class Engine:
             elif action == _FETCH_ENQUEUE:
                 self.fetch_stall_queue += t - fetch_t - FETCH_DECODE
                 mods[modules_of[fetch_k]].queue.append((fetch_k, t))
-                fetch_k, fetch_req, fetch_t = fetch_k + 1, True, t
+                fetch_k, fetch_req, fetch_t = fetch_k + 1, True, t + FETCH_NEXT
                 if progress is not None:
                     progress(fetch_k, n, t)
             elif action == _ISSUE:

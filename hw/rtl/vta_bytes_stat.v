@@ -1,10 +1,11 @@
 // A bytes-moved statistic (inp/wgt/acc/uop/out_load_nbytes, spec statistics): each DMA
 // instruction adds X_SIZE * Y_SIZE elements of 2^lg bytes. The product is registered the cycle
-// after the begin and added the cycle after that, so no multiplier and adder chain hangs off
-// the begin (the placed critical path while it was one cycle); the total is final two cycles
-// after the last begin, long before the host can read it. With VTA_ECP5_CELLS the product is a
-// MULT18X18D's output register (the instruction -> a combinational multiplier -> n was a failing
-// path, 10.81 ns placed).
+// after the begin, shifted to bytes and registered the cycle after, and added the cycle after
+// that, so no multiplier, shifter and adder chain hangs off the begin (the placed critical path
+// while it was one cycle); the total is final three cycles after the last begin, long before
+// the host can read it. With VTA_ECP5_CELLS the product is a MULT18X18D's output register (the
+// instruction -> a combinational multiplier -> n was a failing path, 10.81 ns placed; the
+// block's output -> the route out of its column -> the shift -> the adder, 10.51 ns).
 `default_nettype none
 module vta_bytes_stat (
     input  wire        clk,
@@ -15,8 +16,9 @@ module vta_bytes_stat (
     input  wire [3:0]  lg,       // log2 of its element bytes
     output reg  [31:0] total
 );
-    reg        pend;
+    reg        pend, pend2;
     reg [3:0]  lg_r;
+    reg [31:0] nb;        // n << lg_r
 `ifdef VTA_ECP5_CELLS
     wire [31:0] n;
     vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) mul (.clk(clk), .a(x_size), .b(y_size), .p(n));
@@ -26,9 +28,11 @@ module vta_bytes_stat (
 `endif
     always @(posedge clk) begin
         pend <= add && !rst;
+        pend2 <= pend && !rst;
         lg_r <= lg;
+        nb <= n << lg_r;
         if (rst) total <= 0;
-        else if (pend) total <= total + (n << lg_r);
+        else if (pend2) total <= total + nb;
     end
 endmodule
 `default_nettype wire

@@ -99,16 +99,20 @@ module vta_fetch (
     // S_CHK does and the multiplier never feeds the checks directly. word_r is whole from the
     // cycle after the last beat, the earliest data_done, so the sides are in by S_CHK (taken from
     // the beat's data itself they were behind the read FIFO's bypass: 11.4 ns placed).
-    reg  [16:0] ys_r, xs_r;
-`ifdef VTA_ECP5_CELLS
-    // the product in a MULT18X18D's output register, loaded every cycle: at S_CHK2 it holds the
-    // sides of S_CHK, what entries_r would (ys_r -> a combinational multiplier -> entries_r was
-    // a failing path, 10.38 ns placed)
-    wire [33:0] entries_p;
-    vta_ecp5_mul #(.W(17), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) side_mul (.clk(clk), .a(ys_r), .b(xs_r), .p(entries_p));
-    wire [39:0] entries_r = 40'(entries_p);
-`else
+    wire [16:0] ys_w = 17'(`VTA_MEM_Y_PAD_0(w)) + 17'(`VTA_MEM_Y_SIZE(w)) + 17'(`VTA_MEM_Y_PAD_1(w));
+    wire [16:0] xs_w = 17'(`VTA_MEM_X_PAD_0(w)) + 17'(`VTA_MEM_X_SIZE(w)) + 17'(`VTA_MEM_X_PAD_1(w));
     reg  [39:0] entries_r;
+`ifdef VTA_ECP5_CELLS
+    // the sides again in a MULT18X18D's input registers, loaded every cycle as ys_r and xs_r are
+    // (so equal to them): the block's product goes to entries_r in the fabric (ys_r -> a
+    // combinational multiplier -> entries_r was a failing path, 10.38 ns placed; the product in
+    // the block's output register instead, its route out into the range compare, 10.41 ns)
+    wire [33:0] entries_p;
+    vta_ecp5_mul #(.W(17), .SIGNED(0), .IN_REG(1), .OUT_REG(0)) side_mul (.clk(clk), .a(ys_w), .b(xs_w), .p(entries_p));
+`else
+    reg  [16:0] ys_r, xs_r;
+    always @(posedge clk) {ys_r, xs_r} <= {ys_w, xs_w};
+    wire [33:0] entries_p = 34'(ys_r) * 34'(xs_r);
 `endif
     // the entries the memory has from SRAM_BASE on (depth - base, negative past its end),
     // registered from word_r every cycle as the sides are: base + entries > depth as one compare
@@ -154,12 +158,13 @@ module vta_fetch (
     assign q_data = word_r;
     assign q_valid = (have && !bad) ? target_r : 3'b000;
     wire enq = |(q_valid & q_ready);
-    assign port_req = (state == S_REQ) || (enq && !last);
+    // the next word is requested from S_REQ only, the cycle after the enqueue (FETCH_NEXT,
+    // revision 6): requested in the enqueue's own cycle, the queue's room -> the enqueue -> the
+    // arbiter -> the grant -> the state was a failing loop (10.59 ns placed)
+    assign port_req = (state == S_REQ);
     assign busy = (state == S_REQ) || (state == S_RUN) || (state == S_CHK) || (state == S_CHK2) || enq || bad;
 
-`ifndef VTA_ECP5_CELLS
-    always @(posedge clk) if (state == S_CHK) entries_r <= 40'(34'(ys_r) * 34'(xs_r));
-`endif
+    always @(posedge clk) if (state == S_CHK) entries_r <= 40'(entries_p);
     always @(posedge clk) begin
         if (rst) begin
             state <= S_IDLE;
@@ -189,8 +194,6 @@ module vta_fetch (
                 end
             end
             if (data_done) state <= S_CHK;      // word_r holds the word from the next cycle
-            ys_r <= 17'(`VTA_MEM_Y_PAD_0(w)) + 17'(`VTA_MEM_Y_SIZE(w)) + 17'(`VTA_MEM_Y_PAD_1(w));
-            xs_r <= 17'(`VTA_MEM_X_PAD_0(w)) + 17'(`VTA_MEM_X_SIZE(w)) + 17'(`VTA_MEM_X_PAD_1(w));
             room_r <= $signed(42'(depth)) - $signed(42'(`VTA_MEM_SRAM_BASE(w)));
             if (state == S_CHK) state <= S_CHK2;
             if (state == S_CHK2) begin

@@ -90,7 +90,9 @@ module vta_top (
         // a bus error first: the data fetch or compute saw may be that of the failed beat
         ev_code <= bus_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_AXI_RESP) : fetch_err ? fetch_err_code :
                    index_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_INDEX) : `VTA_ERROR_CODE_BITS'(`VTA_ERR_DEADLOCK);
-        ev_index <= (fetch_err && !bus_err) ? fetch_err_index : `VTA_NO_INDEX;
+        // (a bus error's NO_INDEX is applied at the capture, from ev_code: bus_err, after the read
+        // FIFO's count and RREADY, fanned out over these 32 flip-flops was a failing path, 10.12 ns)
+        ev_index <= fetch_err ? fetch_err_index : `VTA_NO_INDEX;
         if (rst) begin
             running <= 1'b0;
             done <= 1'b0;
@@ -120,7 +122,7 @@ module vta_top (
                 cycles <= ev_cycle;
                 if (ev_err) begin
                     error_code <= ev_code;
-                    error_index <= ev_index;
+                    error_index <= (ev_code == `VTA_ERROR_CODE_BITS'(`VTA_ERR_AXI_RESP)) ? `VTA_NO_INDEX : ev_index;
                 end
             end
         end

@@ -480,7 +480,7 @@ int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt
             module_t *q = &mods[AT(fetch_k, VTA_COL_MODULE)];
             int64_t slot = (q->qhead + q->qlen++) % qdepth;
             q->qidx[slot] = fetch_k, q->qenq[slot] = t;
-            fetch_k++, fetch_req = 1, fetch_t = t;
+            fetch_k++, fetch_req = 1, fetch_t = t + p[VTA_P_FETCH_NEXT];
         } else if (action == A_ISSUE) {                 /* timing.py Engine._issue */
             int64_t idx = bm->qidx[bm->qhead], enq = bm->qenq[bm->qhead];
             bm->qhead = (bm->qhead + 1) % qdepth, bm->qlen--;

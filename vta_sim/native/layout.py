@@ -20,7 +20,7 @@ COLUMNS = FIELDS + ("module", "npop", "pop0", "pop1", "npush", "push0", "push1",
 FORMATS = ("mem", "gemm", "alu", "finish")
 #: Parameter slots: name -> width (consecutive slots of one name are indexed from its first).
 PARAMS = {"dma_read_latency": 1, "dma_write_latency": 1, "gemm_pipeline": 1, "alu_pipeline": 1,
-          "fetch_decode": 1, "queue_delay": 1, "token_delay": 1, "issue_delay": 1, "begin_delay": 1, "request_delay": 1,
+          "fetch_decode": 1, "fetch_next": 1, "queue_delay": 1, "token_delay": 1, "issue_delay": 1, "begin_delay": 1, "request_delay": 1,
           "alu_imm_interval": 1,
           "alu_tensor_interval": 8,  # cycles per iteration of a tensor ALU by opcode (timing.alu_interval)
           "cmd_queue_depth": 1, "token_depth": 1, "bus_bytes": 1, "burst_boundary": 1,
