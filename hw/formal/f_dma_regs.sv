@@ -1,8 +1,8 @@
 // The read DMA's registered compares and burst set-up (vta_dma_read's own `dma_*` assertions: each
 // register kept in place of a compare or an adder equals what it replaces) for ANY inputs: both
 // instances as vta_top builds them (load's widest element, compute's narrow UOP beats), with
-// go, the instruction, the element size (the load's at least a beat, as hw/header.py requires),
-// the port's grant and every AXI read signal free in every cycle. k-induction with k = 1 covers all time. Because nothing constrains the inputs,
+// go, the instruction, the element size, the port's grant and every AXI read signal free in
+// every cycle. k-induction with k = 1 covers all time. Because nothing constrains the inputs,
 // the assertions hold in any design around the DMA, so the harnesses of the whole design
 // (error_code) take them as assumptions instead of proving them again there (each new
 // register made that whole-design induction slower, from 1 to 8 minutes). The covers show a
@@ -29,9 +29,6 @@ module f_dma_regs (
 `include "f_reset.svh"
     localparam K = `VTA_BUS_BYTES / `VTA_UOP_BYTES;
     localparam LMAXE = (`VTA_WGT_BYTES > `VTA_INP_BYTES) ? `VTA_WGT_BYTES : `VTA_INP_BYTES;
-    // an element below a beat is narrow only with K > 1: the load module's INP and WGT are at
-    // least a beat (hw/header.py refuses narrower), which the DMA's in_beat relies on
-    always @(*) assume(ld_elog >= 4'($clog2(`VTA_BUS_BYTES)));
     wire ld_done, cp_done;
     /* verilator lint_off PINMISSING */
     vta_dma_read #(.MAXE(LMAXE), .K(1)) ld (
