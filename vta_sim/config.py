@@ -35,7 +35,7 @@ TIMING_DEFAULTS = {
     "DMA_WRITE_LATENCY": 4,  # cycles from the last write beat of a burst to its response
     "GEMM_PIPELINE": 8,      # GEMM pipeline fill + drain, cycles per instruction (the RTL's depth)
     "ALU_PIPELINE": 7,       # ALU pipeline fill + drain, cycles per instruction (the RTL's depth)
-    # clock used to convert cycles to seconds: at or below the Fmax the RTL meets, 93.8 MHz for 1x8x8
+    # clock used to convert cycles to seconds: at or below the Fmax the RTL meets, 101.7 MHz for 1x8x8
     # placed and routed on an ECP5-85F (`vta-sim hw synth --config 1x8x8 --target ecp5`,
     # docs/hardware.md); 100 until issue 17, a clock the RTL never met
     "CLOCK_MHZ": 70,
