@@ -1,5 +1,7 @@
 """`vta-sim compare`: one workload built every way (CPU steps, tensorised, tuned, GPU, the
-accelerator) next to numpy / onnxruntime / PyTorch, verified, timed, tabulated, reported."""
+accelerator) next to numpy / onnxruntime / PyTorch, verified, timed, tabulated, reported; or,
+with `--model`, a whole model on onnxruntime, TVM Relax (plain, fused, tuned) on CPU and CUDA,
+PyTorch eager and VTA-8."""
 import json
 import os
 import platform
@@ -7,6 +9,7 @@ import sys
 from pathlib import Path
 
 from baselines import compare, workloads
+from graph.errors import GraphError
 
 WORKLOADS = ("gemm", "conv2d", "conv1d", "dwsep")
 # Shape defaults of the convolution workloads (conv2d without any of these: resnet18.C5).
@@ -22,6 +25,12 @@ def register(subparsers):
         "compare", help="build one workload for CPU / GPU / accelerator and compare",
         description=__doc__)
     p.add_argument("--workload", choices=WORKLOADS, default="gemm")
+    p.add_argument("--model", default=None, action="append",
+                   help="a whole model instead of one operator: digits, resnet18, mobilenet_v2, encoder "
+                        "or PATH.onnx (repeat the option for several)")
+    p.add_argument("--quantizer", default=None,
+                   help="--model: the quantiser of its int8 rows (default: pow2 for digits and resnet18, "
+                        "onnxruntime otherwise; a QDQ file is taken as it is)")
     p.add_argument("--dtype", default=None,
                    help="int8, fp32 or both comma-separated (default: gemm int8,fp32; others int8)")
     g = p.add_argument_group("shape (defaults: GEMM 1024^3, conv2d resnet18.C5)")
@@ -34,10 +43,13 @@ def register(subparsers):
         g.add_argument(f"--{name}", type=int, default=None,
                        help="conv default: " + ", ".join(f"{w} {d[name]}" for w, d in
                                                           CONV_DEFAULTS.items() if name in d))
-    p.add_argument("--targets", default=",".join(compare.TARGETS),
-                   help="comma-separated subset of " + ",".join(compare.TARGETS))
+    p.add_argument("--targets", default=None,
+                   help="comma-separated subset of " + ",".join(compare.TARGETS) + " (--model: of "
+                        "cpu,gpu,vta; default all)")
     p.add_argument("--repeats", type=int, default=5, help="timed repeats (median reported)")
-    p.add_argument("--trials", type=int, default=16, help="meta_schedule trial budget")
+    p.add_argument("--trials", type=int, default=None,
+                   help="meta_schedule trial budget: in all (operators, default 16) or per tuning task "
+                        "(--model, default 4; 0 skips the tuned rows)")
     p.add_argument("--threads", type=int, default=None, help="threads of the TVM builds and onnxruntime (default: all cores; "
                         "numpy keeps OpenBLAS's own setting)")
     p.add_argument("--vta-config", default="1x8x8", help="accelerator configuration (vta column)")
@@ -79,20 +91,78 @@ def machine_line(threads=None):
             f"GPU: {gpu.reason if gpu.usable else 'not usable, ' + gpu.reason}.")
 
 
-def run(args):
+def _thread_environment(threads):
     # TVM's pool threads spin-wait after each parallel kernel and would steal the cores from the
     # numpy / onnxruntime baselines timed next; read when the pool starts, so set it first.
     os.environ.setdefault("TVM_THREAD_POOL_SPIN_COUNT", "0")
     # Unset, TVM's pool takes half the hardware threads (it assumes hyper-threading): one of
     # this machine's two cores. The default is all cores, as for the baselines.
-    if args.threads:
-        os.environ["TVM_NUM_THREADS"] = str(args.threads)
+    if threads:
+        os.environ["TVM_NUM_THREADS"] = str(threads)
     else:
         os.environ.setdefault("TVM_NUM_THREADS", str(os.cpu_count()))
+
+
+def run_models(args):
+    """`vta-sim compare --model ...`: one table per model."""
+    from baselines import model_cases, model_compare
+
+    _thread_environment(args.threads)
+    devices = tuple(t.strip() for t in (args.targets or "cpu,gpu,vta").split(",") if t.strip())
+    trials = 4 if args.trials is None else args.trials
+    try:
+        if args.repeats < 1:
+            raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+        if trials < 0:
+            raise ValueError(f"--trials must be >= 0, got {trials}")
+        opts = model_compare.Options(repeats=args.repeats, trials=max(trials, 1), tune=trials > 0,
+                                     threads=args.threads, work_dir=args.work_dir,
+                                     vta_config=args.vta_config, devices=devices)
+        bad = [d for d in devices if d not in ("cpu", "gpu", "vta")]
+        if bad:
+            raise ValueError(f"--targets {','.join(bad)}: with --model accepted are cpu, gpu, vta")
+        cases = [model_cases.load_case(m, args.quantizer) for m in args.model]
+    except (ValueError, GraphError) as err:
+        print(f"vta-sim compare: {err}", file=sys.stderr)
+        return 2
+    results = {}
+    for case in cases:
+        rows = model_compare.compare_model(case, opts)
+        results[case.name] = rows
+        print(f"\n{case.name}  (batch 1)\n")
+        for note in case.notes:
+            print(f"  {note}")
+        print(model_compare.format_table(rows))
+    return _finish(args, results, [r.to_json() for rows in results.values() for r in rows],
+                   lambda: model_compare.write_report(results, args.report, machine_line(args.threads)),
+                   [(f"{r.model} {r.device}/{r.build}", r.error) for rows in results.values()
+                    for r in rows if not r.skipped and not r.verified])
+
+
+def _finish(args, results, json_rows, report, failed):
+    if args.json:
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(json_rows, indent=1))
+        print(f"\nrows written to {args.json}")
+    if args.report:
+        print(f"report written to {report()}")
+    if failed:
+        print("vta-sim compare: FAILED: " + ", ".join(
+            f"{what} ({error or 'output differs from the reference'})" for what, error in failed),
+            file=sys.stderr)
+    return 1 if failed else 0
+
+
+def run(args):
+    if args.model:
+        return run_models(args)
+    _thread_environment(args.threads)
     try:
         wls = make_workloads(args)
-        targets = [t.strip() for t in args.targets.split(",") if t.strip()]
-        opts = compare.Options(repeats=args.repeats, trials=args.trials, work_dir=args.work_dir,
+        targets = [t.strip() for t in (args.targets or ",".join(compare.TARGETS)).split(",") if t.strip()]
+        opts = compare.Options(repeats=args.repeats, trials=16 if args.trials is None else args.trials,
+                               work_dir=args.work_dir,
                                threads=args.threads, vta_config=args.vta_config)
         if args.repeats < 1:
             raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
@@ -103,17 +173,7 @@ def run(args):
     for wl, rows in results.items():
         print(f"\n{wl.name}  ({wl.ops / 1e9:.3f} G ops)\n")
         print(compare.format_table(rows))
-    if args.json:
-        path = Path(args.json)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps([r.to_json() for rows in results.values() for r in rows], indent=1))
-        print(f"\nrows written to {args.json}")
-    if args.report:
-        path = compare.write_report(results, args.report, machine_line(args.threads))
-        print(f"report written to {path}")
-    failed = [r for rows in results.values() for r in rows if not r.skipped and not r.verified]
-    if failed:
-        print("vta-sim compare: FAILED: " + ", ".join(
-            f"{r.workload} {r.target}/{r.variant} ({r.error or 'output differs from the reference'})"
-            for r in failed), file=sys.stderr)
-    return 1 if failed else 0
+    return _finish(args, results, [r.to_json() for rows in results.values() for r in rows],
+                   lambda: compare.write_report(results, args.report, machine_line(args.threads)),
+                   [(f"{r.workload} {r.target}/{r.variant}", r.error) for rows in results.values()
+                    for r in rows if not r.skipped and not r.verified])

@@ -15,7 +15,8 @@ from tvm.tirx import IndexMap
 
 # Step name -> what it does; the order is the order they are applied.
 STEPS = {
-    "tiled": "split rows (M) and columns (N) into register-sized tiles and the long reduction "
+    "tiled": "split rows (M) and columns (N) into register-sized tiles (from the host's vector "
+             "width: 4x16 on AVX2, 8x32 on AVX-512) and the long reduction "
              "into chunks; blocking order: column tile, row tile, reduction, tile (a column "
              "panel of the re-read operand stays in cache across the row tiles)",
     "vectorized": "vectorise the innermost column loop (one SIMD register per column chunk)",
@@ -36,6 +37,34 @@ class Tiling:
     rows: int = 4
     cols: int = 16
     red: int = 8
+    row_block: int = 64  # rows per cache block (tensorised builds: a row block sweeps all columns)
+
+    @classmethod
+    def for_vector(cls, lanes, registers):
+        """The register tile of a SIMD unit with `lanes` fp32 lanes and `registers` vector
+        registers: 2 vectors of columns, and as many rows as keep half the registers as
+        accumulators (2 x rows; the rest hold the loaded columns and the broadcast), enough
+        independent FMA chains to cover the FMA latency x ports. AVX2 (8 lanes, 16 ymm): 4x16;
+        AVX-512 (16 lanes, 32 zmm): 8x32; SSE / no flags (4 lanes, 16 xmm): 4x8."""
+        return cls(rows=max(1, registers // 4), cols=2 * lanes)
+
+
+def vector_shape(flags):
+    """(fp32 lanes, vector registers) of the widest SIMD unit in the CPU feature `flags`."""
+    if "avx512f" in flags:
+        return 16, 32
+    if "avx2" in flags or "avx" in flags:
+        return 8, 16
+    return 4, 16
+
+
+def host_tiling(flags=None):
+    """Tiling.for_vector of this host (flags: a CPU flag set, default /proc/cpuinfo's)."""
+    if flags is None:
+        from baselines.cpu_tensorised import host_flags
+
+        flags = host_flags()
+    return Tiling.for_vector(*vector_shape(flags))
 
 
 def cpu_target(cores=None):
@@ -97,8 +126,10 @@ def tile(sch, view, tiling):
     return dict(blk=blk, outer=outer, ro=ro, ri=ri, co=co, ci=ci, ko=ko, ki=ki, rest=red[1:], bn=bn)
 
 
-def apply_steps(sch, wl, upto, tiling=Tiling(), views=None):
-    """Apply STEPS in order up to and including `upto` to `views` (default: every block of `wl`)."""
+def apply_steps(sch, wl, upto, tiling=None, views=None):
+    """Apply STEPS in order up to and including `upto` to `views` (default: every block of `wl`);
+    tiling defaults to the host's vector width (host_tiling)."""
+    tiling = tiling or host_tiling()
     if upto not in STEPS:
         raise ValueError(f"unknown CPU step {upto!r}; accepted: {', '.join(STEPS)}")
     level = list(STEPS).index(upto)
@@ -145,7 +176,7 @@ def has_block(sch, name):
     return True
 
 
-def step_module(wl, upto, tiling=Tiling()):
-    """IRModule of `wl` with STEPS applied up to `upto`."""
+def step_module(wl, upto, tiling=None):
+    """IRModule of `wl` with STEPS applied up to `upto` (tiling: default host_tiling())."""
     sch = s_tir.Schedule(scalar(wl))
     return apply_steps(sch, wl, upto, tiling).mod

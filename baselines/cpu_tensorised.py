@@ -1,6 +1,8 @@
 """Tensorised CPU builds of the int8 workloads: the dot products mapped onto x86 SIMD dot
 instructions, in the optimised build's loop structure (packed weights, local accumulator
-tile, parallel row tiles) with a register tile of 2 rows x 32 columns.
+tile) with a register tile of 2 rows x 32 columns, cache-blocked: each block of 64 rows (run
+in parallel) sweeps every column tile, so one column tile's packed weights stay in cache
+across the block's row tiles.
 
 - `avx2`: the int8 x int8 -> int32 dot product is exact with VPMADDWD (int16 pairs -> int32):
   the intrinsic sign-extends int8 pairs; 8 output columns x 2 reduction elements per instruction.
@@ -145,27 +147,33 @@ def tensorise_view(sch, view, tiling, lanes, group, intrin):
     # register tile: bm rows x (cu x lanes) columns, cu intrinsic calls sharing each row's
     # broadcast operand (tiling.cols columns in all, as in the optimised build)
     cu = pick_factor(int(sch.get(col).extent) // lanes, max(1, tiling.cols // lanes))
-    ro, ri = sch.split(rows[-1], [None, bm])
+    # cache blocking: a block of `row_block` rows (its streamed rows stay in L2) sweeps every
+    # column tile, so one column tile's packed weights (K x cols) stay in L1/L2 across the
+    # block's row tiles instead of the whole packed operand streaming once per row tile
+    nb = pick_factor(int(sch.get(rows[-1]).extent) // bm, max(1, tiling.row_block // bm))
+    mo, ro, ri = sch.split(rows[-1], [None, nb, bm])
     co, cj, ci = sch.split(col, [None, cu, lanes])
-    ko, ki = sch.split(red[0], [None, group])
-    sch.reorder(*outer, ro, co, ko, *red[1:], ri, cj, ci, ki)
+    ku = pick_factor(int(sch.get(red[0]).extent) // group, max(1, tiling.red // group))
+    ko, kj, ki = sch.split(red[0], [None, ku, group])
+    sch.reorder(*outer, mo, co, ro, ko, *red[1:], kj, ri, cj, ci, ki)
     # a local accumulator (the intrinsics' C is local): LLVM keeps it in registers
     cache = sch.cache_write(blk, 0, "local")
-    sch.reverse_compute_at(cache, co)
+    sch.reverse_compute_at(cache, ro)
     ndim_o = len(sch.get(blk).writes[0].source.shape)
     if view.col != ndim_o - 1 and len(view.outer) + len(view.rows) + 1 == ndim_o:
         # local accumulator with the `lanes` columns innermost, as the intrinsic's C
         sch.transform_layout(blk, ("write", 0), _tail_map(ndim_o, {view.col: lanes}))
+    sch.unroll(kj)
     sch.unroll(ri)
     sch.unroll(cj)
     # Column tiles stay out of the parallel fuse: blockize needs plain `co * lanes + ci` bindings.
-    sch.parallel(sch.fuse(*outer, ro))
+    sch.parallel(sch.fuse(*outer, mo))
     sch.decompose_reduction(blk, ko)
     sch.tensorize(ci, intrin)
     return pack
 
 
-def tensorised_module(wl, isa="avx2", tiling=Tiling(rows=2, cols=32)):
+def tensorised_module(wl, isa="avx2", tiling=Tiling(rows=2, cols=32, red=2, row_block=64)):
     """IRModule of `wl` with every dot-product block tensorised for `isa` (see ISAS); the other
     blocks (depthwise) get the optimised build."""
     if wl.dtype != "int8":

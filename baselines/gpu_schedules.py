@@ -31,9 +31,11 @@ class GpuTiling:
 
 
 def cuda_target():
-    """CUDA target for the present device's compute capability (CUDA_ARCH without one)."""
-    arch = "sm_" + tvm.cuda(0).compute_version.replace(".", "") if gpu_status().usable else CUDA_ARCH
-    return tvm.target.Target({"kind": "cuda", "arch": arch})
+    """CUDA target of the present device (its compute capability, shared memory and threads per
+    block, which meta_schedule's GPU rules read); CUDA_ARCH without one."""
+    if gpu_status().usable:
+        return tvm.target.Target.from_device(tvm.cuda(0))
+    return tvm.target.Target({"kind": "cuda", "arch": CUDA_ARCH})
 
 
 @dataclass(frozen=True)

@@ -126,6 +126,7 @@ class ModelResult:
     runs: list = field(default_factory=list)
     onnxruntime: dict | None = None  # agreement with onnxruntime (compare_onnxruntime=True)
     logits_onnxruntime: np.ndarray | None = None
+    host_s: float | None = None      # the host's share of the run (measure_host=True)
 
     @property
     def logits_identical(self) -> bool:
@@ -228,9 +229,9 @@ def agreement(logits: np.ndarray, reference: np.ndarray, step: float) -> dict:
 
 def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str = "sim",
               trace: bool = False, cache: KernelCache | None = None, progress=None,
-              compare_onnxruntime: bool = False) -> ModelResult:
+              compare_onnxruntime: bool = False, measure_host: bool = False) -> ModelResult:
     """Build `case` for the CPU and for VTA-8 and run its inputs on both (and on onnxruntime
-    when `compare_onnxruntime`)."""
+    when `compare_onnxruntime`; `measure_host` times the host's share, VtaModel.host_seconds)."""
     check_finite(case.x, f"the inputs of {case.name}")
     step = output_step(case.onnx) if compare_onnxruntime else None
     cfg = Config.load(config)
@@ -250,6 +251,8 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
     result = ModelResult(case.name, cfg, backend, vthreads, batch, logits_cpu, logits_vta, case.labels,
                          layer_rows(vta.layers, runs, cfg), vta.compile_s, cpu.compile_s, run_s,
                          vta.partitioned, case.notes, runs)
+    if measure_host:
+        result.host_s = vta.host_seconds(case.x, runs)
     if compare_onnxruntime:
         tensors = layer_agreement.layer_tensors(case.onnx)
         values = onnxruntime_outputs(layer_agreement.with_outputs(case.onnx, layer_agreement.needed(tensors)),

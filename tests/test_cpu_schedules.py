@@ -101,3 +101,19 @@ def test_bad_input_is_refused_with_names():
         workloads.conv2d(1, 1, 2, 2, 1, 5, 5)
     with pytest.raises(ValueError, match="resnet18.C5"):
         workloads.conv2d_layer("resnet18.C99")
+
+
+@pytest.mark.parametrize("flags,tile", [({"avx512f", "avx2", "fma"}, (8, 32)),
+                                        ({"avx2", "fma"}, (4, 16)), (set(), (4, 8))])
+def test_tiling_follows_the_vector_width(flags, tile):
+    """The register tile: 2 vectors of columns, half the vector registers as accumulators."""
+    t = cpu_schedules.host_tiling(flags)
+    assert (t.rows, t.cols) == tile
+
+
+def test_default_steps_use_the_host_tiling():
+    wl = workloads.gemm(64, 64, 64, "fp32")
+    t = cpu_schedules.host_tiling()
+    assert cpu_schedules.step_module(wl, "parallel").script() == \
+        cpu_schedules.step_module(wl, "parallel", t).script()
+    assert f"T.vectorized({t.cols})" in cpu_schedules.step_module(wl, "vectorized").script()

@@ -70,3 +70,10 @@ def test_bad_requests_are_refused():
         cpu_tensorised.tensorised_module(workloads.gemm(8, 24, 6), "vnni")
     with pytest.raises(ValueError, match="uint8-shifted form"):
         workloads.gemm(8, 8, 8, "fp32").prim_func(u8=True)
+
+
+def test_row_blocks_run_in_parallel_and_sweep_the_columns():
+    """The cache-blocked loop nest: parallel row blocks outside the column tiles."""
+    wl = workloads.gemm(256, 64, 32, "int8")
+    script = cpu_tensorised.tensorised_module(wl).script()
+    assert "T.parallel(4)" in script  # 256 rows / 64-row blocks

@@ -43,6 +43,23 @@ TIMING_DEFAULTS = {
 
 NAMED = ("1x8x8", "8x8x8")
 
+#: The clock each shipped configuration's RTL was placed and routed at, and the run that did it
+#: (docs/hardware.md). A configuration without an entry has no placed figure: its time in
+#: seconds uses CLOCK_MHZ.
+PLACED_FMAX_MHZ = {
+    "1x8x8": (101.7, "`vta-sim hw synth --config 1x8x8 --target ecp5`: Yosys + nextpnr-ecp5 on an "
+                     "ECP5-85F, RTL c3ad10e, every endpoint meets 100 MHz"),
+}
+
+
+def placed_clock(cfg: "Config") -> tuple[float, str]:
+    """(MHz, where it came from): the configuration's placed-and-routed Fmax where one was
+    measured for it, else its CLOCK_MHZ."""
+    if cfg.name in PLACED_FMAX_MHZ and cfg.keys == Config.load(cfg.name).keys:
+        return PLACED_FMAX_MHZ[cfg.name]
+    return float(cfg.timing["CLOCK_MHZ"]), (f"the configuration's CLOCK_MHZ: no placed-and-routed "
+                                            f"Fmax is recorded for {cfg.name!r}")
+
 #: Memory types (spec section 2).
 MEM_UOP, MEM_WGT, MEM_INP, MEM_ACC, MEM_OUT, MEM_ACC_8BIT = range(6)
 MEM_NAMES = {MEM_UOP: "UOP", MEM_WGT: "WGT", MEM_INP: "INP", MEM_ACC: "ACC", MEM_OUT: "OUT",
