@@ -28,8 +28,10 @@ import numpy as np
 
 #: fp32 rows agree with onnxruntime's reference kernels within this fraction of the largest |logit|.
 FP32_RTOL = 1e-3
-#: onnxruntime's optimised QDQ model agrees with the integer graph within this many output steps.
-QDQ_LSB = 2
+#: onnxruntime's optimised QDQ model agrees with the integer graph within this many output steps,
+#: with the same top class: its float32 requantisation rounds near-ties either way, 1 step per
+#: layer at most, which compounds over depth (4 steps at ResNet-18's logits on a Xeon host).
+QDQ_LSB = 8
 
 
 @dataclass
@@ -121,7 +123,10 @@ def lsb_agreement(out: np.ndarray, ref: np.ndarray, step: float) -> tuple[bool, 
         return False, f"shape {out.shape}, expected {ref.shape}"
     lsb = np.abs(out.astype(np.float64) - ref.astype(np.float64)) / step
     worst = int(np.round(lsb.max()))
-    return worst <= QDQ_LSB, f"max {worst} LSB, {float((lsb < 0.5).mean()):.1%} identical"
+    same_top = bool(np.array_equal(out.argmax(-1), ref.argmax(-1)))
+    return (worst <= QDQ_LSB and same_top,
+            f"max {worst} LSB, {float((lsb < 0.5).mean()):.1%} identical, top class "
+            + ("equal" if same_top else "DIFFERS"))
 
 
 # ---------------------------------------------------------------- the rows

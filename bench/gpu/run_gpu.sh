@@ -14,6 +14,10 @@ PY="${1:-python3}"
 OUT="${OUT:-build/gpu}"
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 VTA_CACHE="${VTA_CACHE:-/tmp/vta_cache}"
+# models trained here and carried along (digits trains in numpy on first use otherwise)
+[ -d .gpu/cache ] && mkdir -p "$VTA_CACHE" && cp -r --update=none .gpu/cache/. "$VTA_CACHE/"
+STEPS="${STEPS:-tests operators models}"
+MODELS="${MODELS:-digits:8:90 encoder:4:90 resnet18:2:170}"
 SITE=/tmp/vta_site
 if ! "$PY" -c "import tvm" 2>/dev/null; then
   echo "== unpacking TVM from .gpu/"
@@ -45,20 +49,20 @@ VTA=("$PY" -m vta_sim)
   "$PY" -c "from baselines.gpu_schedules import gpu_status; print('gpu_status:', gpu_status())"
 } 2>&1 | tee "$OUT/machine.txt"
 
-echo "== GPU tests"
+if [[ $STEPS == *tests* ]]; then echo "== GPU tests"
 timeout 120 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu_schedules.py tests/test_model_compare.py \
-  -k "gpu or cuda" 2>&1 | tail -25 | tee "$OUT/tests.txt"
+  -k "gpu or cuda" 2>&1 | tail -25 | tee "$OUT/tests.txt"; fi
 
-echo "== operators"
+if [[ $STEPS == *operators* ]]; then echo "== operators"
 for args in "--workload gemm" "--workload conv2d --layer resnet18.C5"; do
   timeout 60 "${VTA[@]}" compare $args --targets gpu,reference --repeats 5 \
     2>&1 | grep -v '^\[compare\]' | tee -a "$OUT/operators.md"
-done
+done; fi
 
 echo "== models"
-# model, trials per tuning task, seconds allowed
-for spec in "digits 8 90" "encoder 4 90" "resnet18 2 170"; do
-  set -- $spec
+# model:trials per tuning task:seconds allowed
+[[ $STEPS == *models* ]] && for spec in $MODELS; do
+  set -- ${spec//:/ }
   timeout "$3" "${VTA[@]}" compare --model "$1" --targets gpu --trials "$2" --repeats 5 \
     --json "$OUT/model_$1.json" 2>&1 | tee -a "$OUT/models.md"
 done
