@@ -133,17 +133,19 @@ def run_models(args):
         for note in case.notes:
             print(f"  {note}")
         print(model_compare.format_table(rows))
-    return _finish(args, results, [r.to_json() for rows in results.values() for r in rows],
-                   lambda: model_compare.write_report(results, args.report, machine_line(args.threads)),
-                   [(f"{r.model} {r.device}/{r.build}", r.error) for rows in results.values()
-                    for r in rows if not r.skipped and not r.verified])
+    return _finish(args, results, lambda: model_compare.write_report(results, args.report,
+                                                                     machine_line(args.threads)),
+                   lambda r: f"{r.model} {r.device}/{r.build}")
 
 
-def _finish(args, results, json_rows, report, failed):
+def _finish(args, results, report, label):
+    """--json, --report, and the exit status: 1 if a row that ran did not verify."""
+    rows = [r for rs in results.values() for r in rs]
+    failed = [(label(r), r.error) for r in rows if not r.skipped and not r.verified]
     if args.json:
         path = Path(args.json)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(json_rows, indent=1))
+        path.write_text(json.dumps([r.to_json() for r in rows], indent=1))
         print(f"\nrows written to {args.json}")
     if args.report:
         print(f"report written to {report()}")
@@ -173,7 +175,6 @@ def run(args):
     for wl, rows in results.items():
         print(f"\n{wl.name}  ({wl.ops / 1e9:.3f} G ops)\n")
         print(compare.format_table(rows))
-    return _finish(args, results, [r.to_json() for rows in results.values() for r in rows],
-                   lambda: compare.write_report(results, args.report, machine_line(args.threads)),
-                   [(f"{r.workload} {r.target}/{r.variant}", r.error) for rows in results.values()
-                    for r in rows if not r.skipped and not r.verified])
+    return _finish(args, results, lambda: compare.write_report(results, args.report,
+                                                               machine_line(args.threads)),
+                   lambda r: f"{r.workload} {r.target}/{r.variant}")

@@ -62,18 +62,35 @@ def matches(out, ref, dtype):
     return bool(np.allclose(out, ref, rtol=1e-3, atol=1e-4 * scale))
 
 
-def time_python(fn, opts):
-    """Median over `repeats` of the mean time of back-to-back calls lasting >= min_time_s."""
+def time_python(fn, opts, sync=lambda: None):
+    """Median over `repeats` of the mean time of back-to-back calls lasting >= min_time_s;
+    `sync` waits for the device (a GPU's calls return before their kernels finish)."""
+    fn()
+    sync()
     start = time.perf_counter()
     fn()
+    sync()
     number = max(1, int(opts.min_time_s / max(time.perf_counter() - start, 1e-9)))
     samples = []
     for _ in range(opts.repeats):
         t0 = time.perf_counter()
         for _ in range(number):
             fn()
+        sync()
         samples.append((time.perf_counter() - t0) / number)
     return statistics.median(samples)
+
+
+def verified_host_call(mod, wl, inputs):
+    """`mod` built for the host and run once on `inputs`: a zero-argument call of it if its
+    output matches the workload's exact reference, else None (for the benches' interleaving)."""
+    exe = tvm.compile(mod, target=cpu_schedules.cpu_target()).jit()
+    args = [tvm.runtime.tensor(a) for a in inputs]
+    out = tvm.runtime.tensor(np.zeros(wl.output_shape, wl.out_dtype))
+    exe["main"](*args, out)
+    if not matches(out.numpy(), wl.reference(inputs), wl.dtype):
+        return None
+    return lambda: exe["main"](*args, out)
 
 
 def run_tvm(mod, target, dev, wl, inputs, ref, opts):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -86,21 +85,10 @@ def log(text: str) -> None:
 
 # ---------------------------------------------------------------- timing
 def median_time(call, sync, opts: Options) -> float:
-    """Median over `repeats` of the mean of back-to-back calls lasting >= min_time_s."""
-    call()
-    sync()
-    t0 = time.perf_counter()
-    call()
-    sync()
-    number = max(1, int(opts.min_time_s / max(time.perf_counter() - t0, 1e-9)))
-    samples = []
-    for _ in range(opts.repeats):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            call()
-        sync()
-        samples.append((time.perf_counter() - t0) / number)
-    return statistics.median(samples)
+    """baselines.compare.time_python with the device's sync."""
+    from baselines.compare import time_python
+
+    return time_python(call, opts, sync)
 
 
 def fp32_agreement(out: np.ndarray, ref: np.ndarray) -> tuple[bool, str]:
@@ -158,7 +146,7 @@ def onnxruntime_rows(case: ModelCase, refs: dict, opts: Options) -> list:
             row.verified, row.agreement = lsb_agreement(out, refs["int8"], refs["int8_step"])
         else:  # no integer graph: against onnxruntime's own reference kernels
             row.verified, row.agreement = lsb_agreement(out, refs["qdq"], refs["int8_step"])
-            row.agreement += " of onnxruntime's reference kernels"
+            row.agreement = "against onnxruntime's reference kernels (no integer graph): " + row.agreement
         row.note = f"default graph optimisations, {_threads(opts)} intra-op threads, onnxruntime {ort.__version__}"
         if row.verified:
             row.time_s = median_time(lambda: sess.run(None, feed), lambda: None, opts)
@@ -363,7 +351,18 @@ def format_table(rows: list) -> str:
     """Markdown: one block per device, speedups over the first row (onnxruntime fp32, CPU)."""
     head = "| device | build | time (ms) | frames/s | x onnxruntime fp32 | verified | note |"
     lines = [head, "|" + "---|" * 7]
-    for r in rows:
+    for i, r in enumerate(rows):
+        if r.skipped and i and rows[i - 1].device == r.device and rows[i - 1].skipped == r.skipped:
+            continue                  # one line for a run of builds skipped for the same reason
+        same = [r]
+        for later in rows[i + 1:]:
+            if later.device != r.device or later.skipped != r.skipped or not r.skipped:
+                break
+            same.append(later)
+        if len(same) > 1:
+            lines.append(f"| {r.device} | {', '.join(x.build for x in same)} | - | - | - | "
+                         f"skipped: {r.skipped} |  |")
+            continue
         lines.append(f"| {r.device} | {r.build} | {_fmt(r.time_s and r.time_s * 1e3, '.3f')} | "
                      f"{_fmt(r.frames_per_s, ',.1f')} | {_fmt(r.speedup, '.2f')} | {status(r)} | {r.note} |")
     return "\n".join(lines)

@@ -44,3 +44,23 @@ def test_cuda_kernel_matches_the_reference_on_a_gpu(wl):
         np.testing.assert_array_equal(out.numpy(), ref)
     else:
         np.testing.assert_allclose(out.numpy(), ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("wl", WORKLOADS, ids=lambda w: w.name)
+def test_each_thread_writes_back_only_its_own_tile(wl):
+    """The copy-out of a thread's accumulators (`<block>_local`) covers exactly the elements it
+    accumulated (`<block>_init` sets them): a copy-out over the tile's bounding box would write
+    other threads' outputs from registers never set. Runs on any host."""
+    from tvm import s_tir
+
+    sch = s_tir.Schedule(gpu_schedules.schedule(wl))
+
+    def per_thread(name):
+        loops = [sch.get(l) for l in sch.get_loops(sch.get_sblock(name))]
+        serial = [l for l in loops if l.thread_binding is None]
+        assert all(isinstance(l.extent, tvm.tirx.IntImm) for l in serial), \
+            f"{name}: extents {[str(l.extent) for l in serial]} vary with the thread"
+        return int(np.prod([int(l.extent) for l in serial]))
+
+    for view in wl.views:
+        assert per_thread(f"{view.block}_local") == per_thread(f"{view.block}_init")

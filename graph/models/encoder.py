@@ -31,7 +31,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from vta_sim.paths import cache_dir
 
-from ..quantize import quantizer_named
+from .onnx_builder import cached_qdq
 
 VERSION = 1
 CACHE_DIR = cache_dir("models")
@@ -167,11 +167,5 @@ def reference(x: np.ndarray, seed: int = SEED) -> np.ndarray:
 
 def load(cache_dir: Path | str = CACHE_DIR, quantizer: str = "onnxruntime") -> onnx.ModelProto:
     """The QDQ encoder, built and quantised on first use."""
-    quantize = quantizer_named(quantizer)
-    path = Path(cache_dir) / f"encoder_v{VERSION}_{quantizer}_qdq.onnx"
-    if path.is_file():
-        return onnx.load(str(path))
-    qdq = quantize(float_model(), tokens(CALIBRATION_TOKENS, seed=SEED + 100))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(qdq, str(path))
-    return qdq
+    return cached_qdq(Path(cache_dir) / f"encoder_v{VERSION}_{quantizer}_qdq.onnx", float_model,
+                      lambda: tokens(CALIBRATION_TOKENS, seed=SEED + 100), quantizer)

@@ -81,3 +81,20 @@ class OnnxBuilder:
         model.ir_version = 8
         onnx.checker.check_model(model)
         return model
+
+
+def cached_qdq(path, float_model, calibration, quantizer: str) -> onnx.ModelProto:
+    """The QDQ model stored at `path`, else `float_model()` quantised by `quantizer` (a name of
+    graph.quantize.QUANTIZERS) on `calibration()` and stored there first."""
+    from pathlib import Path
+
+    from ..quantize import quantizer_named
+
+    quantize = quantizer_named(quantizer)
+    path = Path(path)
+    if path.is_file():
+        return onnx.load(str(path))
+    qdq = quantize(float_model(), calibration())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(qdq, str(path))
+    return qdq

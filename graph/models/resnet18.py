@@ -13,8 +13,7 @@ import onnx
 
 from vta_sim.paths import cache_dir
 
-from ..quantize import quantizer_named
-from .onnx_builder import OnnxBuilder
+from .onnx_builder import OnnxBuilder, cached_qdq
 
 VERSION = 1
 CACHE_DIR = cache_dir("models")
@@ -58,11 +57,5 @@ def images(count: int, seed: int = SEED) -> np.ndarray:
 
 def load(cache_dir: Path | str = CACHE_DIR, quantizer: str = "pow2") -> onnx.ModelProto:
     """The QDQ ResNet-18, built and quantised on first use."""
-    quantize = quantizer_named(quantizer)
-    path = Path(cache_dir) / f"resnet18_v{VERSION}_{quantizer}_qdq.onnx"
-    if path.is_file():
-        return onnx.load(str(path))
-    qdq = quantize(float_model(), images(CALIBRATION_IMAGES, seed=SEED + 100))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(qdq, str(path))
-    return qdq
+    return cached_qdq(Path(cache_dir) / f"resnet18_v{VERSION}_{quantizer}_qdq.onnx", float_model,
+                      lambda: images(CALIBRATION_IMAGES, seed=SEED + 100), quantizer)
