@@ -86,9 +86,33 @@ def machine_line(threads=None):
     flags = host_flags()
     simd = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni") if f in flags]
     gpu = gpu_status()
-    return (f"Host: {platform.processor() or platform.machine()}, {threads or os.cpu_count()} "
+    return (f"Host: {cpu_model()}, {threads or os.cpu_count()} "
             f"threads, SIMD: {', '.join(simd) or 'none detected'}. "
-            f"GPU: {gpu.reason if gpu.usable else 'not usable, ' + gpu.reason}.")
+            f"GPU: {gpu.reason if gpu.usable else 'not usable, ' + gpu.reason}. "
+            f"Libraries: {library_versions()}.")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what platform knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def library_versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for dist in ("apache-tvm", "numpy", "onnxruntime", "torch"):
+        try:
+            found.append(f"{dist} {version(dist)}")
+        except PackageNotFoundError:
+            pass
+    return ", ".join(found) or "none found"
 
 
 def _thread_environment(threads):

@@ -368,12 +368,18 @@ def format_table(rows: list) -> str:
     return "\n".join(lines)
 
 
+def _rate(v: float) -> str:
+    """Frames/s with three significant digits or more (0.455, 2.56, 39.5, 4,326)."""
+    return f"{v:,.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}" if v >= 1 else f"{v:.3f}"
+
+
 def chart(rows: list, path: Path, title: str) -> None:
     """One panel per device: frames/s of each verified, timed build (log scale)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     devices = [d for d in ("cpu", "gpu", "vta") if any(r.device == d and r.time_s for r in rows)]
     if not devices:
@@ -390,11 +396,13 @@ def chart(rows: list, path: Path, title: str) -> None:
         ax.barh([r.build for r in rs], [r.frames_per_s for r in rs], color=colours[d])
         ax.invert_yaxis()
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlim(lo / 2, hi * 4)
         ax.set_ylabel(d, rotation=0, ha="right", va="center", fontweight="bold")
         for i, r in enumerate(rs):
-            ax.text(r.frames_per_s, i, f" {r.frames_per_s:,.0f}/s ({r.speedup:.2f}x)" if r.speedup
-                    else f" {r.frames_per_s:,.0f}/s", va="center", fontsize=8)
+            rate = _rate(r.frames_per_s)
+            ax.text(r.frames_per_s, i, f" {rate}/s ({r.speedup:.2f}x)" if r.speedup else f" {rate}/s",
+                    va="center", fontsize=8)
     axes[-1, 0].set_xlabel("frames per second, batch 1 (log scale); in brackets: x onnxruntime fp32 on the CPU")
     axes[0, 0].set_title(title, fontsize=10)
     fig.tight_layout()
