@@ -16,7 +16,7 @@ import tvm
 
 from schedules import measure
 from baselines import cpu_autotune, cpu_schedules, cpu_tensorised, gpu_schedules, references
-from vta_sim.config import Config, placed_clock
+from vta_sim.config import Config, report_clock
 
 TARGETS = ("cpu", "gpu", "vta", "reference")
 
@@ -161,7 +161,7 @@ def vta_shape(wl):
 
 def vta_rows(wl, inputs, ref, opts):
     """The compiler path's simulated cycles at the config's placed-and-routed clock
-    (schedules.measure.run_vta; vta_sim.config.placed_clock).
+    (schedules.measure.run_vta; vta_sim.config.report_clock).
 
     run_vta draws its own seeded inputs and checks the output bit-exactly against its numpy
     reference; that check is this row's `verified`. A float workload or a kind the compiler
@@ -184,9 +184,9 @@ def vta_rows(wl, inputs, ref, opts):
         return [row]
     row.verified = bool(fig["verified"])
     if row.verified:
-        mhz, source = placed_clock(cfg)
-        row.time_s = fig["cycles"] / (mhz * 1e6)
-        row.note = (f"{cfg.name}: {fig['cycles']:,} cycles at {mhz} MHz ({source}); GEMM-core "
+        clock = report_clock(cfg)
+        row.time_s = fig["cycles"] / (clock.mhz * 1e6)
+        row.note = (f"{cfg.name}: {fig['cycles']:,} cycles at {clock.describe()}; GEMM-core "
                     f"utilisation {fig['utilization']:.1%} (simulated in {fig['sim_s']:.1f} s)")
     return [row]
 

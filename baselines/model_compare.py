@@ -234,12 +234,13 @@ def torch_rows(case: ModelCase, refs: dict, opts: Options, device: str) -> list:
 
 
 def vta_rows(case: ModelCase, refs: dict, opts: Options) -> list:
-    """VTA-8: the QDQ model through `vta-sim model`'s path; simulated cycles at the placed clock,
+    """VTA-8: the QDQ model through `vta-sim model`'s path; simulated cycles at the clock the
+    configuration closes at (vta_sim.config.report_clock),
     and the host's share measured on this CPU."""
     from graph.errors import GraphError
     from graph.run import ModelCase as GraphCase
     from graph.run import run_model
-    from vta_sim.config import Config, placed_clock
+    from vta_sim.config import Config, report_clock
 
     acc = ModelRow(case.name, "vta", "VTA-8 accelerator", "int8")
     both = ModelRow(case.name, "vta", "VTA-8 + host work", "int8")
@@ -247,7 +248,7 @@ def vta_rows(case: ModelCase, refs: dict, opts: Options) -> list:
         acc.skipped = both.skipped = "no int8 (QDQ) form of this model"
         return [acc, both]
     cfg = Config.load(opts.vta_config)
-    mhz, source = placed_clock(cfg)
+    clock = report_clock(cfg)
     log(f"{case.name}: compiling and simulating on VTA-8 {cfg.name}")
     try:
         result = run_model(GraphCase(case.name, case.qdq_onnx, case.x), cfg, measure_host=True)
@@ -267,10 +268,10 @@ def vta_rows(case: ModelCase, refs: dict, opts: Options) -> list:
         return [acc, both]
     cycles = result.total_cycles / result.batch
     host_s = result.host_s / result.batch
-    acc.time_s = cycles / (mhz * 1e6) if cycles else None
+    acc.time_s = cycles / (clock.mhz * 1e6) if cycles else None
     if not cycles:
         acc.skipped, acc.verified = "no layer of this model runs on the accelerator", False
-    acc.note = (f"{cfg.name}: {int(cycles):,} cycles at {mhz} MHz ({source}); "
+    acc.note = (f"{cfg.name}: {int(cycles):,} cycles at {clock.describe()}; "
                 f"{len(on_vta)} of {len(result.layers)} layers, "
                 f"{result.mac_fraction_vta or 0:.1%} of the MACs on VTA-8")
     both.time_s = (acc.time_s or 0.0) + host_s

@@ -68,7 +68,7 @@ def draw_layers(result, path: Path) -> None:
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in OP_COLOURS.values()]
     ax.legend(handles, OP_COLOURS, loc="upper right")
     ax.set_title(f"ResNet-18 on VTA-8 {result.config.name}: {result.total_cycles:,} cycles, "
-                 f"{result.frames_per_second:.1f} frames/s at {result.config.timing['CLOCK_MHZ']} MHz "
+                 f"{result.frames_per_second:.1f} frames/s at {result.clock.mhz:g} MHz "
                  f"(avg-pool on the CPU)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

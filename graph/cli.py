@@ -7,7 +7,9 @@ from pathlib import Path
 from vta_sim import backends
 
 from .errors import GraphError
-from .report import Progress, merged_trace, summary, table
+from vta_sim.progress import Progress
+
+from .report import merged_trace, summary, table
 from .quantize import QUANTIZERS
 from .run import BUILTIN, load_case, run_model
 
@@ -15,7 +17,7 @@ from .run import BUILTIN, load_case, run_model
 def cmd_model(args) -> int:
     if args.trace and args.backend != "sim":
         raise GraphError(f"--trace needs --backend sim: the {args.backend} backend records no trace")
-    progress = Progress()
+    progress = Progress(mode="quiet" if args.quiet else "auto")
     case = load_case(args.model, args.input, args.seed,
                      progress=lambda e, n: progress.stage("train")(e, n, f"epoch {e}"), quantizer=args.quantizer)
     result = run_model(case, args.config, args.vthreads, args.backend, trace=bool(args.trace),
@@ -47,7 +49,7 @@ class _Args:
 
     def __init__(self, **given):
         self.__dict__.update(dict(input=None, seed=0, vthreads=2, backend="sim", trace=None, json=None,
-                                  config="1x8x8", quantizer=None, compare_onnxruntime=False), **given)
+                                  config="1x8x8", quantizer=None, compare_onnxruntime=False, quiet=False), **given)
 
 
 def register(subparsers) -> None:
@@ -73,6 +75,8 @@ def register(subparsers) -> None:
                    help="also run the QDQ model in onnxruntime (ORT_DISABLE_ALL) and report the agreement "
                         "of the outputs and of every offloaded layer alone on onnxruntime's own tensors")
     p.add_argument("--json", help="write the figures (model, verified, accuracy, layers, ...) here")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress (by default a bar on a terminal, one line per finished stage otherwise)")
     p.add_argument("--trace", help="timeline of all accelerator layers: Chrome JSON, or PNG if it ends in .png")
     p.set_defaults(func=cmd_model)
 

@@ -1,8 +1,7 @@
-"""The per-layer report of a model run: rows (JSON), the text table, progress, the merged trace."""
+"""The per-layer report of a model run: rows (JSON), the text table, the merged trace."""
 from __future__ import annotations
 
 import dataclasses
-import sys
 
 from vta_sim.config import Config
 from vta_sim.isa import MODULES
@@ -96,9 +95,16 @@ def summary(result) -> str:
     sources = sorted({r["tiles_from"] for r in vta_rows if "tiles_from" in r})
     if sources:
         lines.append("  tiles from   " + "; ".join(sources))
+    if j["frames_per_second"] is None:
+        cpu = [r for r in j["layers"] if r["target"] == "cpu"]
+        reasons = sorted({r["reason"] for r in cpu if r.get("reason")})
+        lines.append(f"  nothing ran on the accelerator: all {len(cpu)} layers stayed on the CPU"
+                     + (f" ({'; '.join(reasons[:3])}{'; ...' if len(reasons) > 3 else ''})" if reasons else ""))
+    else:
+        lines.append(f"  total cycles {j['total_cycles']:,}   ({j['total_cycles'] / j['batch']:,.0f} per frame, "
+                     f"{j['frames_per_second']:,.1f} frames/s at {j['clock_mhz']:g} MHz)")
+        lines.append(f"  clock: {j['clock_source']}")
     lines += [
-        f"  total cycles {j['total_cycles']:,}   ({j['total_cycles'] / j['batch']:,.0f} per frame, "
-        f"{j['frames_per_second']:,.1f} frames/s at {result.config.timing['CLOCK_MHZ']} MHz)",
         f"  compile {j['compile_s']:.1f} s (CPU reference build {j['cpu_compile_s']:.1f} s)   "
         f"simulate {j['run_s']:.1f} s",
     ]
@@ -117,21 +123,6 @@ def slice_counts(slices: list) -> str:
     why = "; ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1]))
     return (f"{count['producer']} stored in place by their producers, {count['rescale']} by their rescale "
             f"programs, {count['host']} placed by the host" + (f" ({why})" if why else ""))
-
-
-class Progress:
-    """`stage(name)` returns a (done, total, text) callback drawing one status line on stderr."""
-
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-
-    def stage(self, name: str):
-        def show(done: int, total: int, text: str) -> None:
-            self.stream.write(f"\r\033[K{name} {done}/{total}: {text}")
-            if done == total:
-                self.stream.write("\n")
-            self.stream.flush()
-        return show
 
 
 def merged_trace(runs: list, cfg: Config) -> Trace:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vta_sim.config import Config
+from vta_sim.config import Config, report_clock
 
 from . import layer_agreement, onnx_import
 from .build import CpuModel, VtaModel
@@ -156,9 +156,15 @@ class ModelResult:
         return sum(r["macs"] for r in self.layers if r["target"] == "vta") / total if total else None
 
     @property
-    def frames_per_second(self) -> float:
+    def clock(self):
+        """The clock frames/s is computed at (vta_sim.config.report_clock)."""
+        return report_clock(self.config)
+
+    @property
+    def frames_per_second(self) -> float | None:
+        """None when no layer ran on the accelerator."""
         cycles_per_frame = self.total_cycles / self.batch
-        return self.config.timing["CLOCK_MHZ"] * 1e6 / cycles_per_frame if cycles_per_frame else 0.0
+        return self.clock.mhz * 1e6 / cycles_per_frame if cycles_per_frame else None
 
     def to_json(self) -> dict:
         return {"model": self.model, "verified": self.verified,
@@ -166,7 +172,8 @@ class ModelResult:
                 "logits_identical": self.logits_identical, "total_cycles": self.total_cycles,
                 "cycles_per_frame": self.total_cycles / self.batch, "macs": self.macs,
                 "mac_fraction_vta": self.mac_fraction_vta,
-                "frames_per_second": self.frames_per_second, "batch": self.batch,
+                "frames_per_second": self.frames_per_second, "clock_mhz": self.clock.mhz,
+                "clock_source": self.clock.source, "batch": self.batch,
                 "config": self.config.name, "backend": self.backend, "vthreads": self.vthreads,
                 "compile_s": self.compile_s, "cpu_compile_s": self.cpu_compile_s, "run_s": self.run_s,
                 **({} if self.onnxruntime is None else {

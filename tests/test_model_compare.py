@@ -99,7 +99,7 @@ def test_cpu_and_vta_rows(case, tmp_path):
     assert by[("cpu", "tvm int8 fused")].agreement == "bit-exact"
     acc, both = by[("vta", "VTA-8 accelerator")], by[("vta", "VTA-8 + host work")]
     cycles = int(acc.note.split(":")[1].split("cycles")[0].replace(",", ""))
-    assert acc.time_s == pytest.approx(cycles / 101.7e6)
+    assert acc.time_s == pytest.approx(cycles / 100e6)
     assert both.time_s > acc.time_s
     torch_row = by[("cpu", "pytorch eager fp32")]
     assert torch_row.verified or torch_row.skipped
@@ -131,13 +131,15 @@ def test_host_replay_leaves_the_model_intact(case):
     assert np.array_equal(first, again) and len(runs2) == len(runs)
 
 
-def test_placed_clock_names_its_source():
-    from vta_sim.config import Config, placed_clock
+def test_report_clock_names_its_source():
+    from vta_sim.config import Config, report_clock
 
-    mhz, source = placed_clock(Config.load("1x8x8"))
-    assert mhz == 101.7 and "ecp5" in source
-    mhz, source = placed_clock(Config.load("8x8x8"))
-    assert mhz == Config.load("8x8x8").timing["CLOCK_MHZ"] and "CLOCK_MHZ" in source
+    clock = report_clock(Config.load("1x8x8"))
+    assert clock.mhz == 100.0 and "ECP5-85F" in clock.source and "vta-sim hw synth" in clock.source
+    clock = report_clock(Config.load("8x8x8"))
+    assert clock.mhz == Config.load("8x8x8").timing["CLOCK_MHZ"] and "nominal CLOCK_MHZ" in clock.source
+    changed = Config.from_dict({**Config.load("1x8x8").keys, "LOG_ACC_BUFF_SIZE": 15}, name="1x8x8")
+    assert "nominal" in report_clock(changed).source    # a changed 1x8x8 was never placed
 
 
 def test_cli_refusals(capsys):

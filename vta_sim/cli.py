@@ -45,16 +45,18 @@ def add_config_args(p: argparse.ArgumentParser, backend: bool = True) -> None:
 
 
 class Progress:
-    """Progress on stderr for long runs: at most twice a second, only after the first second."""
+    """Progress of one long simulation on stderr, redrawn in place at most twice a second after
+    the first second; only on a terminal (a log gets nothing: the command prints its result)."""
 
     def __init__(self, label: str, stream=sys.stderr):
         self.label, self.stream = label, stream
+        self.on_terminal = getattr(stream, "isatty", lambda: False)()
         self.t0 = self.last = time.perf_counter()
         self.shown = False
 
     def __call__(self, done: int, total: int, cycle: int) -> None:
         now = time.perf_counter()
-        if now - self.t0 > 1.0 and (now - self.last > 0.5 or done == total):
+        if self.on_terminal and now - self.t0 > 1.0 and (now - self.last > 0.5 or done == total):
             self.last, self.shown = now, True
             self.stream.write(f"\r{self.label}: fetched {done}/{total} instructions, cycle {cycle:,}  ")
             self.stream.flush()

@@ -35,30 +35,55 @@ TIMING_DEFAULTS = {
     "DMA_WRITE_LATENCY": 4,  # cycles from the last write beat of a burst to its response
     "GEMM_PIPELINE": 8,      # GEMM pipeline fill + drain, cycles per instruction (the RTL's depth)
     "ALU_PIPELINE": 7,       # ALU pipeline fill + drain, cycles per instruction (the RTL's depth)
-    # clock used to convert cycles to seconds: at or below the Fmax the RTL meets, 101.7 MHz for 1x8x8
-    # placed and routed on an ECP5-85F (`vta-sim hw synth --config 1x8x8 --target ecp5`,
-    # docs/hardware.md); 100 until issue 17, a clock the RTL never met
+    # the nominal clock of a configuration with no placed-and-routed clock in CLOSED_CLOCKS
+    # (report_clock); a conservative figure below what the shipped RTL closes at
     "CLOCK_MHZ": 70,
 }
 
 NAMED = ("1x8x8", "8x8x8")
 
-#: The clock each shipped configuration's RTL was placed and routed at, and the run that did it
-#: (docs/hardware.md). A configuration without an entry has no placed figure: its time in
-#: seconds uses CLOCK_MHZ.
-PLACED_FMAX_MHZ = {
-    "1x8x8": (101.7, "`vta-sim hw synth --config 1x8x8 --target ecp5`: Yosys + nextpnr-ecp5 on an "
-                     "ECP5-85F, RTL c3ad10e, every endpoint meets 100 MHz"),
+@dataclass(frozen=True)
+class ClosedClock:
+    """The clock a configuration's RTL closes timing at, placed and routed, and how it was found."""
+
+    mhz: float            # the constraint every endpoint meets: the clock reports use
+    fmax_mhz: float       # nextpnr's Fmax estimate for the same netlist
+    device: str
+    command: str
+    date: str
+    rtl: str              # the commit whose RTL was placed
+
+
+#: Per shipped configuration, where one was placed and routed (docs/hardware.md).
+CLOSED_CLOCKS = {
+    "1x8x8": ClosedClock(100.0, 101.7, "Lattice ECP5-85F", "vta-sim hw synth --config 1x8x8 --target ecp5",
+                         "2026-11-28", "c3ad10e"),
 }
 
 
-def placed_clock(cfg: "Config") -> tuple[float, str]:
-    """(MHz, where it came from): the configuration's placed-and-routed Fmax where one was
-    measured for it, else its CLOCK_MHZ."""
-    if cfg.name in PLACED_FMAX_MHZ and cfg.keys == Config.load(cfg.name).keys:
-        return PLACED_FMAX_MHZ[cfg.name]
-    return float(cfg.timing["CLOCK_MHZ"]), (f"the configuration's CLOCK_MHZ: no placed-and-routed "
-                                            f"Fmax is recorded for {cfg.name!r}")
+@dataclass(frozen=True)
+class Clock:
+    """The clock that turns cycles into seconds, and where it came from (printed beside every
+    frame rate)."""
+
+    mhz: float
+    source: str
+
+    def describe(self) -> str:
+        return f"{self.mhz:g} MHz ({self.source})"
+
+
+def report_clock(cfg: "Config") -> Clock:
+    """The clock the configuration closes at where it was placed and routed (a shipped
+    configuration, unchanged), else its nominal CLOCK_MHZ, saying so."""
+    closed = CLOSED_CLOCKS.get(cfg.name)
+    if closed is not None and cfg.keys == Config.load(cfg.name).keys:
+        return Clock(closed.mhz, f"{cfg.name} placed and routed on the {closed.device}, every endpoint "
+                                 f"meets it, Fmax {closed.fmax_mhz:g} MHz: `{closed.command}`, "
+                                 f"{closed.date}, RTL {closed.rtl}")
+    return Clock(float(cfg.timing["CLOCK_MHZ"]), f"nominal CLOCK_MHZ: no placed-and-routed clock is "
+                                                 f"recorded for {cfg.name!r}")
+
 
 #: Memory types (spec section 2).
 MEM_UOP, MEM_WGT, MEM_INP, MEM_ACC, MEM_OUT, MEM_ACC_8BIT = range(6)
