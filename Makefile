@@ -12,7 +12,7 @@ RUN     = PATH="$(VLBIN):$(abspath $(VENV))/bin:$$PATH"
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,hw]'
 	touch $(STAMP)
 
 demo: $(STAMP)

