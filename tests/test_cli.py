@@ -141,7 +141,6 @@ def test_demo_fails_when_a_part_fails_or_cannot_load(tmp_path, demo_plugin, caps
     assert "no_such_vta_plugin (failed to load: ModuleNotFoundError" in err
 
 
-@pytest.mark.slow
 def test_demo_end_to_end(tmp_path):
     """`make demo` as shipped: GEMM, compiled conv2d, digits model (about a minute)."""
     proc = subprocess.run([sys.executable, "-m", "vta_sim", "demo", "--out-dir", str(tmp_path)],

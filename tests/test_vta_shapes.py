@@ -142,7 +142,6 @@ def test_compile_time_refusals(make, match):
         make()
 
 
-@pytest.mark.slow            # about 2 s on a quiet machine; deselect with -m "not slow"
 def test_resnet18_c1_full_size():
     layer = get_layer("resnet18.C1")
     out, ref, _ = _conv(Config.load("1x8x8"), (1, layer.H, layer.H, layer.IC, layer.OC, layer.K,
