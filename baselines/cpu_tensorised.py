@@ -173,7 +173,7 @@ def tensorise_view(sch, view, tiling, lanes, group, intrin):
     return pack
 
 
-def tensorised_module(wl, isa="avx2", tiling=Tiling(rows=2, cols=32, red=2, row_block=64)):
+def tensorised_module(wl, isa="avx2", tiling=Tiling(rows=2, cols=32, red=4, row_block=64)):
     """IRModule of `wl` with every dot-product block tensorised for `isa` (see ISAS); the other
     blocks (depthwise) get the optimised build."""
     if wl.dtype != "int8":

@@ -117,3 +117,26 @@ def test_default_steps_use_the_host_tiling():
     assert cpu_schedules.step_module(wl, "parallel").script() == \
         cpu_schedules.step_module(wl, "parallel", t).script()
     assert f"T.vectorized({t.cols})" in cpu_schedules.step_module(wl, "vectorized").script()
+
+
+def _parallel_extents(mod):
+    """Extents of the parallel loops of the GEMM's compute block (not the pack copy's)."""
+    from tvm import s_tir
+
+    sch = s_tir.Schedule(mod)
+    loops = [sch.get(l) for l in sch.get_loops(sch.get_sblock("C_update"))]
+    return [int(l.extent) for l in loops if l.kind == tvm.tirx.ForKind.PARALLEL]
+
+
+def test_parallel_step_gives_each_core_whole_column_panels():
+    """Many panels: the cores split the column tiles only (each sweeps whole panels); one panel:
+    the row tiles join so every core has work."""
+    from tvm import s_tir
+
+    tiling = cpu_schedules.Tiling(rows=4, cols=16, red=8)
+    wide = workloads.gemm(8, 2048, 8, "fp32")           # 128 panels of 16 columns, 2 row tiles
+    sch = s_tir.Schedule(cpu_schedules.scalar(wide))
+    assert _parallel_extents(cpu_schedules.apply_steps(sch, wide, "parallel", tiling).mod) == [128]
+    narrow = workloads.gemm(64, 16, 32, "fp32")         # one panel, 16 row tiles
+    sch = s_tir.Schedule(cpu_schedules.scalar(narrow))
+    assert _parallel_extents(cpu_schedules.apply_steps(sch, narrow, "parallel", tiling).mod) == [16]
