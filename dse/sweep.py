@@ -13,6 +13,7 @@ a point's row is written when both its simulation and its config's area are in.
 from __future__ import annotations
 
 import csv
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -142,9 +143,12 @@ def run_sweep(spec: Spec, out: str | Path, client, retries: int = 2, progress: b
     point_of = {f.key: p for f, p in zip(futures, todo)}
     waiting: dict = {}       # hardware key -> [(point, row)] whose area is not in yet
     new_file = not out.exists()
-    bars = tqdm(total=len(points), initial=summary.skipped, unit="point", desc="simulate", disable=not progress)
+    # bars on a terminal only: tqdm redraws with carriage returns, which a log should not hold
+    # (the sweep's summary and the CSV say the same when the output is a file)
+    draw = progress and sys.stderr.isatty()
+    bars = tqdm(total=len(points), initial=summary.skipped, unit="point", desc="simulate", disable=not draw)
     sbar = tqdm(total=len(synth_futures), unit="config", desc="synthesise",
-                disable=not progress or not synth_futures)
+                disable=not draw or not synth_futures)
     with out.open("a", newline="") as f, bars, sbar:
         writer = csv.DictWriter(f, columns(spec, area))
         if new_file:
