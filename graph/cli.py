@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import json
+import traceback
 from pathlib import Path
 
 from vta_sim import backends
 
 from .errors import GraphError
+from vta_sim.errors import VTAError
 from vta_sim.progress import Progress
 
 from .report import merged_trace, summary, table
@@ -15,6 +17,15 @@ from .run import BUILTIN, load_case, run_model
 
 
 def cmd_model(args) -> int:
+    try:
+        return _model(args)
+    except VTAError as err:
+        if args.debug:
+            traceback.print_exception(err)
+        raise
+
+
+def _model(args) -> int:
     if args.trace and args.backend != "sim":
         raise GraphError(f"--trace needs --backend sim: the {args.backend} backend records no trace")
     progress = Progress(mode="quiet" if args.quiet else "auto")
@@ -49,7 +60,8 @@ class _Args:
 
     def __init__(self, **given):
         self.__dict__.update(dict(input=None, seed=0, vthreads=2, backend="sim", trace=None, json=None,
-                                  config="1x8x8", quantizer=None, compare_onnxruntime=False, quiet=False), **given)
+                                  config="1x8x8", quantizer=None, compare_onnxruntime=False, quiet=False,
+                                  debug=False), **given)
 
 
 def register(subparsers) -> None:
@@ -59,7 +71,9 @@ def register(subparsers) -> None:
         description="Import an ONNX model (QDQ-quantised, or float: float ops stay on the CPU), lower "
                     "its QDQ blocks to integer ops, offload the convolutions (grouped and depthwise too), dense "
                     "layers, max- and average pools and residual adds to VTA-8 through Relax BYOC, run the rest on the CPU, and "
-                    "compare with the all-CPU build of the same integer graph.")
+                    "compare with the all-CPU build of the same integer graph. Exit status: 0 verified, 1 "
+                    "not verified, 2 refused (one line naming the stage and the reason; --debug adds the "
+                    "traceback).")
     p.add_argument("model", help=f"{' | '.join(BUILTIN)} | PATH.onnx")
     p.add_argument("--config", default="1x8x8", help="1x8x8 (default), 8x8x8 or a JSON file")
     p.add_argument("--backend", default="sim", choices=backends.names(), help="sim (default) or rtl")
@@ -75,6 +89,8 @@ def register(subparsers) -> None:
                    help="also run the QDQ model in onnxruntime (ORT_DISABLE_ALL) and report the agreement "
                         "of the outputs and of every offloaded layer alone on onnxruntime's own tensors")
     p.add_argument("--json", help="write the figures (model, verified, accuracy, layers, ...) here")
+    p.add_argument("--debug", action="store_true",
+                   help="on a refusal or failure, also print the traceback (of the original error)")
     p.add_argument("--quiet", action="store_true",
                    help="no progress (by default a bar on a terminal, one line per finished stage otherwise)")
     p.add_argument("--trace", help="timeline of all accelerator layers: Chrome JSON, or PNG if it ends in .png")

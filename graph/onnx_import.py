@@ -72,6 +72,31 @@ def model_input(model: onnx.ModelProto, batch: int | None = None) -> ModelInput:
     return ModelInput(inputs[0].name, tuple(dims), dtype)
 
 
+def fixed_batch(model: onnx.ModelProto) -> int | None:
+    """The batch the file fixes for its first input (a positive first dimension), else None."""
+    inits = {i.name for i in model.graph.initializer}
+    for inp in model.graph.input:
+        if inp.name not in inits:
+            dims = inp.type.tensor_type.shape.dim
+            return dims[0].dim_value if dims and dims[0].HasField("dim_value") and dims[0].dim_value > 0 \
+                else None
+    return None
+
+
+def in_model_batches(model: onnx.ModelProto, data, default: int) -> list:
+    """`data` cut into the batches the model takes: its fixed batch where the file fixes one
+    (samples repeated up to one whole batch where there are fewer, a remainder left out), else
+    chunks of `default`. For calibration, which must feed the model the shape it declares."""
+    import numpy as np
+
+    size = fixed_batch(model)
+    if size is None:
+        return [data[i:i + default] for i in range(0, len(data), default)]
+    if len(data) < size:
+        data = np.resize(data, (size, *data.shape[1:]))
+    return [data[i:i + size] for i in range(0, len(data) - size + 1, size)]
+
+
 def import_onnx(model, batch: int | None = None):
     """(Relax IRModule, ModelInput) of an ONNX model, weights bound as constants."""
     from tvm.relax.frontend.onnx import from_onnx

@@ -22,7 +22,7 @@ from onnx import helper, numpy_helper
 from requantisation.bounds import INT8_MAX
 
 from .errors import GraphError
-from .onnx_import import onnxruntime_session
+from .onnx_import import in_model_batches, onnxruntime_session
 
 #: Ops whose activation inputs and outputs are quantised.
 QUANTISED_OPS = ("Conv", "Gemm", "MatMul", "Add", "MaxPool")
@@ -60,8 +60,8 @@ def calibrate(model: onnx.ModelProto, names: list, calibration: np.ndarray) -> d
     feed_name = session.get_inputs()[0].name
     absmax = dict.fromkeys(names, 0.0)
     data = np.asarray(calibration, np.float32)
-    for start in range(0, len(data), CALIBRATION_CHUNK):
-        values = session.run(names, {feed_name: data[start:start + CALIBRATION_CHUNK]})
+    for chunk in in_model_batches(model, data, CALIBRATION_CHUNK):
+        values = session.run(names, {feed_name: chunk})
         for name, value in zip(names, values):
             absmax[name] = max(absmax[name], float(np.abs(value).max()))
     return absmax
@@ -216,8 +216,8 @@ def quantize_with_onnxruntime(model: onnx.ModelProto, calibration: np.ndarray, p
     data = np.asarray(calibration, np.float32)
 
     class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.samples = iter(data[i:i + 1] for i in range(len(data)))
+        def __init__(self):   # single samples, or the batch the file fixes
+            self.samples = iter(in_model_batches(model, data, 1))
 
         def get_next(self):
             sample = next(self.samples, None)

@@ -16,7 +16,7 @@ from vta_sim.config import Config, report_clock
 
 from . import layer_agreement, onnx_import
 from .build import CpuModel, VtaModel
-from .errors import GraphError
+from .errors import GraphError, stage
 from .kernels import KernelCache
 from .qdq import lower_qdq
 from .quantize import quantizer_named
@@ -67,7 +67,9 @@ def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=Non
     else:
         x = read_inputs(inputs, shape[1:])
     if quantizer is not None:
-        proto = quantizer_named(quantizer)(proto, x)
+        quantize = quantizer_named(quantizer)
+        with stage(f"quantising it with {quantizer}"):
+            proto = quantize(proto, x)
     return ModelCase(Path(model).stem, proto, x)
 
 
@@ -243,17 +245,22 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
     step = output_step(case.onnx) if compare_onnxruntime else None
     cfg = Config.load(config)
     batch = len(case.x)
-    mod, _ = onnx_import.import_onnx(case.onnx, batch=batch)
-    integer, decisions = lower_qdq(mod)
-    vta = VtaModel(integer, cfg, vthreads=vthreads, backend=backend, trace=trace, cache=cache,
-                   progress=progress and progress.stage("compile"), qdq_decisions=decisions,
-                   also=CpuModel.cold_jobs(integer))   # a cold CPU build compiles beside the kernels
-    cpu = CpuModel(integer)
-    logits_cpu = cpu.run(case.x)
+    with stage("importing the model into Relax"):
+        mod, _ = onnx_import.import_onnx(case.onnx, batch=batch)
+    with stage("lowering its QDQ blocks to integer ops"):
+        integer, decisions = lower_qdq(mod)
+    with stage("partitioning and compiling it for VTA-8"):
+        vta = VtaModel(integer, cfg, vthreads=vthreads, backend=backend, trace=trace, cache=cache,
+                       progress=progress and progress.stage("compile"), qdq_decisions=decisions,
+                       also=CpuModel.cold_jobs(integer))   # a cold CPU build compiles beside the kernels
+    with stage("building and running its CPU reference"):
+        cpu = CpuModel(integer)
+        logits_cpu = cpu.run(case.x)
     if progress:
         vta.build.progress = progress.stage("run")
     t0 = time.perf_counter()
-    logits_vta, runs = vta.run(case.x)
+    with stage("running it on VTA-8"):
+        logits_vta, runs = vta.run(case.x)
     run_s = time.perf_counter() - t0
     result = ModelResult(case.name, cfg, backend, vthreads, batch, logits_cpu, logits_vta, case.labels,
                          layer_rows(vta.layers, runs, cfg), vta.compile_s, cpu.compile_s, run_s,
