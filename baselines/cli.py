@@ -139,7 +139,7 @@ def run_models(args):
             raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
         if trials < 0:
             raise ValueError(f"--trials must be >= 0, got {trials}")
-        opts = model_compare.Options(repeats=args.repeats, trials=max(trials, 1), tune=trials > 0,
+        opts = model_compare.Options(repeats=args.repeats, trials=trials,
                                      threads=args.threads, work_dir=args.work_dir,
                                      vta_config=args.vta_config, devices=devices)
         bad = [d for d in devices if d not in ("cpu", "gpu", "vta")]

@@ -25,6 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
+from baselines.compare import time_python
+from graph.errors import one_line
+
 #: fp32 rows agree with onnxruntime's reference kernels within this fraction of the largest |logit|.
 FP32_RTOL = 1e-3
 #: onnxruntime's optimised QDQ model agrees with the integer graph within this many output steps,
@@ -60,12 +63,11 @@ class ModelRow:
 class Options:
     repeats: int = 5
     min_time_s: float = 0.2          # each repeat calls the model until this much time passed
-    trials: int = 4                  # meta_schedule trials per tuning task
+    trials: int = 4                  # meta_schedule trials per tuning task; 0: no tuned rows
     threads: int | None = None
     work_dir: str = "build/compare"
     vta_config: str = "1x8x8"
     devices: tuple = ("cpu", "gpu", "vta")
-    tune: bool = True
 
 
 @dataclass
@@ -84,13 +86,6 @@ def log(text: str) -> None:
 
 
 # ---------------------------------------------------------------- timing
-def median_time(call, sync, opts: Options) -> float:
-    """baselines.compare.time_python with the device's sync."""
-    from baselines.compare import time_python
-
-    return time_python(call, opts, sync)
-
-
 def fp32_agreement(out: np.ndarray, ref: np.ndarray) -> tuple[bool, str]:
     if out.shape != ref.shape:
         return False, f"shape {out.shape}, expected {ref.shape}"
@@ -149,7 +144,7 @@ def onnxruntime_rows(case: ModelCase, refs: dict, opts: Options) -> list:
             row.agreement = "against onnxruntime's reference kernels (no integer graph): " + row.agreement
         row.note = f"default graph optimisations, {_threads(opts)} intra-op threads, onnxruntime {ort.__version__}"
         if row.verified:
-            row.time_s = median_time(lambda: sess.run(None, feed), lambda: None, opts)
+            row.time_s = time_python(lambda: sess.run(None, feed), opts)
     return rows
 
 
@@ -180,7 +175,7 @@ def tvm_rows(case: ModelCase, refs: dict, opts: Options, device: str) -> list:
         if mod is None:
             row.skipped = refs.get(f"{dtype}_why", f"no {dtype} form of this model")
             continue
-        if rung == "tuned" and not opts.tune:
+        if rung == "tuned" and opts.trials < 1:
             row.skipped = "tuning not asked for (--trials 0)"
             continue
         log(f"{case.name}: building {row.build} for {device}")
@@ -190,7 +185,7 @@ def tvm_rows(case: ModelCase, refs: dict, opts: Options, device: str) -> list:
             x = tvm.runtime.tensor(case.x, device=dev)
             out = vm["main"](x).numpy()
         except Exception as err:  # noqa: BLE001 - the row reports it; compare exits 1
-            row.error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1][:300]}"
+            row.error = one_line(err)
             if os.environ.get("VTA_COMPARE_TRACEBACK"):
                 import traceback
                 traceback.print_exc()
@@ -199,7 +194,7 @@ def tvm_rows(case: ModelCase, refs: dict, opts: Options, device: str) -> list:
         check = fp32_agreement(out, refs["fp32"]) if dtype == "fp32" else exact_agreement(out, refs["int8"])
         row.verified, row.agreement = check
         if row.verified:
-            row.time_s = median_time(lambda: vm["main"](x), dev.sync, opts)
+            row.time_s = time_python(lambda: vm["main"](x), opts, dev.sync)
     return rows
 
 
@@ -229,7 +224,7 @@ def torch_rows(case: ModelCase, refs: dict, opts: Options, device: str) -> list:
     row.note = f"torch {torch.__version__}, ONNX graph run node by node as torch ops" + (
         f", {torch.get_num_threads()} threads" if device == "cpu" else f", {torch.cuda.get_device_name()}")
     if row.verified:
-        row.time_s = median_time(lambda: model(x), model.sync, opts)
+        row.time_s = time_python(lambda: model(x), opts, model.sync)
     return [row]
 
 
@@ -256,7 +251,7 @@ def vta_rows(case: ModelCase, refs: dict, opts: Options) -> list:
         acc.skipped = both.skipped = f"the graph level refuses it: {err}"
         return [acc, both]
     except Exception as err:  # noqa: BLE001 - the row reports it; compare exits 1
-        acc.error = both.error = f"{type(err).__name__}: {str(err).strip().splitlines()[-1][:300]}"
+        acc.error = both.error = one_line(err)
         return [acc, both]
     on_vta = [r for r in result.layers if r["target"] == "vta"]
     on_cpu = [r for r in result.layers if r["target"] == "cpu"]
@@ -310,7 +305,7 @@ def references(case: ModelCase) -> dict:
             refs["int8_why"] = f"the graph level refuses its QDQ form: {err}"
         except Exception as err:  # noqa: BLE001 - named in every int8 row
             refs["int8_why"] = (f"the graph level cannot lower its QDQ form to integer ops yet "
-                                f"({type(err).__name__}: {str(err).strip().splitlines()[-1][:200]})")
+                                f"({one_line(err, 200)})")
     return refs
 
 

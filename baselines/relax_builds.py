@@ -60,6 +60,8 @@ def _gpu_schedules(matmul: bool = True):
 def pipeline(target, fused: bool, matmul_rule: bool = True):
     """TVM's default pipeline for `target` (fused=True), or the same without FuseOps/FuseTIR.
     `matmul_rule=False` leaves dlight's GPU Matmul rule out (see `build`)."""
+    # the backends' lowering and finalising passes (relax.pipeline's dispatchers to them fail
+    # for the CPU in TVM 0.27: cpu_generic does not export them)
     if is_gpu(target):
         from tvm.relax.backend.cuda import pipeline as P
     else:
@@ -67,12 +69,8 @@ def pipeline(target, fused: bool, matmul_rule: bool = True):
 
     @tvm.transform.module_pass(opt_level=0)
     def _pipeline(mod, _ctx):
-        legalise = [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
-                    relax.transform.FoldConstant()]
-        if fused:
-            legalise += [relax.transform.FuseOps(), relax.transform.FuseTIR()]
         with target:
-            seq = (P.library_dispatch_passes(target) + legalise
+            seq = (_front(target, fused)
                    + (_gpu_schedules(matmul_rule) if is_gpu(target) else [])
                    + P.dataflow_lower_passes(target) + P.finalize_passes(target))
             return tvm.transform.Sequential(seq)(mod)
@@ -80,13 +78,19 @@ def pipeline(target, fused: bool, matmul_rule: bool = True):
     return _pipeline
 
 
+def _front(target, fused: bool) -> list:
+    """Library dispatch and legalisation, then FuseOps + FuseTIR when `fused`: the part of TVM's
+    default pipeline before scheduling (compile_relax prepares modules the same way)."""
+    legalise = [relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
+                relax.transform.FoldConstant()]
+    fuse_ops = [relax.transform.FuseOps(), relax.transform.FuseTIR()] if fused else []
+    return relax.pipeline.library_dispatch_passes(target) + legalise + fuse_ops
+
+
 def fuse(mod, target):
     """`mod` legalised and fused, as the fused build and `compile_relax` prepare it."""
-    seq = relax.pipeline.library_dispatch_passes(target) + [
-        relax.transform.LegalizeOps(), relax.transform.AnnotateTIROpPattern(),
-        relax.transform.FoldConstant(), relax.transform.FuseOps(), relax.transform.FuseTIR()]
     with target:
-        return tvm.transform.Sequential(seq)(mod)
+        return tvm.transform.Sequential(_front(target, True))(mod)
 
 
 def model_key(mod, target, trials: int) -> str:

@@ -60,7 +60,7 @@ def row(name: str, quantizer: str, result, seconds: float) -> str:
     worst = min(per_layer, key=lambda a: a["identical_fraction"]) if per_layer else None
     cpu = sorted({r["reason"].split(";")[0][:50] for r in j["layers"] if r["target"] == "cpu"})
     return (f"| {name} | {quantizer} | {len(vta)}/{len(j['layers'])} | {100 * (j['mac_fraction_vta'] or 0):.1f} % | "
-            f"{j['cycles_per_frame']:,.0f} | {j['frames_per_second']:.2f} | {'yes' if j['verified'] else 'NO'} | "
+            f"{j['cycles_per_frame']:,.0f} | {j['frames_per_second'] or 0:.2f} | {'yes' if j['verified'] else 'NO'} | "
             f"{'' if worst is None else identical(worst['identical_fraction'])} | "
             f"{max((a['max_abs_lsb'] for a in per_layer), default='')} | "
             f"{identical(o['identical_fraction'])} / {o['max_abs_lsb']} / {'yes' if o['argmax_equal'] else 'NO'} | "

@@ -9,6 +9,12 @@ class GraphError(CompileError):
     """A model, op or input the graph level refuses; the message names it and what is accepted."""
 
 
+def one_line(err: BaseException, limit: int = 300) -> str:
+    """`Type: last line of the message`: what a third-party error says, fit for one line."""
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[-1][:limit] if lines else '(no message)'}"
+
+
 @contextlib.contextmanager
 def stage(what: str):
     """The error boundary of one stage of a model's path (reading, quantising, lowering,
@@ -20,6 +26,5 @@ def stage(what: str):
     except VTAError:
         raise
     except Exception as err:  # noqa: BLE001 - the boundary: everything else becomes one line
-        first = (str(err).strip().splitlines() or [""])[-1][:300]
-        raise GraphError(f"{what} failed: {type(err).__name__}: {first} (the model may use something "
+        raise GraphError(f"{what} failed: {one_line(err)} (the model may use something "
                          "the graph level does not handle yet; --debug shows the traceback)") from err

@@ -109,7 +109,7 @@ def test_a_wrong_reference_fails_the_rows(case, tmp_path):
     """Verification is real: against a perturbed fp32 reference every fp32 build fails."""
     refs = model_compare.references(case)
     refs["fp32"] = refs["fp32"] + np.abs(refs["fp32"]).max() * 0.01
-    rows = model_compare.tvm_rows(case, refs, Options(repeats=1, min_time_s=0.0, tune=False,
+    rows = model_compare.tvm_rows(case, refs, Options(repeats=1, min_time_s=0.0, trials=0,
                                                       work_dir=str(tmp_path)), "cpu")
     fp32 = [r for r in rows if r.dtype == "fp32" and not r.skipped]
     assert fp32 and all(not r.verified and r.time_s is None for r in fp32)
