@@ -11,7 +11,7 @@ live under $VTA_KERNEL_CACHE (default kernels/ in the cache root, vta_sim.paths)
   its constants) and `code_version()`.
 
 `code_version()` hashes the sources that shape a kernel (vta_sim, intrinsics, requantisation,
-schedules, graph/kernels.py, graph/specs.py, this file), the tuning database and the Python, numpy, cloudpickle and TVM
+schedules, graph/kernels.py, graph/ops/, this file), the tuning database and the Python, numpy, cloudpickle and TVM
 versions, so an edit to any of them misses the cache rather than reusing a stale build. Entries are written to a scratch
 name and renamed into place, so concurrent runs never read half an entry. `VTA_KERNEL_CACHE=off`
 turns the cache off.
@@ -54,7 +54,8 @@ def code_version() -> str:
     """A hash of everything besides the key that decides what a compile produces."""
     digest = hashlib.sha256(repr((tvm.__version__, sys.version, np.__version__, cloudpickle.__version__)).encode())
     files = sorted(p for pkg in _SOURCES for p in (ROOT / pkg).rglob("*.py"))
-    for path in files + [ROOT / "graph" / name for name in ("kernels.py", "specs.py")] + [Path(__file__).resolve()]:
+    specs = sorted((ROOT / "graph" / "ops").glob("*.py"))      # each op's spec builds its kernel
+    for path in files + [ROOT / "graph" / "kernels.py", *specs, Path(__file__).resolve()]:
         digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
     db = tuning_db.db_path()
     digest.update(db.read_bytes() if db.is_file() else b"no tuning database")

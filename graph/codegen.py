@@ -1,8 +1,9 @@
 """`relax.ext.vta`: the BYOC codegen that compiles each offloaded region through the TensorIR path.
 
 RunCodegen calls it once per build with every function marked `Codegen: "vta"`. Each function
-wraps one composite (graph.partition): its `OpSpec` is read off the composite's body, a kernel
-for that spec is compiled (or taken from the `KernelCache`: a ResNet has 20 convs but 11
+wraps one composite (graph.partition): the stamp of the composite's last call names its layer,
+whose spec and constants the partitioner read (`VtaBuild.reads`); a kernel for that spec is
+compiled (or taken from the `KernelCache`: a ResNet has 20 convs but 11
 distinct shapes), and a packed function named by the region's global symbol is registered.
 `R.call_dps_packed` calls it from the VM with the region's inputs and its output tensor; it runs
 the kernel on the chosen backend, checks the result against the numpy reference of the op and
@@ -26,6 +27,9 @@ from vta_sim.config import Config
 from vta_sim.result import RunResult
 
 from . import inplace, kernels, ops
+from .ops.base import AcceleratorOp
+from .ops.relax_read import extern_symbol, value_lookup
+from .partition import LAYER_ATTR
 from .errors import GraphError
 
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("vta_codegen_build")
@@ -44,7 +48,8 @@ class LayerRun:
 @dataclass
 class Region:
     symbol: str
-    spec: object                          # graph.ops.*Spec
+    layer: ops.LayerStamp                 # the layer it runs
+    spec: AcceleratorOp
     constants: tuple                      # weights, bias (numpy), the kernel's trailing inputs
     order: tuple                          # region parameter index of each kernel input
     kernel: object                        # schedules.op_kernel.OpKernel
@@ -90,6 +95,7 @@ class VtaBuild:
     backend: str
     trace: bool
     cache: "kernels.KernelCache"
+    reads: dict                            # {layer id: Read or reason} (graph.partition.read_layers)
     progress: object = None                # callable(done, total, text) or None
     regions: dict = field(default_factory=dict)
     log: list = field(default_factory=list)
@@ -125,28 +131,38 @@ def _composite(func):
     raise GraphError(f"{func.attrs['global_symbol']}: no composite function inside")
 
 
-def offloaded_specs(mod) -> list:
-    """The `OpSpec` of every region of a partitioned module that RunCodegen will hand to
-    `relax.ext.vta`, so their kernels can be compiled ahead (graph.cache.fill)."""
-    return [_spec(func)[0] for _, func in mod.functions_items()
+def _regions(mod):
+    """The `Codegen: "vta"` functions of a partitioned module."""
+    return [func for _, func in mod.functions_items()
             if isinstance(func, relax.Function) and func.attrs and func.attrs.get("Codegen") == "vta"]
 
 
-def _spec(func):
-    """(spec, constants, composite, root, value_of) of a `Codegen: "vta"` function."""
+def _read(func, reads: dict) -> tuple:
+    """(layer stamp, Read, composite, root, value_of) of a `Codegen: "vta"` function."""
     comp = _composite(func)
-    value_of = ops.value_lookup(comp)
+    value_of = value_lookup(comp)
     root = value_of(comp.body.body)
-    return (*ops.read_spec(root, value_of), comp, root, value_of)
+    stamp = ops.stamp_of(root)
+    layer_id = int(func.attrs[LAYER_ATTR]) if LAYER_ATTR in func.attrs else None
+    read = reads.get(layer_id)
+    if stamp is None or not isinstance(read, ops.Read) or read.spec.op != reads[stamp.id].spec.op:
+        raise GraphError(f"{func.attrs['global_symbol']}: no layer the partitioner read")
+    return ops.LayerStamp(layer_id, stamp.kind), read, comp, root, value_of
+
+
+def offloaded_specs(mod, reads: dict) -> list:
+    """The spec of every region of a partitioned module that RunCodegen will hand to
+    `relax.ext.vta`, so their kernels can be compiled ahead (graph.cache.fill)."""
+    return [_read(func, reads)[1].spec for func in _regions(mod)]
 
 
 def _region(build: VtaBuild, func) -> Region:
     symbol = str(func.attrs["global_symbol"])
-    spec, constants, comp, root, value_of = _spec(func)
+    layer, read, comp, root, value_of = _read(func, build.reads)
     params = list(comp.params)
-    order = tuple(params.index(v) for v in ops.activations(root, value_of))
-    kernel = build.cache.get(build.cfg, spec, build.vthreads)
-    return Region(symbol, spec, constants, order, kernel, build)
+    order = tuple(params.index(v) for v in ops.BY_KIND[layer.kind].activations(root, value_of))
+    kernel = build.cache.get(build.cfg, read.spec, build.vthreads)
+    return Region(symbol, layer, read.spec, read.constants, order, kernel, build)
 
 
 def place_concats(main, regions: dict) -> None:
@@ -156,8 +172,8 @@ def place_concats(main, regions: dict) -> None:
     var2val = dict(relax.analysis.get_var2val(main))
     for block in main.body.blocks:
         for binding in block.bindings:
-            region = regions.get(ops.extern_symbol(binding.value))
-            if region is None or region.spec.op != "concat":
+            region = regions.get(extern_symbol(binding.value))
+            if region is None or not hasattr(region.kernel, "placement"):    # writes no slices
                 continue
             placement = region.placement = region.kernel.placement()
             args = binding.value.args[1].fields
@@ -165,7 +181,7 @@ def place_concats(main, regions: dict) -> None:
                 if slot.writer != inplace.HOST or region.spec.rescales[j] is not None:
                     continue
                 value = var2val.get(args[region.order[j]])
-                producer = regions.get(ops.extern_symbol(value))
+                producer = regions.get(extern_symbol(value))
                 if producer is None:
                     slot.reason = f"made on the CPU ({ops.op_name(value)})" if value is not None else "a model input"
                 elif producer.store_to is not None:

@@ -1,7 +1,7 @@
 """Concats stored in place: which program's STORE writes each slice of a Concat's DRAM tensor.
 
 A Concat's output is one packed tensor (N/B, C/BLOCK_OUT, H, W, B, BLOCK_OUT); input i owns the
-channel blocks from its offset on (graph.specs.ConcatSpec.misfit: every slice but the last starts
+channel blocks from its offset on (graph.ops.concat.ConcatSpec.misfit: every slice but the last starts
 on a block). At batch 1 (N/B = 1) a slice is one contiguous run, so the program that makes an
 input can store its packed output straight into it (vta_sim.runtime.OutputView): the producer
 region's kernel when the input is taken as it is, the Concat's own rescale program when the

@@ -1,6 +1,6 @@
 """The compiled kernels of a model's offloaded ops, each compiled once.
 
-Each spec (graph.specs) compiles its own kernel (a ConcatSpec: its parts'); this cache is keyed by config, spec and virtual
+Each spec (graph.ops) compiles its own kernel (a ConcatSpec: its parts'); this cache is keyed by config, spec and virtual
 threads: the weights are kernel inputs, so layers of the same shape share one compiled kernel,
 and across processes the on-disk cache (graph.cache) keeps them.
 """

@@ -20,11 +20,11 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
+from . import ops
 
-#: ONNX op type -> the report's layer kind.
-KINDS = {"Conv": "conv2d", "Gemm": "dense", "MatMul": "dense", "MaxPool": "max_pool", "Add": "add",
-         "AveragePool": "avg_pool", "GlobalAveragePool": "avg_pool", "ReduceMean": "avg_pool",
-         "Concat": "concat"}
+
+#: ONNX op type -> the report's layer kind (each op's rule names its ONNX ops).
+KINDS = ops.onnx_kinds()
 #: Ops a layer's output passes through before its QuantizeLinear (folded into the clip).
 ACTIVATIONS = ("Relu", "Clip")
 #: Ops that only move elements: requantised into their input's own scale and zero point, their

@@ -106,24 +106,18 @@ def import_onnx(model, batch: int | None = None):
     inp = model_input(proto, batch)
     mod = from_onnx(proto, shape_dict={inp.name: list(inp.shape)}, dtype_dict={inp.name: inp.dtype},
                     keep_params_in_input=False)
-    _check_static_concats(mod)
+    _check_compilable(mod)
     return mod, inp
 
 
-def _check_static_concats(mod) -> None:
-    """Refuse a Concat whose shape the frontend left unknown: TVM 0.27 cannot compile it (its VM
-    codegen fails on the un-legalised op), neither for the CPU nor around the accelerator."""
-    from tvm import relax
+def _check_compilable(mod) -> None:
+    """Refuse what TVM's frontend imported but cannot compile (each op's rule says what:
+    graph.ops.frontend_refusal)."""
+    from . import ops
 
-    for block in mod["main"].body.blocks:
-        for binding in block.bindings:
-            call = binding.value
-            if isinstance(call, relax.Call) and getattr(call.op, "name", None) == "relax.concat" \
-                    and call.ty.shape is None:
-                raise GraphError(f"a Concat of tensors whose shapes are computed from Shape ops "
-                                 f"({call.ty}; torch writes x.chunk so): TVM cannot compile it; run "
-                                 "onnxruntime.quantization.quant_pre_process on the float model first, "
-                                 "which folds them into constants")
+    reason = ops.frontend_refusal(mod["main"])
+    if reason is not None:
+        raise GraphError(reason)
 
 
 def onnxruntime_session(model: onnx.ModelProto):

@@ -21,14 +21,12 @@ from onnx import helper, numpy_helper
 
 from requantisation.bounds import INT8_MAX
 
+from . import ops
 from .errors import GraphError
 from .onnx_import import in_model_batches, onnxruntime_session
 
-#: Ops whose activation inputs and outputs are quantised.
-QUANTISED_OPS = ("Conv", "Gemm", "MatMul", "Add", "MaxPool")
-#: Input index of the weight and bias initializers per op.
-WEIGHT_INPUT = {"Conv": 1, "Gemm": 1, "MatMul": 1}
-BIAS_INPUT = {"Conv": 2, "Gemm": 2}
+#: ONNX op -> how its activations, weight and bias are quantised (each op's rule, graph/ops/).
+QUANTISED = ops.pow2_quantised()
 #: Calibration samples run through onnxruntime at once.
 CALIBRATION_CHUNK = 256
 
@@ -80,15 +78,15 @@ def _activation_tensors(graph: onnx.GraphProto, inits: dict) -> list:
             chosen.append(name)
 
     for node in graph.node:
-        if node.op_type not in QUANTISED_OPS:
+        how = QUANTISED.get(node.op_type)
+        if how is None:
             continue
-        skip = {WEIGHT_INPUT.get(node.op_type), BIAS_INPUT.get(node.op_type)}
         for i, name in enumerate(node.input):
-            if i not in skip:
+            if i not in (how.weight, how.bias):
                 add(name)
         out = node.output[0]
         users = consumers.get(out, [])
-        if node.op_type != "MaxPool" and len(users) == 1 and users[0].op_type == "Relu":
+        if how.relu and len(users) == 1 and users[0].op_type == "Relu":
             out = users[0].output[0]
         add(out)
     return chosen
@@ -110,7 +108,8 @@ def quantize_model(model: onnx.ModelProto, calibration: np.ndarray) -> onnx.Mode
     absmax = calibrate(model, tensors, calibration)
     scales = {name: pow2_scale(absmax[name]) for name in tensors}
     for node in graph.node:              # a max-pool keeps its input's scale
-        if node.op_type == "MaxPool" and node.input[0] in scales:
+        how = QUANTISED.get(node.op_type)
+        if how is not None and how.keeps_scale and node.input[0] in scales:
             scales[node.output[0]] = scales[node.input[0]]
 
     new_inits, nodes = [], []
@@ -143,7 +142,7 @@ def quantize_model(model: onnx.ModelProto, calibration: np.ndarray) -> onnx.Mode
         node, src = _copy_node(node), node.input[0]
         for i, name in enumerate(node.input):
             node.input[i] = renamed.get(name, name)
-        if node.op_type in WEIGHT_INPUT:
+        if QUANTISED.get(node.op_type, ops.Pow2Quantised()).weight is not None:
             nodes += _quantise_params(node, src, inits, scales, new_inits, scale_init, zero32.name)
         nodes.append(node)
         for out in list(node.output):
@@ -169,7 +168,8 @@ def _copy_node(node: onnx.NodeProto) -> onnx.NodeProto:
 def _quantise_params(node, src, inits, scales, new_inits, scale_init, zero32) -> list:
     """Replace the node's float weight (and bias) initializers by int8/int32 ones behind DQ;
     `src` is the node's (float) activation input, whose scale sets the bias scale."""
-    widx = WEIGHT_INPUT[node.op_type]
+    how = QUANTISED[node.op_type]
+    widx = how.weight
     wname = node.input[widx]
     if wname not in inits:
         raise GraphError(f"node {node.name or node.op_type}: its weight {wname!r} is not an initializer; "
@@ -183,7 +183,7 @@ def _quantise_params(node, src, inits, scales, new_inits, scale_init, zero32) ->
     out.append(helper.make_node("DequantizeLinear", [f"{wname}_int8", s, "qdq_zero_int8"],
                                 [f"{wname}_dq"], name=f"{wname}_DQ"))
     node.input[widx] = f"{wname}_dq"
-    bidx = BIAS_INPUT.get(node.op_type)
+    bidx = how.bias
     if bidx is not None and len(node.input) > bidx and node.input[bidx]:
         bname = node.input[bidx]
         sb = scales[src] * sw

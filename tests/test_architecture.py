@@ -61,3 +61,27 @@ def test_imports_go_downward_only(package):
     upward = sorted({f"{p.relative_to(ROOT)} imports {top}" for p in (ROOT / package).rglob("*.py")
                      for top in _imports(p) if LAYERS.get(top, 0) > LAYERS[package]})
     assert upward == []
+
+
+def ops_table() -> list:
+    """The modules the page's op registry table names."""
+    text = PAGE.read_text().split("<!-- ops:")[1]
+    return re.findall(r"^\| `([\w.]+)` \|", text.split("\n\n")[0], re.M)
+
+
+def test_every_module_of_the_op_registry_is_on_the_page():
+    modules = {f"graph.ops.{p.stem}" for p in (ROOT / "graph" / "ops").glob("*.py") if p.stem != "__init__"}
+    assert sorted(modules - set(ops_table())) == []
+    for name in ops_table():
+        resolve(name)
+
+
+def test_no_module_outside_the_registry_names_an_op_of_it():
+    """The graph level walks the graph and asks graph.ops; only graph/ops/ names the Relax ops
+    of its rules."""
+    from graph import ops
+    names = {op for rule in ops.RULES for op in rule.float_ops}
+    offenders = sorted(f"{p.relative_to(ROOT)}: {node.value}" for p in (ROOT / "graph").glob("*.py")
+                       for node in ast.walk(ast.parse(p.read_text()))
+                       if isinstance(node, ast.Constant) and node.value in names)
+    assert offenders == []

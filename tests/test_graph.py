@@ -529,3 +529,28 @@ def test_a_codegen_refusal_reaches_the_caller_as_itself(small, monkeypatch):
     _, qdq, x = small
     with pytest.raises(CompileError, match="does not fit"):
         run_model(ModelCase("small", qdq, x), "1x8x8", vthreads=2)
+
+
+def test_a_depthwise_conv_whose_weights_are_all_one_is_a_conv():
+    """The report's kind comes from the QDQ pass's stamp: a real depthwise conv whose int8
+    weights are all 1 (an average pool's integer form) stays a conv2d with its MACs."""
+    from onnx import TensorProto, helper
+
+    def qdq(name, scale, zero_point=0):
+        return [helper.make_tensor(f"{name}_s", TensorProto.FLOAT, [], [scale]),
+                helper.make_tensor(f"{name}_z", TensorProto.INT8, [], [zero_point])]
+    inits = qdq("x", 0.05) + qdq("w", 0.01) + qdq("y", 0.02) + [
+        helper.make_tensor("w_q", TensorProto.INT8, [8, 1, 3, 3], np.ones(72, np.int8))]
+    nodes = [helper.make_node("QuantizeLinear", ["input", "x_s", "x_z"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w_q", "w_s", "w_z"], ["wd"]),
+             helper.make_node("Conv", ["xd", "wd"], ["c"], group=8, kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("QuantizeLinear", ["c", "y_s", "y_z"], ["yq"]),
+             helper.make_node("DequantizeLinear", ["yq", "y_s", "y_z"], ["output"])]
+    graph = helper.make_graph(nodes, "ones", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 8, 6, 6])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, 8, 6, 6])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    x = np.random.default_rng(0).random((2, 8, 6, 6), dtype=np.float32)
+    result = run_model(ModelCase("ones", model, x), "1x8x8")
+    assert [(r["op"], r["target"]) for r in result.layers] == [("conv2d", "vta")]
+    assert result.layers[0]["macs"] == 2 * 8 * 36 * 9 and result.verified

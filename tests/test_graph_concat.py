@@ -1,4 +1,4 @@
-"""Concats written in place on VTA-8 (graph.specs.ConcatSpec, graph.inplace) in the shapes
+"""Concats written in place on VTA-8 (graph.ops.concat.ConcatSpec, graph.inplace) in the shapes
 torchvision's exporters write: GoogLeNet's inception block, DenseNet's growing dense block,
 ShuffleNetV2's concat of halves; quantised by onnxruntime's quantize_static (QDQ: every Concat
 input with its own scale), bit-exact against the CPU build and each layer against onnxruntime;
@@ -12,7 +12,7 @@ from graph.errors import GraphError
 from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
-from graph.specs import ConcatSpec
+from graph.ops.concat import ConcatSpec
 from intrinsics import host
 from requantisation.add import add_ref
 from schedules import vta_eltwise

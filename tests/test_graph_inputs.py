@@ -1,8 +1,5 @@
 """Models as users bring them: a fixed batch other than 1, and failures inside a stage of the
 graph level reaching the user as one line (issue "Any ONNX file a user brings")."""
-import subprocess
-import sys
-
 import numpy as np
 import onnx
 import pytest
@@ -10,7 +7,7 @@ import pytest
 from graph.models.onnx_builder import OnnxBuilder
 from graph.onnx_import import fixed_batch, in_model_batches
 from graph.quantize import quantizer_named
-from graph.run import ModelCase, run_model
+from graph.run import ModelCase, load_case, run_model
 
 
 def conv_model(batch):
@@ -46,27 +43,52 @@ def test_a_model_with_a_fixed_batch_of_2_quantises_and_verifies(quantizer):
     assert result.verified and result.total_cycles > 0
 
 
-def test_a_failure_inside_a_stage_is_one_line_and_debug_shows_the_traceback(tmp_path):
-    """A 3-D ReduceMean after a quantised MatMul: the QDQ pass fails on it today; the user sees
-    the stage and the error in one line, exit 2, and the traceback only with --debug."""
+def _tokens_model(path):
+    """A MatMul over tokens, a 3-D ReduceMean over them and a classifier, as a transformer ends."""
     from onnx import TensorProto, helper
 
     rng = np.random.default_rng(0)
-    w = helper.make_tensor("w", TensorProto.FLOAT, [8, 8], rng.standard_normal(64).astype(np.float32))
+    w, c = (helper.make_tensor(n, TensorProto.FLOAT, [8, 8], rng.standard_normal(64).astype(np.float32))
+            for n in ("w", "c"))
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["input", "w"], ["h"]),
-         helper.make_node("ReduceMean", ["h"], ["out"], axes=[1], keepdims=0)],
+         helper.make_node("ReduceMean", ["h"], ["pooled"], axes=[1], keepdims=0),
+         helper.make_node("MatMul", ["pooled", "c"], ["out"])],
         "tokens", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 4, 8])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 8])], [w])
-    path = tmp_path / "tokens.onnx"
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 8])], [w, c])
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
-    cmd = [sys.executable, "-m", "vta_sim", "model", str(path), "--quantizer", "onnxruntime", "--quiet"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if proc.returncode == 0:
-        pytest.skip("the graph level lowers this model now; the boundary needs another failing case")
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    error = [line for line in proc.stderr.splitlines() if line.startswith("vta-sim: error:")]
-    assert len(error) == 1 and " failed: " in error[0] and "--debug" in error[0], proc.stderr
-    debug = subprocess.run(cmd + ["--debug"], capture_output=True, text=True, timeout=300)
-    assert debug.returncode == 2 and "Traceback" in debug.stderr
+    return path
+
+
+def test_a_mean_over_tokens_stays_on_the_cpu_with_its_reason(tmp_path):
+    """A 3-D ReduceMean used to end in a traceback inside the QDQ pass (it was read as an NCHW
+    pool); it is refused with a reason and the rest of the model runs and verifies."""
+    path = _tokens_model(tmp_path / "tokens.onnx")
+    case = load_case(str(path), quantizer="onnxruntime")
+    result = run_model(case, "1x8x8")
+    assert result.verified
+    rows = {r["op"]: r for r in result.layers}
+    assert rows["avg_pool"]["target"] == "cpu"
+    assert "3-d tensor" in rows["avg_pool"]["reason"], rows["avg_pool"]["reason"]
+
+
+def test_a_failure_inside_a_stage_is_one_line_and_debug_shows_the_traceback(tmp_path, monkeypatch, capsys):
+    """A stage that fails with an error of its own (here the QDQ pass, made to raise what a bug
+    would) reaches the user as one line naming the stage and the error, exit 2, and the
+    traceback only with --debug."""
+    import graph.run
+    from vta_sim.cli import main
+
+    def broken(mod):
+        raise ValueError("not enough values to unpack (expected 4, got 3)")
+    monkeypatch.setattr(graph.run, "lower_qdq", broken)
+    path = _tokens_model(tmp_path / "tokens.onnx")
+    cmd = ["model", str(path), "--quantizer", "onnxruntime", "--quiet"]
+    assert main(cmd) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    error = [line for line in err.splitlines() if line.startswith("vta-sim: error:")]
+    assert len(error) == 1 and "lowering its QDQ blocks to integer ops failed: ValueError: not enough values" \
+        in error[0] and "--debug" in error[0], err
+    assert main(cmd + ["--debug"]) == 2
+    assert "Traceback" in capsys.readouterr().err

@@ -1,0 +1,122 @@
+"""add: a residual add of two int8 activations on the ALU.
+
+QDQ block:  quantize(relu?(dq(a) + dq(b)))  ->
+            astype_i8(clip(((a << ka) + (b << kb) + rnd) >> shift, lo, hi))   scales 2^k apart, no zero points
+            tail((a - za) m_a + (b - zb) m_b)                                 any scales and zero points
+            (requantisation.add; a ReLU clips at the real zero)
+Pattern:    either form (requantisation.relax.add_pattern)
+Spec:       AddSpec(shape, AddParams | ScaledAddParams); kernel schedules.vta_eltwise.eltwise_kernel
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tvm import relax
+
+from intrinsics.errors import CompileError
+from requantisation import add as rq_add
+from requantisation import fixed_point
+from requantisation import relax as rq_relax
+from requantisation.add import AddParams, ScaledAddParams, add_ref, check_params, scaled_add_ref
+from requantisation.bounds import INT8_MAX, INT8_MIN
+from schedules import vta_eltwise
+from schedules.op_kernel import OpKernel
+from vta_sim.config import Config
+
+from .base import Pow2Quantised, Emitter, OpRule, QdqBlock, Read, Refusal
+from .qdq_read import QdqGraph, dq_input, output_scale, pow2_exponent, single_use, static_shape
+from .relax_read import ValueOf
+
+
+@dataclass(frozen=True)
+class AddSpec:
+    shape: tuple              # (n, c, h, w), or any shape: the add runs on flat tiles
+    params: AddParams | ScaledAddParams
+    op: str = field(default="add", init=False)
+    macs = 0
+
+    def describe(self) -> str:
+        p, dims = self.params, "x".join(map(str, self.shape[1:]))
+        if isinstance(p, ScaledAddParams):
+            return f"(a{-p.zero_a:+d})Ma+(b{-p.zero_b:+d})Mb {dims}"
+        return f"(a<<{p.shift_a}) + (b<<{p.shift_b}) >> {p.shift} {dims}"
+
+    def input_shapes(self) -> list:
+        return [self.shape, self.shape]
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        return None      # an add is cut into as many flat tiles as it needs: it always fits
+
+    def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
+        return vta_eltwise.eltwise_kernel(cfg, self.shape, self.params)
+
+    def reference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        p = self.params
+        if isinstance(p, ScaledAddParams):
+            return scaled_add_ref(a, b, p)
+        return add_ref(a, b, p.shift_a, p.shift_b, p.shift, p.lo, p.hi)
+
+
+@dataclass(frozen=True)
+class AddPlan:
+    a: relax.Expr
+    b: relax.Expr
+    params: AddParams | ScaledAddParams
+
+
+def claims(g: QdqGraph, body: Any) -> Any:
+    return body if g.call(body, "relax.add") is not None else None
+
+
+def is_layer(g: QdqGraph, call: relax.Call) -> bool:
+    """An add of two quantised activations (a bias add or an add of a constant is not a layer)."""
+    return all(g.quantised_activation(a) for a in call.args)
+
+
+def plan(g: QdqGraph, block: QdqBlock) -> AddPlan:
+    """The power-of-two form where the scales allow it (ratios 2^k, zero points 0), else the
+    fixed-point form with zero points and any scales (requantisation.add)."""
+    single_use(g, block.body, block.relu)
+    (a, sa, za, _), (b, sb, zb, _) = (dq_input(g, arg, "operand", zero_point_ok=True) for arg in block.inner.args)
+    sy, zy = output_scale(g, block.q)
+    lo = max(INT8_MIN, zy) if block.relu is not None else INT8_MIN   # a ReLU clips at the real zero
+    if not (za or zb or zy):
+        try:
+            ka = -pow2_exponent(sa / sy, "operand scale / output scale")
+            kb = -pow2_exponent(sb / sy, "operand scale / output scale")
+            low = min(ka, kb, 0)
+            params: AddParams | ScaledAddParams = AddParams(ka - low, kb - low, -low, lo, INT8_MAX)
+            check_params(params)
+            return AddPlan(a, b, params)
+        except (Refusal, CompileError):
+            pass
+    try:
+        r, (m_a, m_b) = fixed_point.choose_sum([sa / sy, sb / sy], rq_add.OPERAND_REACH, zy, lo, INT8_MAX)
+        params = ScaledAddParams(za, zb, m_a, m_b, r)
+        check_params(params)
+    except CompileError as exc:
+        raise Refusal(f"its scales do not fit the integer add: {exc}") from None
+    return AddPlan(a, b, params)
+
+
+def emit(em: Emitter, p: AddPlan) -> relax.Expr:
+    form, values = rq_relax.add_values(p.params)
+    return em.root(rq_relax.emit(form, {"a": em.visit(p.a), "b": em.visit(p.b)}, values, em.emit))
+
+
+def read(root: Any, value_of: ValueOf) -> Read:
+    operands, params, _ = rq_relax.read_add(root, value_of)
+    check_params(params)
+    return Read(AddSpec(static_shape(operands[0]), params))
+
+
+def activations(root: Any, value_of: ValueOf) -> list:
+    return list(rq_relax.read_add(root, value_of)[0])
+
+
+RULE = OpRule(
+    kind="add", float_ops=("relax.add",), onnx_ops=("Add",), claims=claims, plan=plan, emit=emit, relu=True,
+    patterns=lambda main: {"vta.add": rq_relax.add_pattern()}, read=read, activations=activations,
+    is_layer=is_layer, pow2={"Add": Pow2Quantised()})

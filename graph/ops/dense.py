@@ -1,0 +1,95 @@
+"""dense: a matmul with constant weights (Gemm, MatMul) and its requantisation on the GEMM core.
+
+QDQ block:  quantize(relu?(matmul(dq(x), dq(W)) (+ bias)))  ->  graph.ops.linear's integer form
+Pattern:    matmul(x, W) + a requantisation form (requantisation.relax.linear_pattern)
+Spec:       DenseSpec(DenseShape, Requant); kernel schedules.vta_ops.dense_kernel
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tvm import relax
+from tvm.relax.dpl import is_const, is_op, wildcard
+
+from requantisation import Requant, rule
+from requantisation.relax import linear_pattern, read_linear
+from schedules import vta_ops
+from schedules import vta_workloads as wl
+from schedules.op_kernel import OpKernel
+from schedules.vta_dense import DENSE, DenseShape
+from vta_sim.config import Config
+
+from . import linear
+from .base import Pow2Quantised, Emitter, OpRule, QdqBlock, Read, Unsupported
+from .host_padding import layout_refusal
+from .qdq_read import QdqGraph, static_shape
+from .relax_read import ValueOf, const
+
+
+@dataclass(frozen=True)
+class DenseSpec:
+    shape: DenseShape
+    requant: Requant
+    op: str = field(default="dense", init=False)
+
+    @property
+    def macs(self) -> int:
+        return self.shape.macs()
+
+    def describe(self) -> str:
+        s = self.shape
+        return f"{s.m}x{s.k} . {s.k}x{s.n}"
+
+    def input_shapes(self) -> list:
+        return [(self.shape.m, self.shape.k)]
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        return layout_refusal(lambda: DENSE.choose_tiles(cfg, self.shape, vthreads, self.requant))
+
+    def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
+        s = self.shape
+        return vta_ops.dense_kernel(cfg, s.m, s.k, s.n, self.requant, vthreads=vthreads)
+
+    def reference(self, x: np.ndarray, w: np.ndarray, b: np.ndarray, *channel: np.ndarray) -> np.ndarray:
+        return rule.reference(wl.dense_acc(x, w, b), self.requant, channel)
+
+
+def accumulate(em: Emitter, x: relax.Expr, weight: relax.Expr, p: linear.LinearPlan) -> relax.Expr:
+    return relax.op.matmul(x, weight, out_dtype="int32")
+
+
+def plan(g: QdqGraph, block: QdqBlock) -> linear.LinearPlan:
+    return linear.plan(g, block, -1, accumulate, (-1,))
+
+
+def read(root: Any, value_of: ValueOf) -> Read:
+    acc, vectors, requant = read_linear(root, value_of)
+    x, wgt = acc.args
+    weight = const(wgt)                       # (K, N)
+    shape = static_shape(x)
+    if len(shape) != 2:
+        raise Unsupported(f"a matmul of a {len(shape)}-d input {shape}: the accelerator's dense layer "
+                          "takes (M, K) inputs")
+    m, k = shape
+    return Read(DenseSpec(DenseShape(m, k, weight.shape[1]), requant), (np.ascontiguousarray(weight.T), *vectors))
+
+
+def activations(root: Any, value_of: ValueOf) -> list:
+    return [read_linear(root, value_of)[0].args[0]]
+
+
+def macs(call: relax.Call) -> int:
+    """Multiply-accumulates of a matmul call from its shapes (0 where TVM left them unknown)."""
+    if call.ty.shape is None:
+        return 0
+    return int(np.prod([int(d) for d in call.ty.shape])) * int(call.args[0].ty.shape[-1])
+
+
+RULE = OpRule(
+    kind="dense", float_ops=("relax.matmul",), onnx_ops=("Gemm", "MatMul"),
+    claims=linear.claims("relax.matmul"), plan=plan, emit=linear.emit, relu=True, uint8_out=True,
+    patterns=lambda main: {"vta.dense": linear_pattern(is_op("relax.matmul")(wildcard(), is_const()))},
+    read=read, activations=activations, macs=macs,
+    pow2={"Gemm": Pow2Quantised(weight=1, bias=2), "MatMul": Pow2Quantised(weight=1)})
