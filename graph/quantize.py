@@ -82,7 +82,7 @@ def _activation_tensors(graph: onnx.GraphProto, inits: dict) -> list:
         if how is None:
             continue
         for i, name in enumerate(node.input):
-            if i not in (how.weight, how.bias):
+            if i not in (how.weight, how.bias) or (how.activation_weight and name not in inits):
                 add(name)
         out = node.output[0]
         users = consumers.get(out, [])
@@ -142,7 +142,8 @@ def quantize_model(model: onnx.ModelProto, calibration: np.ndarray) -> onnx.Mode
         node, src = _copy_node(node), node.input[0]
         for i, name in enumerate(node.input):
             node.input[i] = renamed.get(name, name)
-        if QUANTISED.get(node.op_type, ops.Pow2Quantised()).weight is not None:
+        how = QUANTISED.get(node.op_type, ops.Pow2Quantised())
+        if how.weight is not None and (not how.activation_weight or node.input[how.weight] in inits):
             nodes += _quantise_params(node, src, inits, scales, new_inits, scale_init, zero32.name)
         nodes.append(node)
         for out in list(node.output):

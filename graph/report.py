@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from vta_sim.config import Config
 from vta_sim.isa import MODULES
-from vta_sim.result import BYTES_STATS as BYTES_KEYS, busy_fraction
+from vta_sim.result import BYTES_STATS as BYTES_KEYS, RunResult, busy_fraction
 from vta_sim.trace import Trace
 
 
@@ -142,3 +144,14 @@ def chained(results: list, config_name: str) -> Trace:
                 done=e.done + offset, free=e.free + offset))
         offset += int(result.cycles)
     return Trace(events, offset, config_name)
+
+
+def back_to_back(results: list, config_name: str, backend: str, trace: bool):
+    """One RunResult for programs run one after another: cycles and statistics summed, traces
+    chained (a Concat's rescales, a batched matmul's batches)."""
+    stats: dict = {}
+    for result in results:
+        for key, value in result.stats.items():
+            stats[key] = stats.get(key, 0) + value
+    return RunResult(np.zeros(0, np.uint8), sum(int(r.cycles) for r in results), stats,
+                     chained(results, config_name) if trace else None, backend)

@@ -9,18 +9,19 @@ the graph and ask this registry; none of them names an op.
 Adding an accelerator op is adding a module here (and its kernel in `schedules/` where it needs
 a new one) and its `RULE` to `RULES`.
 
-Order matters where two rules could claim one QDQ block: conv2d and dense claim their bias add
-before `add` sees it.
+Order matters where two rules could claim one QDQ block or one Relax op: conv2d and dense claim
+their bias add before `add` sees it; `matmul` (two activations) is asked before `dense` (a
+constant weight) about a matmul.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from . import add, avg_pool, concat, conv2d, cpu_only, dense, max_pool, rearrange
+from . import add, avg_pool, concat, conv2d, cpu_only, dense, matmul, max_pool, rearrange
 from .base import Decision, LayerStamp, OpRule, Pow2Quantised, Read, Refusal, Unsupported, op_name, stamp, stamp_of
 from .qdq_read import QdqGraph, bindings
 
-RULES: tuple[OpRule, ...] = (conv2d.RULE, dense.RULE, avg_pool.RULE, max_pool.RULE, add.RULE, concat.RULE,
+RULES: tuple[OpRule, ...] = (conv2d.RULE, matmul.RULE, dense.RULE, avg_pool.RULE, max_pool.RULE, add.RULE, concat.RULE,
                              *rearrange.RULES, *cpu_only.RULES)
 BY_KIND: dict[str, OpRule] = {r.kind: r for r in RULES}
 

@@ -138,11 +138,14 @@ class Pow2Quantised:
     """How graph.quantize's power-of-two quantiser wraps one ONNX op type: which inputs are the
     weight and the bias (initializers, quantised to int8/int32 behind a DequantizeLinear), whether
     its output keeps its input's scale (a max does not change the range), and whether a ReLU
-    that alone consumes its output is quantised in its place (the ReLU joins the block)."""
+    that alone consumes its output is quantised in its place (the ReLU joins the block).
+    `activation_weight`: the weight input may be an activation instead (a MatMul of two
+    activations), then quantised as one."""
     weight: int | None = None
     bias: int | None = None
     keeps_scale: bool = False
     relu: bool = True
+    activation_weight: bool = False
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,10 @@ from requantisation.relax import FormMismatch, read_rescale, rescale_pattern
 from schedules import vta_eltwise
 from schedules.op_kernel import OpKernel
 from vta_sim.config import Config
-from vta_sim.result import RunResult
 
 from .. import inplace
 from ..errors import GraphError
-from ..report import chained
+from ..report import back_to_back
 from .base import Emitter, OpRule, QdqBlock, Read, Refusal, Unsupported, op_name
 from .qdq_read import QdqGraph, bindings, dq_input, output_scale, single_use, static_shape
 from .relax_read import ValueOf
@@ -148,13 +147,7 @@ class ConcatKernel:
                     x, result = kernel(x, backend=backend, trace=trace)
                     results.append(result)
                 placement.place(j, x)
-        stats: dict = {}
-        for result in results:
-            for key, value in result.stats.items():
-                stats[key] = stats.get(key, 0) + value
-        total = RunResult(np.zeros(0, np.uint8), sum(int(r.cycles) for r in results), stats,
-                          chained(results, self.cfg.name) if trace else None, backend)
-        return placement.output(), total
+        return placement.output(), back_to_back(results, self.cfg.name, backend, trace)
 
 
 @dataclass(frozen=True)

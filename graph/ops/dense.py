@@ -92,4 +92,4 @@ RULE = OpRule(
     claims=linear.claims("relax.matmul"), plan=plan, emit=linear.emit, relu=True, uint8_out=True,
     patterns=lambda main: {"vta.dense": linear_pattern(is_op("relax.matmul")(wildcard(), is_const()))},
     read=read, activations=activations, macs=macs,
-    pow2={"Gemm": Pow2Quantised(weight=1, bias=2), "MatMul": Pow2Quantised(weight=1)})
+    pow2={"Gemm": Pow2Quantised(weight=1, bias=2), "MatMul": Pow2Quantised(weight=1, activation_weight=True)})

@@ -1,0 +1,53 @@
+"""Matmuls of two activations (attention's Q.K^T and weights.V) on VTA-8: graph/ops/matmul.py,
+the op added as one module of the registry."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from graph.quantize import quantizer_named
+from graph.run import ModelCase, run_model
+
+
+def attention(tokens=4, width=8, heads=2, seed=0):
+    """x (1, T, D) -> per head: softmax-free attention (Q K^T) V, as exporters write it: the
+    projections, Reshape/Transpose into heads, a MatMul with K transposed, a MatMul with V."""
+    rng = np.random.default_rng(seed)
+    dh = width // heads
+
+    def weight(name):
+        return helper.make_tensor(name, TensorProto.FLOAT, [width, width],
+                                  (rng.standard_normal(width * width) / np.sqrt(width)).astype(np.float32))
+    shape = helper.make_tensor("heads", TensorProto.INT64, [4], [1, tokens, heads, dh])
+    nodes = []
+    for name in "qkv":
+        nodes += [helper.make_node("MatMul", ["input", f"w{name}"], [f"{name}0"]),
+                  helper.make_node("Reshape", [f"{name}0", "heads"], [f"{name}1"]),
+                  helper.make_node("Transpose", [f"{name}1"], [name],
+                                   perm=[0, 2, 3, 1] if name == "k" else [0, 2, 1, 3])]
+    nodes += [helper.make_node("MatMul", ["q", "k"], ["scores"]),
+              helper.make_node("MatMul", ["scores", "v"], ["output"])]
+    graph = helper.make_graph(nodes, "attention",
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, tokens, width])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, heads, tokens, dh])],
+                              [weight("wq"), weight("wk"), weight("wv"), shape])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("quantizer", ["pow2", "onnxruntime-symmetric"])
+def test_matmuls_of_two_activations_run_on_the_accelerator(quantizer):
+    rng = np.random.default_rng(1)
+    qdq = quantizer_named(quantizer)(attention(), rng.standard_normal((16, 4, 8)).astype(np.float32))
+    result = run_model(ModelCase("attention", qdq, rng.standard_normal((1, 4, 8)).astype(np.float32)), "1x8x8")
+    matmuls = [r for r in result.layers if r["op"] == "matmul"]
+    assert [(r["target"], r["shape"]) for r in matmuls] == [("vta", "1x2 x 4x4 . 4x4")] * 2
+    assert all(r["verified"] for r in matmuls) and result.logits_identical
+    assert matmuls[0]["macs"] == 2 * 4 * 4 * 4 and matmuls[0]["cycles"] > 0
+
+
+def test_operands_with_zero_points_stay_on_the_cpu_with_the_reason():
+    rng = np.random.default_rng(1)
+    qdq = quantizer_named("onnxruntime")(attention(), rng.standard_normal((16, 4, 8)).astype(np.float32))
+    result = run_model(ModelCase("attention", qdq, rng.standard_normal((1, 4, 8)).astype(np.float32)), "1x8x8")
+    matmuls = [r for r in result.layers if r["op"] == "matmul"]
+    assert len(matmuls) == 2 and all(r["target"] == "cpu" and "zero points" in r["reason"] for r in matmuls)
+    assert result.verified
