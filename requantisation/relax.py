@@ -22,7 +22,7 @@ The tail always has its pre-shift and zero point (0 or not), so each form has on
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import tvm
@@ -181,7 +181,7 @@ def pattern(form: tuple, inputs: dict):
     return done[form[-1].name]
 
 
-def linear_pattern(acc):
+def linear_pattern(acc: Any) -> Any:
     """Any requantisation form after the accumulator pattern `acc`."""
     out = None
     for form in LINEAR_FORMS:
@@ -190,12 +190,12 @@ def linear_pattern(acc):
     return out
 
 
-def rescale_pattern():
+def rescale_pattern() -> Any:
     """The RESCALE form on any operand."""
     return pattern(RESCALE, {"a": wildcard()})
 
 
-def add_pattern():
+def add_pattern() -> Any:
     """Either residual-add form, on any two operands."""
     forms = [pattern(form, {"a": wildcard(), "b": wildcard()}) for form in ADD_FORMS]
     return forms[0] | forms[1]

@@ -32,7 +32,7 @@ from .relax_read import ValueOf
 
 @dataclass(frozen=True)
 class AddSpec:
-    shape: tuple              # (n, c, h, w), or any shape: the add runs on flat tiles
+    shape: tuple[Any, ...]              # (n, c, h, w), or any shape: the add runs on flat tiles
     params: AddParams | ScaledAddParams
     op: str = field(default="add", init=False)
     macs = 0
@@ -43,7 +43,7 @@ class AddSpec:
             return f"(a{-p.zero_a:+d})Ma+(b{-p.zero_b:+d})Mb {dims}"
         return f"(a<<{p.shift_a}) + (b<<{p.shift_b}) >> {p.shift} {dims}"
 
-    def input_shapes(self) -> list:
+    def input_shapes(self) -> list[Any]:
         return [self.shape, self.shape]
 
     def misfit(self, cfg: Config, vthreads: int) -> str | None:
@@ -112,7 +112,7 @@ def read(root: Any, value_of: ValueOf) -> Read:
     return Read(AddSpec(static_shape(operands[0]), params))
 
 
-def activations(root: Any, value_of: ValueOf) -> list:
+def activations(root: Any, value_of: ValueOf) -> list[Any]:
     return list(rq_relax.read_add(root, value_of)[0])
 
 

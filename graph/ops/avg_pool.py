@@ -44,7 +44,7 @@ def claims(g: QdqGraph, body: Any) -> Any:
     return body if op_name(g.val(body)) in ("relax.nn.avg_pool2d", "relax.mean") else None
 
 
-def window(pool: relax.Call, h: int, w: int) -> tuple:
+def window(pool: relax.Call, h: int, w: int) -> tuple[Any, ...]:
     """(k, stride, pad) of an average pool (avg_pool2d, or a global mean over H and W), or refuse
     what the depthwise form cannot hold exactly."""
     if op_name(pool) == "relax.mean":

@@ -22,7 +22,6 @@ import numpy as np
 import tvm
 from tvm import relax
 
-from schedules.op_kernel import OpKernel
 from vta_sim.config import Config
 
 from ..errors import GraphError
@@ -102,27 +101,30 @@ class Read:
     """An integer block read back: its typed description and the kernel's trailing inputs
     (weights, per-channel vectors)."""
     spec: "AcceleratorOp"
-    constants: tuple = ()
+    constants: tuple[Any, ...] = ()
 
 
 class AcceleratorOp(Protocol):
     """The typed description every offloaded op provides: what its kernel is compiled for and
     its cache key (shape and requantisation, never the weights, which are kernel inputs)."""
 
-    op: str                                   # the report's name of the kind
+    @property
+    def op(self) -> str: ...                 # the report's name of the kind
 
     @property
     def macs(self) -> int: ...               # multiply-accumulates counted for the model's total
 
     def describe(self) -> str: ...           # the report's shape column
 
-    def input_shapes(self) -> list: ...      # the activations' plain shapes, in the kernel's order
+    def input_shapes(self) -> list[Any]: ...      # the activations' plain shapes, in the kernel's order
 
     def misfit(self, cfg: Config, vthreads: int) -> str | None: ...   # why it cannot be laid out
 
-    def kernel(self, cfg: Config, vthreads: int) -> OpKernel: ...     # compiled, any shape
+    @property
+    def kernel(self) -> Callable[[Config, int], Any]: ...     # (cfg, vthreads) -> its compiled kernel, any shape
 
-    def reference(self, *arrays: np.ndarray) -> np.ndarray: ...      # numpy int64, activations first
+    @property
+    def reference(self) -> Callable[..., np.ndarray]: ...     # numpy int64, activations first
 
 
 def no_macs(call: relax.Call) -> int:
@@ -161,9 +163,9 @@ class OpRule:
     emit: Callable[..., relax.Expr] | None = None   # (Emitter, plan) -> the block's last expr
     relu: bool = False                              # a ReLU may sit between the op and its quantize
     uint8_out: bool = False                         # the block may quantise to uint8
-    patterns: Callable[..., dict] | None = None     # main -> {composite name: DFPattern}
+    patterns: Callable[..., dict[str, Any]] | None = None     # main -> {composite name: DFPattern}
     read: Callable[..., Read] | None = None         # (root, value_of) -> Read, or Unsupported
-    activations: Callable[..., list] | None = None  # (root, value_of) -> the kernel's activations
+    activations: Callable[..., list[Any]] | None = None  # (root, value_of) -> the kernel's activations
     is_layer: Callable[..., bool] = always          # (QdqGraph, call): is this call a report layer
     macs: Callable[[relax.Call], int] = no_macs     # of its float call, for a layer on the CPU
     cpu_reason: str = "no accelerator pattern matched"

@@ -40,7 +40,7 @@ from .relax_read import ValueOf
 class RescaleSpec:
     """One Concat input moved into the Concat's scale (requantisation.add.RescaleParams) on the
     ALU: a part of a ConcatSpec, compiled and cached as a kernel of its own."""
-    shape: tuple              # (n, c, h, w)
+    shape: tuple[Any, ...]              # (n, c, h, w)
     params: RescaleParams
     op: str = field(default="rescale", init=False)
     macs = 0
@@ -49,7 +49,7 @@ class RescaleSpec:
         p, (_, c, h, w) = self.params, self.shape
         return f"(a{-p.zero:+d})M {c}x{h}x{w}"
 
-    def input_shapes(self) -> list:
+    def input_shapes(self) -> list[Any]:
         return [self.shape]
 
     def misfit(self, cfg: Config, vthreads: int) -> str | None:
@@ -58,7 +58,7 @@ class RescaleSpec:
     def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
         return vta_eltwise.eltwise_kernel(cfg, self.shape, self.params)
 
-    def reference(self, a) -> np.ndarray:
+    def reference(self, a: np.ndarray) -> np.ndarray:
         return rescale_ref(a, self.params)
 
 
@@ -69,8 +69,8 @@ class ConcatSpec:
     point costs nothing (its producer's STORE goes to its slice); each other input is rescaled
     into them on the ALU (`RescaleSpec`), storing its slice, and its cycles are the Concat's.
     Every slice but the last must start on a channel block (`misfit`)."""
-    shapes: tuple             # (n, c_i, h, w) per input, in order
-    rescales: tuple           # RescaleParams per input, or None: already in the output's scale
+    shapes: tuple[Any, ...]             # (n, c_i, h, w) per input, in order
+    rescales: tuple[Any, ...]           # RescaleParams per input, or None: already in the output's scale
     op: str = field(default="concat", init=False)
     macs = 0
 
@@ -79,7 +79,7 @@ class ConcatSpec:
         moved = sum(r is not None for r in self.rescales)
         return f"{'+'.join(str(s[1]) for s in self.shapes)} {h}x{w}, {moved} rescaled"
 
-    def input_shapes(self) -> list:
+    def input_shapes(self) -> list[Any]:
         return list(self.shapes)
 
     def misfit(self, cfg: Config, vthreads: int) -> str | None:
@@ -93,19 +93,19 @@ class ConcatSpec:
         return None
 
     @property
-    def parts(self) -> tuple:
+    def parts(self) -> tuple[Any, ...]:
         """The kernels it runs: one RescaleSpec per distinct rescaled input."""
         return tuple(dict.fromkeys(RescaleSpec(s, r) for s, r in zip(self.shapes, self.rescales)
                                    if r is not None))
 
-    def assemble(self, cfg: Config, kernels: dict) -> "ConcatKernel":
+    def assemble(self, cfg: Config, kernels: dict[Any, Any]) -> "ConcatKernel":
         """The Concat's kernel from its parts' compiled kernels {RescaleSpec: OpKernel}."""
         return ConcatKernel(self, kernels, cfg)
 
     def kernel(self, cfg: Config, vthreads: int) -> "ConcatKernel":
         return self.assemble(cfg, {part: part.kernel(cfg, vthreads) for part in self.parts})
 
-    def reference(self, *arrays) -> np.ndarray:
+    def reference(self, *arrays: np.ndarray) -> np.ndarray:
         return np.concatenate([x if r is None else rescale_ref(x, r) for x, r in zip(arrays, self.rescales)],
                               axis=1)
 
@@ -117,13 +117,13 @@ class ConcatKernel:
     summed), storing its slice; slices their producers stored are not touched (their inputs
     are not even read); the host places the rest. The output is the tensor unpacked."""
     spec: ConcatSpec
-    kernels: dict             # RescaleSpec -> OpKernel
+    kernels: dict[Any, Any]             # RescaleSpec -> OpKernel
     cfg: Config
     tile_source = None
 
     @property
     def compile_s(self) -> float:
-        return sum(k.compile_s for k in self.kernels.values())
+        return float(sum(k.compile_s for k in self.kernels.values()))
 
     def rescale(self, j: int) -> OpKernel | None:
         """The program that moves input j into the output's scale (None: it is in it)."""
@@ -135,12 +135,13 @@ class ConcatKernel:
         return inplace.ConcatPlacement.alone(self.cfg, self.spec.shapes,
                                             [self.rescale(j) for j in range(len(self.spec.shapes))])
 
-    def __call__(self, *arrays, backend="sim", trace: bool = False, placement=None) -> tuple:
+    def __call__(self, *arrays: np.ndarray, backend: str = "sim", trace: bool = False,
+                 placement: inplace.ConcatPlacement | None = None) -> tuple[Any, ...]:
         placement = placement or self.placement()
         results = []
         for j, (x, slot) in enumerate(zip(arrays, placement.slots)):
             kernel = self.rescale(j)
-            if slot.writer == inplace.RESCALE:
+            if slot.writer == inplace.RESCALE and kernel is not None:
                 results.append(kernel(x, backend=backend, trace=trace, out=placement.view(j))[1])
             elif slot.writer == inplace.HOST:
                 if kernel is not None:
@@ -152,7 +153,7 @@ class ConcatKernel:
 
 @dataclass(frozen=True)
 class ConcatPlan:
-    inputs: tuple             # (int8 input, RescaleParams or None) per input
+    inputs: tuple[Any, ...]             # (int8 input, RescaleParams or None) per input
     axis: int
 
 
@@ -173,7 +174,7 @@ def plan(g: QdqGraph, block: QdqBlock) -> ConcatPlan:
                       "the accelerator writes channel slices of NCHW tensors")
     sy, zy = output_scale(g, block.q)
     lo = max(INT8_MIN, zy) if block.relu is not None else INT8_MIN
-    inputs = []
+    inputs: list[tuple[Any, RescaleParams | None]] = []
     for f in fields.fields:
         x, sx, zx, _ = dq_input(g, f, "input", zero_point_ok=True)
         if (sx, zx, lo) == (sy, zy, INT8_MIN):
@@ -199,7 +200,7 @@ def emit(em: Emitter, p: ConcatPlan) -> relax.Expr:
     return em.root(relax.op.concat(items, axis=p.axis))
 
 
-def concat_inputs(root: Any, value_of: ValueOf) -> list:
+def concat_inputs(root: Any, value_of: ValueOf) -> list[Any]:
     """[(input, RescaleParams or None)] of a channel concat of int8 tensors, each input either
     taken as it is or moved into the output's scale by a RESCALE block."""
     fields = value_of(root.args[0])
@@ -227,7 +228,7 @@ def read(root: Any, value_of: ValueOf) -> Read:
     return Read(ConcatSpec(tuple(shapes), tuple(p for _, p in inputs)))
 
 
-def patterns(main: relax.Function) -> dict:
+def patterns(main: relax.Function) -> dict[str, Any]:
     """A `vta.concat<k>` per concat arity k in `main`: a channel concat whose inputs are taken as
     they are or through their RESCALE block, which joins the region."""
     arities = sorted({len(b.value.args[0].fields) for b in bindings(main)

@@ -45,7 +45,7 @@ class ConvSpec(HostPadded):
         kind = "" if s.groups == 1 else " dw" if s.groups == s.ic else f" g{s.groups}"
         return f"{s.k}x{s.k}/{s.stride}{kind} {s.ic}->{s.oc} {s.h}x{s.w}"
 
-    def input_shapes(self) -> list:
+    def input_shapes(self) -> list[Any]:
         s = self.shape
         return [(s.n, s.ic, s.h, s.w)]
 
@@ -105,14 +105,14 @@ def read_conv(root: Any, value_of: ValueOf, spec: type = ConvSpec) -> Read:
     return Read(spec(shape, requant, pad_value), (weight, *vectors))
 
 
-def activations(root: Any, value_of: ValueOf) -> list:
+def activations(root: Any, value_of: ValueOf) -> list[Any]:
     """The conv's input, before its explicit pad."""
     x = read_linear(root, value_of)[0].args[0]
     padded = value_of(x)
     return [padded.args[0] if op_name(padded) == "relax.nn.pad" else x]
 
 
-def _check_attrs(kh: int, kw: int, a: Any, pads: list, ic: int, oc: int) -> None:
+def _check_attrs(kh: int, kw: int, a: Any, pads: list[Any], ic: int, oc: int) -> None:
     strides, dil, groups = ints(a.strides), ints(a.dilation), int(a.groups)
     if kh != kw:
         raise Unsupported(f"kernel {kh}x{kw} is not square")

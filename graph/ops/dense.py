@@ -42,7 +42,7 @@ class DenseSpec:
         s = self.shape
         return f"{s.m}x{s.k} . {s.k}x{s.n}"
 
-    def input_shapes(self) -> list:
+    def input_shapes(self) -> list[Any]:
         return [(self.shape.m, self.shape.k)]
 
     def misfit(self, cfg: Config, vthreads: int) -> str | None:
@@ -76,7 +76,7 @@ def read(root: Any, value_of: ValueOf) -> Read:
     return Read(DenseSpec(DenseShape(m, k, weight.shape[1]), requant), (np.ascontiguousarray(weight.T), *vectors))
 
 
-def activations(root: Any, value_of: ValueOf) -> list:
+def activations(root: Any, value_of: ValueOf) -> list[Any]:
     return [read_linear(root, value_of)[0].args[0]]
 
 

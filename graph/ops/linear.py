@@ -48,8 +48,8 @@ class LinearPlan:
     x_uint8: bool
     y_uint8: bool
     accumulate: Accumulate
-    vector_shape: tuple           # how a per-channel vector broadcasts over the accumulator
-    squeeze: list | None = None   # reshape the output to this (a global mean that keeps no dims)
+    vector_shape: tuple[Any, ...]           # how a per-channel vector broadcasts over the accumulator
+    squeeze: list[Any] | None = None   # reshape the output to this (a global mean that keeps no dims)
 
 
 def claims(op: str) -> Callable[[QdqGraph, Any], Any]:
@@ -62,7 +62,7 @@ def claims(op: str) -> Callable[[QdqGraph, Any], Any]:
     return claim
 
 
-def weight_of(g: QdqGraph, wexpr: Any, out_axis: int) -> tuple:
+def weight_of(g: QdqGraph, wexpr: Any, out_axis: int) -> tuple[Any, ...]:
     """(int8 weight in the op's layout, per-output-channel scales) of a dequantized constant;
     `out_axis` is the weight's output-channel axis (negative: from the end)."""
     transposed = g.call(wexpr, "relax.permute_dims")
@@ -76,7 +76,10 @@ def weight_of(g: QdqGraph, wexpr: Any, out_axis: int) -> tuple:
     if zero is None or np.any(zero != 0):
         raise Refusal("its weights have a non-zero zero point; the accelerator's GEMM takes "
                       "symmetric weights")
-    scale = g.const(wdq.args[1]).reshape(-1)
+    scales = g.const(wdq.args[1])
+    if scales is None:
+        raise Refusal("its weight scale is not a constant")
+    scale = scales.reshape(-1)
     axis = int(wdq.attrs.axis) % weight.ndim
     if transposed is not None:
         axes = [int(a) for a in transposed.attrs.axes]
@@ -90,7 +93,7 @@ def weight_of(g: QdqGraph, wexpr: Any, out_axis: int) -> tuple:
     return weight, scale
 
 
-def plan(g: QdqGraph, block: QdqBlock, out_axis: int, accumulate: Accumulate, vector_shape: tuple) -> LinearPlan:
+def plan(g: QdqGraph, block: QdqBlock, out_axis: int, accumulate: Accumulate, vector_shape: tuple[Any, ...]) -> LinearPlan:
     """The block `quantize(relu?(op(dq(x), dq(W)) (+ bias)))` as integer ops, else Refusal."""
     bias, op_var = None, block.layer
     if not block.layer.same_as(block.body):

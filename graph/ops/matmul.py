@@ -44,7 +44,7 @@ PRODUCT_REACH = -INT8_MIN * -INT8_MIN
 
 @dataclass(frozen=True)
 class MatmulSpec:
-    batch: tuple              # the leading dims, alike in both operands
+    batch: tuple[Any, ...]              # the leading dims, alike in both operands
     shape: DenseShape         # one batch: (M, K) . (K, N)
     requant: Requant
     op: str = field(default="matmul", init=False)
@@ -63,21 +63,21 @@ class MatmulSpec:
         return DenseSpec(self.shape, self.requant)
 
     @property
-    def parts(self) -> tuple:
+    def parts(self) -> tuple[Any, ...]:
         return (self.part,)
 
     def describe(self) -> str:
         s = self.shape
         return f"{'x'.join(map(str, self.batch))} x {s.m}x{s.k} . {s.k}x{s.n}"
 
-    def input_shapes(self) -> list:
+    def input_shapes(self) -> list[Any]:
         s = self.shape
         return [(*self.batch, s.m, s.k), (*self.batch, s.k, s.n)]
 
     def misfit(self, cfg: Config, vthreads: int) -> str | None:
         return self.part.misfit(cfg, vthreads)
 
-    def assemble(self, cfg: Config, kernels: dict) -> "MatmulKernel":
+    def assemble(self, cfg: Config, kernels: dict[Any, Any]) -> "MatmulKernel":
         return MatmulKernel(self, kernels[self.part], cfg)
 
     def kernel(self, cfg: Config, vthreads: int) -> "MatmulKernel":
@@ -105,7 +105,7 @@ class MatmulKernel:
         return self.dense.tile_source
 
     def __call__(self, a: np.ndarray, b: np.ndarray, *vectors: np.ndarray, backend: str = "sim",
-                 trace: bool = False) -> tuple:
+                 trace: bool = False) -> tuple[Any, ...]:
         s = self.spec.shape
         a3, b3 = a.reshape(-1, s.m, s.k), b.reshape(-1, s.k, s.n)
         outs, results = [], []
@@ -186,7 +186,7 @@ def read(root: Any, value_of: ValueOf) -> Read:
     return Read(MatmulSpec(tuple(lead_a), DenseShape(m, k, n), requant), tuple(vectors))
 
 
-def activations(root: Any, value_of: ValueOf) -> list:
+def activations(root: Any, value_of: ValueOf) -> list[Any]:
     return list(read_linear(root, value_of)[0].args)
 
 

@@ -40,7 +40,7 @@ class PoolSpec(HostPadded):
         s = self.shape
         return f"{s.k}x{s.k}/{s.stride} pad {s.pad}{' ceil' if self.ceil_extra else ''} {s.c}x{s.h}x{s.w}"
 
-    def input_shapes(self) -> list:
+    def input_shapes(self) -> list[Any]:
         s = self.shape
         return [(s.n, s.c, s.h, s.w)]
 

@@ -7,7 +7,7 @@ does not fit; graph.qdq turns the refusal into the layer's `Decision.reason`.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import tvm
@@ -21,7 +21,7 @@ from .base import Refusal, op_name
 UINT8_OFFSET = 128
 
 
-def bindings(func: relax.Function):
+def bindings(func: relax.Function) -> Iterator[Any]:
     for block in func.body.blocks:
         yield from block.bindings
 
@@ -31,7 +31,7 @@ class QdqGraph:
 
     def __init__(self, func: relax.Function):
         self.value = dict(relax.analysis.get_var2val(func))
-        self.uses: dict = {}
+        self.uses: dict[Any, Any] = {}
         for binding in bindings(func):
             for v in relax.analysis.free_vars(binding.value):
                 self.uses[v] = self.uses.get(v, 0) + 1
@@ -50,13 +50,13 @@ class QdqGraph:
         """The float64 value of a constant, seen through dequantize/reshape/permute_dims."""
         v = self.val(e)
         if isinstance(v, Constant):
-            return v.value.numpy().astype(np.float64)
+            return np.asarray(v.value.numpy(), np.float64)
         name = op_name(v)
         if name == "relax.dequantize":
             data, scale, zero = (self.const(a) for a in v.args)
             if data is None or scale is None or zero is None:
                 return None
-            return (data - _axis_view(zero, v, data.ndim)) * _axis_view(scale, v, data.ndim)
+            return np.asarray((data - _axis_view(zero, v, data.ndim)) * _axis_view(scale, v, data.ndim))
         if name == "relax.reshape":
             inner = self.const(v.args[0])
             return None if inner is None else inner.reshape([int(d) for d in v.args[1].values])
@@ -96,7 +96,8 @@ def output_scale(g: QdqGraph, q: relax.Call) -> tuple[float, int]:
     return scalar(g, q.args[1], "output scale"), int(scalar(g, q.args[2], "output zero point"))
 
 
-def dq_input(g: QdqGraph, e: Any, what: str, zero_point_ok: bool = False, uint8_ok: bool = False):
+def dq_input(g: QdqGraph, e: Any, what: str, zero_point_ok: bool = False,
+             uint8_ok: bool = False) -> tuple[Any, float, int, bool]:
     """(x_q var, scale, zero point, uint8) of `dequantize(x_q, scale, zp)`, else refuse with the
     reason (a zero point only where `zero_point_ok`). A uint8 x_q (where `uint8_ok`) is read as
     int8 x_q - 128 with zero point zp - 128: the same real values."""
@@ -139,11 +140,11 @@ def single_use(g: QdqGraph, *vars_: Any) -> None:
             raise Refusal("an intermediate float value of the block is used elsewhere")
 
 
-def ints(values: Any) -> list:
+def ints(values: Any) -> list[Any]:
     return [int(v) for v in values]
 
 
-def static_shape(e: Any) -> tuple:
+def static_shape(e: Any) -> tuple[Any, ...]:
     """The dims of a tensor's shape, or a GraphError where TVM's frontend left them unknown."""
     shape = e.ty.shape
     if shape is None or not all(isinstance(d, (int, tvm.tirx.IntImm)) for d in shape):
@@ -153,7 +154,7 @@ def static_shape(e: Any) -> tuple:
     return tuple(int(d) for d in shape)
 
 
-def known_shape(e: Any) -> tuple:
+def known_shape(e: Any) -> tuple[Any, ...]:
     """static_shape, a Refusal where it is unknown."""
     try:
         return static_shape(e)

@@ -14,7 +14,7 @@ from .base import Unsupported, op_name
 ValueOf = Callable[[Any], Any]
 
 
-def value_lookup(func: relax.Function, extra: dict | None = None) -> ValueOf:
+def value_lookup(func: relax.Function, extra: dict[Any, Any] | None = None) -> ValueOf:
     """e -> the value a var of `func` is bound to (looking in `extra` first), else e itself."""
     var2val = dict(relax.analysis.get_var2val(func))
 
@@ -37,10 +37,10 @@ def extern_symbol(call: Any) -> str | None:
 def const(e: Any) -> np.ndarray:
     if not isinstance(e, Constant):
         raise GraphError(f"expected a constant, got {type(e).__name__}")
-    return e.value.numpy()
+    return np.asarray(e.value.numpy())
 
 
-def explicit_pad(pad_call: relax.Call) -> list:
+def explicit_pad(pad_call: relax.Call) -> list[Any]:
     """[top, left, bottom, right] of an NCHW nn.pad that pads only H and W."""
     widths = [int(v) for v in pad_call.attrs.pad_width]
     if any(widths[:4]) or pad_call.attrs.pad_mode != "constant":
