@@ -10,7 +10,8 @@ from graph.run import ModelCase, run_model
 
 def attention(tokens=4, width=8, heads=2, seed=0):
     """x (1, T, D) -> per head: softmax-free attention (Q K^T) V, as exporters write it: the
-    projections, Reshape/Transpose into heads, a MatMul with K transposed, a MatMul with V."""
+    projections, Reshape/Transpose into heads, a MatMul with K transposed, a MatMul with V,
+    the heads back into (1, T, D), the output projection and the residual add."""
     rng = np.random.default_rng(seed)
     dh = width // heads
 
@@ -18,6 +19,7 @@ def attention(tokens=4, width=8, heads=2, seed=0):
         return helper.make_tensor(name, TensorProto.FLOAT, [width, width],
                                   (rng.standard_normal(width * width) / np.sqrt(width)).astype(np.float32))
     shape = helper.make_tensor("heads", TensorProto.INT64, [4], [1, tokens, heads, dh])
+    merged = helper.make_tensor("merged", TensorProto.INT64, [3], [1, tokens, width])
     nodes = []
     for name in "qkv":
         nodes += [helper.make_node("MatMul", ["input", f"w{name}"], [f"{name}0"]),
@@ -25,16 +27,22 @@ def attention(tokens=4, width=8, heads=2, seed=0):
                   helper.make_node("Transpose", [f"{name}1"], [name],
                                    perm=[0, 2, 3, 1] if name == "k" else [0, 2, 1, 3])]
     nodes += [helper.make_node("MatMul", ["q", "k"], ["scores"]),
-              helper.make_node("MatMul", ["scores", "v"], ["output"])]
+              helper.make_node("MatMul", ["scores", "v"], ["mixed"]),
+              helper.make_node("Transpose", ["mixed"], ["mixed1"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["mixed1", "merged"], ["mixed2"]),
+              helper.make_node("MatMul", ["mixed2", "wo"], ["projected"]),
+              helper.make_node("Add", ["projected", "input"], ["output"])]
     graph = helper.make_graph(nodes, "attention",
                               [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, tokens, width])],
-                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, heads, tokens, dh])],
-                              [weight("wq"), weight("wk"), weight("wv"), shape])
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, tokens, width])],
+                              [weight("wq"), weight("wk"), weight("wv"), weight("wo"), shape, merged])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
 @pytest.mark.parametrize("quantizer", ["pow2", "onnxruntime-symmetric"])
-def test_matmuls_of_two_activations_run_on_the_accelerator(quantizer):
+def test_every_matmul_and_add_of_attention_runs_on_the_accelerator(quantizer):
+    """The two matmuls of activations, the projections over (1, T, D) tokens (a dense layer with
+    the tokens folded into its rows) and the 3-d residual add, all on VTA-8, bit-exact."""
     rng = np.random.default_rng(1)
     qdq = quantizer_named(quantizer)(attention(), rng.standard_normal((16, 4, 8)).astype(np.float32))
     result = run_model(ModelCase("attention", qdq, rng.standard_normal((1, 4, 8)).astype(np.float32)), "1x8x8")
@@ -42,6 +50,11 @@ def test_matmuls_of_two_activations_run_on_the_accelerator(quantizer):
     assert [(r["target"], r["shape"]) for r in matmuls] == [("vta", "1x2 x 4x4 . 4x4")] * 2
     assert all(r["verified"] for r in matmuls) and result.logits_identical
     assert matmuls[0]["macs"] == 2 * 4 * 4 * 4 and matmuls[0]["cycles"] > 0
+    dense = [r for r in result.layers if r["op"] == "dense"]
+    assert [(r["target"], r["shape"]) for r in dense] == [("vta", "1x4x8 . 8x8")] * 4
+    adds = [r for r in result.layers if r["op"] == "add"]
+    assert [r["target"] for r in adds] == ["vta"] and adds[0]["shape"].endswith(" 4x8")
+    assert result.verified
 
 
 def test_operands_with_zero_points_stay_on_the_cpu_with_the_reason():

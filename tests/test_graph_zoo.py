@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from graph import qdq
+from requantisation import linear as rq_linear
 from graph.errors import GraphError
 from intrinsics.errors import CompileError
 from graph.models.onnx_builder import OnnxBuilder
@@ -75,7 +75,7 @@ def test_a_classifier_on_a_vanishing_input_runs_on_the_accelerator_exactly(name,
     M ~ 1e-8 with bias' ~ 2^31, which no fixed-point encoding holds. Over their accumulator
     range those channels output two values (GoogLeNet; the sequence's clamp places the step) or
     three (ShuffleNetV2, M 2 reach ~ 2: the output step, ChannelParams.s_*, places the second)
-    and are re-encoded exactly (qdq._few_valued): the dense runs on VTA-8, identical to
+    and are re-encoded exactly (rq_linear._few_valued): the dense runs on VTA-8, identical to
     onnxruntime."""
     rng = np.random.default_rng(8)
     b = OnnxBuilder(name, (1, 4, 4, 4))
@@ -109,10 +109,10 @@ def _real(mult: float, bias: int, zy: int, acc: int) -> int:
 def test_few_valued_channels_keep_every_output(mult, bias, zy, reach):
     """Against the real multiplier in exact arithmetic: every accumulator of a small range; of a
     large one, 20,001 spread over it and every one within 2,000 of where the output steps."""
-    m, b, few = qdq._few_valued(np.array([mult]), np.array([float(bias)]), np.array([reach]), zy, INT8_MIN)
+    m, b, few = rq_linear._few_valued(np.array([mult]), np.array([float(bias)]), np.array([reach]), zy, INT8_MIN)
     r, params = fixed_point.choose(m, zy, INT8_MIN, INT8_MAX, acc_bound=reach + np.abs(b))
     r = dataclasses.replace(r, step=bool(few.steps))
-    params = qdq._clamped(params, few, b)
+    params = rq_linear._clamped(params, few, b)
     if reach <= 4000:
         acc = np.arange(-reach, reach + 1)
     else:
@@ -140,7 +140,7 @@ def _steps(mult: float, bias: int, zy: int, reach: int) -> list:
 
 def test_a_channel_of_four_values_is_not_re_encoded():
     """Only up to three values have an exact encoding here; more are left to fixed_point.choose."""
-    m, _, few = qdq._few_valued(np.array([2e-7]), np.array([5e8]), np.array([8_400_000]), 0, INT8_MIN)
+    m, _, few = rq_linear._few_valued(np.array([2e-7]), np.array([5e8]), np.array([8_400_000]), 0, INT8_MIN)
     assert m[0] == 2e-7 and not few.bounds and not few.steps
 
 
@@ -177,10 +177,10 @@ def test_a_huge_bias_channel_left_to_choose_is_refused_when_more_than_one_lsb_of
     encoding is checked at every step of the real output (exact arithmetic); 5 LSB off is
     refused naming the channel, 1 LSB off at a step's edge is kept."""
     mult, bias, reach = np.array([mult]), np.array([bias]), np.array([8_400_000])
-    m, b, few = qdq._few_valued(mult, bias, reach, 0, INT8_MIN)
+    m, b, few = rq_linear._few_valued(mult, bias, reach, 0, INT8_MIN)
     r, params = fixed_point.choose(m, 0, INT8_MIN, INT8_MAX, acc_bound=reach + np.abs(b))
     if off is None:
-        qdq._check_left_to_choose(r, params, m, b, reach, 0, INT8_MIN, few)
+        rq_linear._check_left_to_choose(r, params, m, b, reach, 0, INT8_MIN, few)
     else:
         with pytest.raises(CompileError, match=f"channel 0 .* {off} LSB off the real multiplier"):
-            qdq._check_left_to_choose(r, params, m, b, reach, 0, INT8_MIN, few)
+            rq_linear._check_left_to_choose(r, params, m, b, reach, 0, INT8_MIN, few)

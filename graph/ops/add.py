@@ -6,9 +6,12 @@ QDQ block:  quantize(relu?(dq(a) + dq(b)))  ->
             (requantisation.add; a ReLU clips at the real zero)
 Pattern:    either form (requantisation.relax.add_pattern)
 Spec:       AddSpec(shape, AddParams | ScaledAddParams); kernel schedules.vta_eltwise.eltwise_kernel
+            (elementwise: a tensor of another rank, a transformer's (B, T, D), is one NCHW row of
+            channels to it)
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +30,7 @@ from vta_sim.config import Config
 
 from .base import Pow2Quantised, Emitter, OpRule, QdqBlock, Read, Refusal
 from .qdq_read import QdqGraph, dq_input, output_scale, pow2_exponent, single_use, static_shape
+from .host_padding import viewed
 from .relax_read import ValueOf
 
 
@@ -50,7 +54,10 @@ class AddSpec:
         return None      # an add is cut into as many flat tiles as it needs: it always fits
 
     def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
-        return vta_eltwise.eltwise_kernel(cfg, self.shape, self.params)
+        if len(self.shape) == 4:
+            return vta_eltwise.eltwise_kernel(cfg, self.shape, self.params)
+        nchw = (1, math.prod(self.shape), 1, 1)       # elementwise: any rank is one long channel row
+        return viewed(vta_eltwise.eltwise_kernel(cfg, nchw, self.params), [nchw, nchw], self.shape)
 
     def reference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         p = self.params

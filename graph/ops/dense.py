@@ -2,10 +2,13 @@
 
 QDQ block:  quantize(relu?(matmul(dq(x), dq(W)) (+ bias)))  ->  graph.ops.linear's integer form
 Pattern:    matmul(x, W) + a requantisation form (requantisation.relax.linear_pattern)
-Spec:       DenseSpec(DenseShape, Requant); kernel schedules.vta_ops.dense_kernel
+Spec:       DenseSpec(DenseShape, Requant, rows); kernel schedules.vta_ops.dense_kernel. An input
+            with leading dims (a transformer's (B, T, D) tokens) is one dense over B*T rows:
+            the rows are independent, so the kernel sees (B*T, D) and the host reshapes.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,16 +25,17 @@ from schedules.vta_dense import DENSE, DenseShape
 from vta_sim.config import Config
 
 from . import linear
-from .base import Pow2Quantised, Emitter, OpRule, QdqBlock, Read, Unsupported
-from .host_padding import layout_refusal
+from .base import Pow2Quantised, Emitter, OpRule, QdqBlock, Read
+from .host_padding import layout_refusal, viewed
 from .qdq_read import QdqGraph, static_shape
 from .relax_read import ValueOf, const
 
 
 @dataclass(frozen=True)
 class DenseSpec:
-    shape: DenseShape
+    shape: DenseShape           # m: every row of the input, its leading dims folded
     requant: Requant
+    rows: tuple[int, ...] = ()  # the input's dims before K where it has more than one (tokens)
     op: str = field(default="dense", init=False)
 
     @property
@@ -40,20 +44,21 @@ class DenseSpec:
 
     def describe(self) -> str:
         s = self.shape
-        return f"{s.m}x{s.k} . {s.k}x{s.n}"
+        return f"{'x'.join(map(str, self.rows or (s.m,)))}x{s.k} . {s.k}x{s.n}"
 
     def input_shapes(self) -> list[Any]:
-        return [(self.shape.m, self.shape.k)]
+        return [(*(self.rows or (self.shape.m,)), self.shape.k)]
 
     def misfit(self, cfg: Config, vthreads: int) -> str | None:
         return layout_refusal(lambda: DENSE.choose_tiles(cfg, self.shape, vthreads, self.requant))
 
     def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
         s = self.shape
-        return vta_ops.dense_kernel(cfg, s.m, s.k, s.n, self.requant, vthreads=vthreads)
+        kernel = vta_ops.dense_kernel(cfg, s.m, s.k, s.n, self.requant, vthreads=vthreads)
+        return viewed(kernel, [(s.m, s.k)], (*self.rows, s.n)) if self.rows else kernel
 
     def reference(self, x: np.ndarray, w: np.ndarray, b: np.ndarray, *channel: np.ndarray) -> np.ndarray:
-        return rule.reference(wl.dense_acc(x, w, b), self.requant, channel)
+        return rule.reference(wl.dense_acc(x, w, b), self.requant, channel, axis=-1)
 
 
 def accumulate(em: Emitter, x: relax.Expr, weight: relax.Expr, p: linear.LinearPlan) -> relax.Expr:
@@ -68,12 +73,10 @@ def read(root: Any, value_of: ValueOf) -> Read:
     acc, vectors, requant = read_linear(root, value_of)
     x, wgt = acc.args
     weight = const(wgt)                       # (K, N)
-    shape = static_shape(x)
-    if len(shape) != 2:
-        raise Unsupported(f"a matmul of a {len(shape)}-d input {shape}: the accelerator's dense layer "
-                          "takes (M, K) inputs")
-    m, k = shape
-    return Read(DenseSpec(DenseShape(m, k, weight.shape[1]), requant), (np.ascontiguousarray(weight.T), *vectors))
+    *rows, k = static_shape(x)
+    shape = DenseShape(math.prod(rows), k, weight.shape[1])
+    return Read(DenseSpec(shape, requant, tuple(rows) if len(rows) > 1 else ()),
+                (np.ascontiguousarray(weight.T), *vectors))
 
 
 def activations(root: Any, value_of: ValueOf) -> list[Any]:

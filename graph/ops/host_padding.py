@@ -1,5 +1,6 @@
-"""Padding the host does where the DMA cannot: convs and max-pools (and the checks every spec's
-`misfit` shares)."""
+"""What the host does around a kernel: padding where the DMA cannot (convs and max-pools),
+viewing tensors of another rank as the kernel's shape (`viewed`), and the check every spec's
+`misfit` shares."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,6 +19,18 @@ def layout_refusal(choose: Callable[[], object]) -> str | None:
     except CompileError as exc:      # the reason the report gives for keeping the op on the CPU
         return str(exc)
     return None
+
+
+def viewed(kernel: OpKernel, inputs: list[tuple[int, ...]], out: tuple[int, ...]) -> OpKernel:
+    """`kernel` on tensors of other shapes with the same elements in the same order: its first
+    len(inputs) arguments (the activations) reshaped to `inputs` before packing, its output
+    reshaped to `out` (a dense layer over (B, T, K) tokens as (B*T, K); an add of any rank as
+    NCHW)."""
+    pack, unpack, count = kernel.pack, kernel.unpack, len(inputs)
+
+    def pack_viewed(*xs: np.ndarray) -> tuple[Any, ...]:
+        return pack(*(x.reshape(s) for x, s in zip(xs[:count], inputs)), *xs[count:])
+    return dataclasses.replace(kernel, pack=pack_viewed, unpack=lambda y: unpack(y).reshape(out))
 
 
 class HostPadded:
