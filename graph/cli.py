@@ -1,4 +1,4 @@
-"""`vta-sim model digits|resnet18|PATH.onnx`: a whole model on VTA-8 against its CPU build."""
+"""`vta-sim model digits|resnet18|encoder|PATH.onnx`: a whole model on VTA-8 against its CPU build."""
 from __future__ import annotations
 
 import json
@@ -83,7 +83,7 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
     p.add_argument("--quantizer", choices=sorted(QUANTIZERS),
                    help="quantise the float network: pow2 (the toolkit's power-of-two scales; default for "
-                        "digits and resnet18) or onnxruntime's quantize_static (defaults, per-channel, "
+                        "digits, resnet18 and encoder) or onnxruntime's quantize_static (defaults, per-channel, "
                         "symmetric); for an .onnx file, quantise it on its inputs")
     p.add_argument("--compare-onnxruntime", action="store_true",
                    help="also run the QDQ model in onnxruntime (ORT_DISABLE_ALL) and report the agreement "

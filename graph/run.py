@@ -23,7 +23,7 @@ from .quantize import quantizer_named
 from .report import layer_rows
 
 #: Models shipped with the toolkit, by the name `vta-sim model` takes.
-BUILTIN = ("digits", "resnet18")
+BUILTIN = ("digits", "resnet18", "encoder")
 
 
 @dataclass
@@ -38,7 +38,7 @@ class ModelCase:
 
 def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=None,
               quantizer: str | None = None) -> ModelCase:
-    """`digits`, `resnet18` or a path to an ONNX model, with its inputs.
+    """`digits`, `resnet18`, `encoder` or a path to an ONNX model, with its inputs.
 
     `quantizer` (graph.quantize.QUANTIZERS) quantises the float network of a built-in model
     (default: pow2), or a float ONNX file on its inputs (default: take the file as it is)."""
@@ -55,6 +55,13 @@ def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=Non
 
         x = resnet18.images(1, seed) if inputs is None else read_inputs(inputs, resnet18.INPUT_SHAPE[1:])
         return ModelCase("resnet18", resnet18.load(quantizer=quantizer or "pow2"), x)
+    if model == "encoder":
+        from .models import encoder
+
+        x = encoder.tokens(1, seed) if inputs is None else read_inputs(inputs, encoder.INPUT_SHAPE[1:])
+        with stage(f"quantising it with {quantizer or 'pow2'}"):
+            qdq = quantizer_named(quantizer or "pow2")(encoder.float_model(), encoder.tokens(encoder.CALIBRATION_TOKENS))
+        return ModelCase("encoder", qdq, x)
     if not model.endswith(".onnx") and not Path(model).is_file():
         raise GraphError(f"unknown model {model!r}; accepted: {', '.join(BUILTIN)} or a path to an "
                          ".onnx file")

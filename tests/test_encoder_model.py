@@ -106,3 +106,11 @@ def test_onnxruntime_qdq_model_keeps_the_float_argmax(tmp_path, inputs, ort_logi
     np.testing.assert_array_equal(q_logits.argmax(1), ort_logits.argmax(1))
     cached = encoder.load(tmp_path, "onnxruntime")           # second call reads the cache
     assert cached.SerializeToString() == onnx.load(str(next(tmp_path.iterdir()))).SerializeToString()
+
+
+def test_vta_sim_model_takes_the_encoder_by_name():
+    from graph.run import load_case
+
+    case = load_case("encoder", quantizer="pow2")
+    assert case.x.shape == encoder.INPUT_SHAPE
+    assert {"QuantizeLinear", "DequantizeLinear"} <= {n.op_type for n in case.onnx.graph.node}
