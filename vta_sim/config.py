@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .encoding import SRAM_BASE_BITS, overfull_words
 from .errors import ConfigError
 
 #: The value ranges of what the accelerator holds: int8 inputs, weights and outputs, int32
@@ -297,7 +298,6 @@ class Config:
                 raise ConfigError(f"{key}={value}: latencies above 65536 cycles are not supported")
         if self.timing["CLOCK_MHZ"] < 1:
             raise ConfigError("CLOCK_MHZ must be at least 1")
-        from .isa import SRAM_BASE_BITS, overfull_words   # isa builds on Config and owns the fields
         for word, used, limit, fields in overfull_words(self.LU, self.LI, self.LW, self.LA):
             raise ConfigError(f"configuration {self.name!r} does not fit the encoding: the {word} "
                               f"({limit} bits) needs {used} bits ({fields}); shrink the buffers")

@@ -1,19 +1,19 @@
 """VTA-8 instruction set: field layouts, typed instructions, encode/decode and the disassembler.
 
-`layout(cfg)` is the single source of truth for bit positions (spec section 3): every format is
-an ordered list of (field, width) packed from bit 0 upward, with widths that depend on the
-config's index widths. The encoder, the decoder, the vectorised program decoder and the
-generated Verilog header all read it.
+`layout(cfg)` gives the bit positions of a configuration (spec section 3), from the one table in
+`vta_sim.encoding`: every format is an ordered list of (field, width) packed from bit 0 upward,
+with widths that depend on the config's index widths. The encoder, the decoder, the vectorised
+program decoder and the generated Verilog header all read it.
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
 from .config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_NAMES, MEM_UOP, MEM_WGT, Config
+from .encoding import IMM_BITS, PAD_BITS, Field, Fields, field_layout
 from .errors import EncodingError
 
 # Opcodes (spec section 3).
@@ -33,8 +33,7 @@ ALU_PSEUDO_OPS = {"shl": ("shr", lambda imm: -imm)}
 INSN_BYTES = 16
 UOP_BYTES = 4
 FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
-#: Widths of the fields that bound what a program may ask for, whatever the configuration.
-PAD_BITS, IMM_BITS = 4, 16
+#: The bounds the fixed-width fields put on what a program may ask for.
 MAX_PAD = (1 << PAD_BITS) - 1
 IMM_MIN, IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
 
@@ -57,76 +56,9 @@ def resolve_alu(op: str, imm: int | None) -> tuple:
     return op, None if imm is None else int(imm)
 
 
-@dataclass(frozen=True)
-class Field:
-    name: str
-    lo: int
-    width: int
-    signed: bool = False
-
-    @property
-    def hi(self) -> int:
-        return self.lo + self.width - 1
-
-    @property
-    def mask(self) -> int:
-        return (1 << self.width) - 1
-
-
-def _pack(spec, start=0):
-    fields, pos = [], start
-    for entry in spec:
-        name, width = entry[:2]
-        signed = len(entry) > 2 and entry[2]
-        fields.append(Field(name, pos, width, signed))
-        pos += width
-    return fields, pos
-
-
-#: Width of LOAD/STORE's sram_base: no buffer may be deeper than it can address.
-SRAM_BASE_BITS = 16
-
-
-@lru_cache(maxsize=None)
-def _layout(lu: int, li: int, lw: int, la: int) -> dict:
-    common = [("opcode", 3), ("pop_prev", 1), ("pop_next", 1), ("push_prev", 1), ("push_next", 1)]
-    mem, _ = _pack(common + [("memory_type", 3), ("sram_base", SRAM_BASE_BITS), ("dram_base", 32), ("unused", 6),
-                             ("y_size", 16), ("x_size", 16), ("x_stride", 16),
-                             ("y_pad_0", PAD_BITS), ("y_pad_1", PAD_BITS), ("x_pad_0", PAD_BITS),
-                             ("x_pad_1", PAD_BITS)])
-    word0, _ = _pack(common + [("reset", 1), ("uop_bgn", lu), ("uop_end", lu + 1),
-                               ("iter_out", 14), ("iter_in", 14)])
-    gemm1, _ = _pack([("dst_factor_out", la), ("dst_factor_in", la), ("src_factor_out", li),
-                      ("src_factor_in", li), ("wgt_factor_out", lw), ("wgt_factor_in", lw)], 64)
-    alu1, _ = _pack([("dst_factor_out", la), ("dst_factor_in", la), ("src_factor_out", la),
-                     ("src_factor_in", la), ("alu_opcode", 3), ("use_imm", 1), ("imm", IMM_BITS, True)], 64)
-    finish, _ = _pack(common)
-    uop, _ = _pack([("dst_idx", la), ("src_idx", max(la, li)), ("wgt_idx", lw)])
-    return {"mem": tuple(mem), "gemm": tuple(word0 + gemm1), "alu": tuple(word0 + alu1),
-            "finish": tuple(finish), "uop": tuple(uop)}
-
-
 def layout(cfg: Config) -> dict:
     """Field tables by format name: `mem` (LOAD/STORE), `gemm`, `alu`, `finish`, `uop`."""
-    return _layout(cfg.LU, cfg.LI, cfg.LW, cfg.LA)
-
-
-#: The words whose width depends on the buffer depths: (name, format, first bit, bits).
-_SIZED_WORDS = (("micro-op", "uop", 0, 32), ("GEMM/ALU word 0", "gemm", 0, 64),
-                ("GEMM word 1", "gemm", 64, 64), ("ALU word 1", "alu", 64, 64))
-
-
-def overfull_words(lu: int, li: int, lw: int, la: int) -> list:
-    """(word, bits used, bits available, its fields) for each word the index widths overfill;
-    Config.validate refuses a configuration with any."""
-    tables = _layout(lu, li, lw, la)
-    out = []
-    for word, fmt, base, bits in _SIZED_WORDS:
-        fields = [f for f in tables[fmt] if base <= f.lo < base + bits]
-        used = max(f.hi for f in fields) + 1 - base
-        if used > bits:
-            out.append((word, used, bits, " + ".join(f"{f.name} {f.width}" for f in fields)))
-    return out
+    return field_layout(cfg.LU, cfg.LI, cfg.LW, cfg.LA)
 
 
 # ------------------------------------------------------------------------------ typed instructions
