@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from schedules.measure import run_vta
 from vta_sim.config import Config
 from vta_sim.errors import ConfigError

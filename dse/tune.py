@@ -18,7 +18,7 @@ from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 from tvm.s_tir.schedule import ScheduleError
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from schedules import tuning_db
 from schedules import vta_conv2d as vc
 from schedules import vta_dense as vd

@@ -6,7 +6,7 @@ Importing the package registers the `vta.*` packed functions a compiled program 
 """
 from . import host, lower, tensor_intrin
 from .build import CompiledKernel, attach_config, compile_vta
-from .errors import CompileError
+from vta_sim.errors import CompileError
 
 __all__ = ["CompiledKernel", "CompileError", "attach_config", "compile_vta", "host", "lower",
            "tensor_intrin"]

@@ -15,7 +15,7 @@ import tvm
 from vta_sim.config import Config
 
 from . import host, lower
-from .errors import CompileError
+from vta_sim.errors import CompileError
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from vta_sim.isa import NEIGHBOURS, QUEUE_BETWEEN
 
-from .errors import CompileError
+from vta_sim.errors import CompileError
 
 
 class DependencyTracker:

@@ -1,6 +1,2 @@
-"""The compiler's refusal: a workload, schedule or shape that cannot be mapped onto VTA-8."""
-from vta_sim.errors import MappingError
-
-
-class CompileError(MappingError):
-    """Raised before anything runs; the message names the dimension or statement and what works."""
+"""CompileError's old home; it lives in vta_sim.errors beside the other refusals."""
+from vta_sim.errors import CompileError as CompileError

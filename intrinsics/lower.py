@@ -28,7 +28,7 @@ from tvm.tirx import compilation_pipeline
 from vta_sim.config import Config
 
 from . import dma
-from .errors import CompileError
+from vta_sim.errors import CompileError
 from .calls import RESET, Alu, Gemm, UopPush
 from .program import (Alloc, Loop, SramPtr, VThread, buffer_elems, emit, inject_vthreads, plan_sram,
                       substitute)

@@ -20,7 +20,7 @@ from vta_sim.config import Config
 from vta_sim.errors import EncodingError
 
 from .calls import GEMM, RESET, UopPush
-from .errors import CompileError
+from vta_sim.errors import CompileError
 
 #: On-chip buffer scopes; the OUT SRAM mirrors ACC entries, so stores read the ACC scope.
 SCOPES = {"inp": "local.inp_buffer", "wgt": "local.wgt_buffer", "acc": "local.acc_buffer"}

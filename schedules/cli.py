@@ -7,7 +7,7 @@ import json
 import time
 from pathlib import Path
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from vta_sim import backends
 
 from . import vta_conv2d as vc

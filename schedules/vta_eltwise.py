@@ -18,7 +18,7 @@ import numpy as np
 from tvm import s_tir, te
 
 from intrinsics.build import compile_vta
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from intrinsics.tensor_intrin import ALU_EXPRS, SCOPES, alu_intrin, tensorize_loop
 from requantisation.add import AddParams, check_params
 from requantisation.bounds import INT8_MAX, INT8_MIN

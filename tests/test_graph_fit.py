@@ -6,7 +6,7 @@ import pytest
 from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from schedules import vta_conv2d as vc
 from vta_sim.config import Config
 

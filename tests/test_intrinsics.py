@@ -3,7 +3,7 @@ import pytest
 from tvm import s_tir, te, tirx
 
 from intrinsics import tensor_intrin as ti
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from vta_sim.config import Config
 
 

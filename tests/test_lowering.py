@@ -7,7 +7,7 @@ import pytest
 from intrinsics import host, lower
 from intrinsics.build import attach_config
 from intrinsics.deps import DependencyTracker
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from requantisation import PowerOfTwo
 from schedules import vta_conv2d as vc
 from schedules import vta_workloads as wl

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from schedules.vta_pool import max_pool_kernel, max_pool_ref
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_NAMES, MEM_UOP, MEM_WGT, Config
-from .encoding import IMM_BITS, PAD_BITS, Field, Fields, field_layout
+from .encoding import IMM_BITS, PAD_BITS, Field, field_layout
 from .errors import EncodingError
 
 # Opcodes (spec section 3).
