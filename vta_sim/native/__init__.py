@@ -67,12 +67,12 @@ def build() -> Path:
     return path
 
 
-_LIB = None
+_LIB: ctypes.CDLL | None = None
 #: loops.c's VTA_ALU_* numbers of the ISA's ALU opcodes.
 ALU_CODES = {isa.ALU_MIN: 0, isa.ALU_MAX: 1, isa.ALU_ADD: 2, isa.ALU_SHR: 3, isa.ALU_MUL: 4}
 
 
-def _lib():
+def _lib() -> ctypes.CDLL:
     global _LIB
     if _LIB is None:
         lib = ctypes.CDLL(str(build()))
@@ -86,7 +86,7 @@ def _lib():
     return _LIB
 
 
-def _check(*pairs) -> None:
+def _check(*pairs: tuple[np.ndarray, type]) -> None:
     for array, dtype in pairs:
         if array.dtype != dtype or not array.flags.c_contiguous:
             raise TypeError(f"the native loops take C-contiguous {np.dtype(dtype)}, got {array.dtype}")
@@ -114,11 +114,12 @@ def alu(acc: np.ndarray, a: np.ndarray, s: np.ndarray, opcode: int, imm: int | N
                    int(imm is not None), imm or 0)
 
 
-def run_program(params: np.ndarray, count: int, dram: np.ndarray, sram: dict, stats: np.ndarray) -> int:
+def run_program(params: np.ndarray, count: int, dram: np.ndarray, sram: dict[str, np.ndarray],
+                stats: np.ndarray) -> int:
     """engine.c's vta_run: the program of `count` instructions in `dram` (where params says), on
     `dram` and the SRAMs in place; fills `stats` (layout.STATS). Returns 0 or a layout.ERRORS code."""
     _check((params, np.int64), (dram, np.uint8), (stats, np.int64), (sram["inp"], np.int8),
            (sram["wgt"], np.int8), (sram["acc"], np.int32), (sram["out"], np.int8), (sram["uop"], np.uint32))
-    return _lib().vta_run(params.ctypes.data, count, dram.ctypes.data,
+    return int(_lib().vta_run(params.ctypes.data, count, dram.ctypes.data,
                           *(sram[name].ctypes.data for name in ("inp", "wgt", "acc", "out", "uop")),
-                          stats.ctypes.data)
+                          stats.ctypes.data))
