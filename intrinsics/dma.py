@@ -18,6 +18,7 @@ from tvm.ir.expr import Call, TensorLoad
 from tvm.sym import Analyzer
 
 from vta_sim.errors import CompileError
+
 from .calls import Load2D, Store2D
 from .program import Loop, SramPtr, free_vars
 from .tensor_intrin import SCOPE_SRAM

@@ -1,2 +1,4 @@
-"""CompileError's old home; it lives in vta_sim.errors beside the other refusals."""
+"""Re-exports vta_sim.errors.CompileError for the modules that still import it from here
+(intrinsics.host, .program, .calls, schedules.op_kernel and the graph level); new code imports it
+from vta_sim.errors."""
 from vta_sim.errors import CompileError as CompileError
