@@ -65,7 +65,7 @@ class Options:
     min_time_s: float = 0.2          # each repeat calls the model until this much time passed
     trials: int = 4                  # meta_schedule trials per tuning task; 0: no tuned rows
     threads: int | None = None
-    work_dir: str = "build/compare"
+    work_dir: str = ""               # "": compare/ in the cache root (vta_sim.paths)
     vta_config: str = "1x8x8"
     devices: tuple = ("cpu", "gpu", "vta")
 

@@ -98,6 +98,7 @@ def test_the_key_hashes_contents_and_boundaries(tmp_path):
 
 
 def test_vta_cache_set_after_import_moves_every_root(tmp_path, monkeypatch):
+    from baselines import cpu_autotune
     from hw import build as hwbuild
     from hw import native as hwnative
     from hw import prove, synth
@@ -113,6 +114,7 @@ def test_vta_cache_set_after_import_moves_every_root(tmp_path, monkeypatch):
     assert synth.run_dir(cfg, "ecp5", True).parent == tmp_path / "synth"
     assert prove.prove_root() == tmp_path / "prove"
     assert tuning_db.db_path().parent == tmp_path / "tuning"
+    assert cpu_autotune.work_root("") == tmp_path / "compare"   # the comparisons' tuning databases
     monkeypatch.setenv("VTA_PROVE_BUILD", str(tmp_path / "elsewhere"))   # a root's own variable wins
     assert prove.prove_root() == tmp_path / "elsewhere"
 
