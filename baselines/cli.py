@@ -53,7 +53,8 @@ def register(subparsers):
     p.add_argument("--threads", type=int, default=None, help="threads of the TVM builds and onnxruntime (default: all cores; "
                         "numpy keeps OpenBLAS's own setting)")
     p.add_argument("--vta-config", default="1x8x8", help="accelerator configuration (vta column)")
-    p.add_argument("--work-dir", default="build/compare", help="meta_schedule database lives here")
+    p.add_argument("--work-dir", default="", help="meta_schedule database lives here (default: compare/ in the "
+                   "cache root, $VTA_CACHE or build/)")
     p.add_argument("--json", default=None, help="write the rows as a JSON list")
     p.add_argument("--report", default=None, help="write report.md and charts into this directory")
     p.set_defaults(func=run)

@@ -47,7 +47,7 @@ class Options:
     repeats: int = 5
     min_time_s: float = 0.05  # each timed repeat runs the kernel until this much time passed
     trials: int = 16  # meta_schedule trial budget
-    work_dir: str = "build/compare"
+    work_dir: str = ""        # the meta_schedule database; "": compare/ in the cache root (vta_sim.paths)
     threads: int | None = None  # CPU threads for TVM and the baselines (default: all cores)
     vta_config: str = "1x8x8"  # accelerator configuration of the vta column
 
@@ -116,7 +116,7 @@ def _cpu_variants(wl, opts):
     try:
         mod, fresh = cpu_autotune.tuned_module(wl, target, opts.trials, opts.work_dir)
         how = f"tuned now, {opts.trials} trials" if fresh else "best record of the earlier tuning"
-        yield "meta_schedule", mod, target, None, f"{how} (database under {opts.work_dir})"
+        yield "meta_schedule", mod, target, None, f"{how} (database under {cpu_autotune.work_root(opts.work_dir)})"
     except cpu_autotune.TuningFailed as err:
         yield "meta_schedule", None, target, str(err), ""
 

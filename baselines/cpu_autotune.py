@@ -26,6 +26,7 @@ from tvm.s_tir.meta_schedule.runner.local_runner import (
 from tvm.ir.utils import derived_object
 
 from baselines.cpu_schedules import scalar
+from vta_sim.paths import cache_dir
 
 
 class TuningFailed(Exception):
@@ -100,8 +101,13 @@ def import_tensor_intrinsics():
         inspect.getmodule = original
 
 
+def work_root(work_dir: str | Path | None) -> Path:
+    """`work_dir`, else `compare/` in the cache root (vta_sim.paths), read at the call."""
+    return Path(work_dir) if work_dir else cache_dir("compare")
+
+
 def database_dir(wl, work_dir):
-    return Path(work_dir) / "meta_schedule" / wl.name
+    return work_root(work_dir) / "meta_schedule" / wl.name
 
 
 def tuned_module(wl, target, trials, work_dir):

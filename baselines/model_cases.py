@@ -14,7 +14,7 @@ from baselines.model_compare import ModelCase
 
 #: Built-in models and the quantiser each uses unless told otherwise (the one `vta-sim model`
 #: defaults to for the two CNNs it ships; onnxruntime's for the others).
-BUILTIN = {"digits": "pow2", "resnet18": "pow2", "mobilenet_v2": "onnxruntime", "encoder": "onnxruntime"}
+BUILTIN = {"digits": "pow2", "resnet18": "pow2", "mobilenet_v2": "onnxruntime", "encoder": "onnxruntime-symmetric"}
 
 
 def _is_quantised(proto) -> bool:

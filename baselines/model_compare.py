@@ -65,7 +65,7 @@ class Options:
     min_time_s: float = 0.2          # each repeat calls the model until this much time passed
     trials: int = 4                  # meta_schedule trials per tuning task; 0: no tuned rows
     threads: int | None = None
-    work_dir: str = "build/compare"
+    work_dir: str = ""               # "": compare/ in the cache root (vta_sim.paths)
     vta_config: str = "1x8x8"
     devices: tuple = ("cpu", "gpu", "vta")
 
@@ -144,7 +144,7 @@ def onnxruntime_rows(case: ModelCase, refs: dict, opts: Options) -> list:
             row.agreement = "against onnxruntime's reference kernels (no integer graph): " + row.agreement
         row.note = f"default graph optimisations, {_threads(opts)} intra-op threads, onnxruntime {ort.__version__}"
         if row.verified:
-            row.time_s = time_python(lambda: sess.run(None, feed), opts)
+            row.time_s = time_python(lambda: sess.run(None, feed), opts)  # noqa: B023 (timed now, in this iteration)
     return rows
 
 
@@ -194,7 +194,7 @@ def tvm_rows(case: ModelCase, refs: dict, opts: Options, device: str) -> list:
         check = fp32_agreement(out, refs["fp32"]) if dtype == "fp32" else exact_agreement(out, refs["int8"])
         row.verified, row.agreement = check
         if row.verified:
-            row.time_s = time_python(lambda: vm["main"](x), opts, dev.sync)
+            row.time_s = time_python(lambda: vm["main"](x), opts, dev.sync)  # noqa: B023 (timed now)
     return rows
 
 

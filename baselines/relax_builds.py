@@ -35,7 +35,7 @@ RUNGS = {
 @dataclass(frozen=True)
 class Tuning:
     trials: int = 8                  # meta_schedule trials per tuning task
-    work_dir: str = "build/compare"
+    work_dir: str = ""               # "": compare/ in the cache root (vta_sim.paths)
 
 
 @dataclass
@@ -99,7 +99,9 @@ def model_key(mod, target, trials: int) -> str:
 
 
 def database_dir(mod, target, tuning: Tuning) -> Path:
-    return Path(tuning.work_dir) / "models" / model_key(mod, target, tuning.trials)
+    from baselines.cpu_autotune import work_root
+
+    return work_root(tuning.work_dir) / "models" / model_key(mod, target, tuning.trials)
 
 
 def build(mod, target, rung: str, tuning: Tuning = Tuning(), progress=None) -> Built:

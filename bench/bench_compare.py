@@ -28,9 +28,6 @@ if "--threads" in sys.argv:  # the thread pools read these once, when numpy / TV
 else:  # unset, TVM's pool would take half the hardware threads (it assumes hyper-threading)
     os.environ.setdefault("TVM_NUM_THREADS", str(os.cpu_count()))
 
-import numpy as np  # noqa: E402
-import tvm  # noqa: E402
-
 from baselines import compare, cpu_schedules, cpu_tensorised, references, workloads  # noqa: E402
 
 

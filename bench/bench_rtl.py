@@ -59,7 +59,7 @@ def stream(label, cfg, prog, testbenches):
     rows = []
     for tb in testbenches:
         backend = RTLBackend(cfg, testbench=tb)
-        rtl, wall, cpu = _timed(lambda: backend.run(prog.image, prog.insn_addr, prog.insn_count))
+        rtl, wall, cpu = _timed(lambda: backend.run(prog.image, prog.insn_addr, prog.insn_count))  # noqa: B023
         rows.append({"bench": f"{label} ({tb})", "cycles_sim": sim.cycles, "cycles_rtl": rtl.cycles,
                      "verified_rtl": bool((sim.dram == rtl.dram).all() and sim.stats == rtl.stats),
                      "wall_sim_s": t_sim, "wall_rtl_s": wall, "cpu_rtl_s": cpu})

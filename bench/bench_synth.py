@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     for run in args.runs:
         cfg, target, *module = run.split(":")
         t0 = time.perf_counter()
-        res = synth_config(cfg, target, progress=lambda line: print(f"  [{run}] {line}", file=sys.stderr, flush=True),
+        res = synth_config(cfg, target, progress=lambda line, run=run: print(f"  [{run}] {line}", file=sys.stderr, flush=True),
                            module=module[0] if module else TOPLEVEL)
         res["wall_s"] = round(time.perf_counter() - t0, 1)
         rows.append(res)

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import time
 
-from intrinsics.errors import CompileError
 from schedules.measure import run_vta
 from vta_sim.config import Config
-from vta_sim.errors import ConfigError
+from vta_sim.errors import CompileError, ConfigError
 
 from .spec import Point
 

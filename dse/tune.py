@@ -18,13 +18,12 @@ from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
 from tvm.s_tir.schedule import ScheduleError
 
-from intrinsics.errors import CompileError
 from schedules import tuning_db
 from schedules import vta_conv2d as vc
 from schedules import vta_dense as vd
 from schedules.measure import op_shape, run_vta
 from vta_sim.config import Config
-from vta_sim.errors import VTAError
+from vta_sim.errors import CompileError, VTAError
 
 #: run_vta's workload name -> the op it compiles.
 OPS = {"conv2d": vc.CONV2D, "gemm": vd.DENSE}

@@ -1,7 +1,7 @@
 """Errors of the graph level: a model it cannot import, quantise or map, named with the reason."""
 import contextlib
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from vta_sim.errors import VTAError
 
 

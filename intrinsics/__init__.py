@@ -4,9 +4,10 @@ Importing the package registers the `vta.*` packed functions a compiled program 
 (`host.HOST`), so a module built here runs when called; `compile_vta` compiles with a fresh
 `lower.Lowering`.
 """
+from vta_sim.errors import CompileError
+
 from . import host, lower, tensor_intrin
 from .build import CompiledKernel, attach_config, compile_vta
-from .errors import CompileError
 
 __all__ = ["CompiledKernel", "CompileError", "attach_config", "compile_vta", "host", "lower",
            "tensor_intrin"]

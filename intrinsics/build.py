@@ -13,9 +13,9 @@ import numpy as np
 import tvm
 
 from vta_sim.config import Config
+from vta_sim.errors import CompileError
 
 from . import host, lower
-from .errors import CompileError
 
 
 @dataclass

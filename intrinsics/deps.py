@@ -10,9 +10,8 @@ a producer op already covered by an earlier token is not asked again.
 """
 from __future__ import annotations
 
+from vta_sim.errors import CompileError
 from vta_sim.isa import NEIGHBOURS, QUEUE_BETWEEN
-
-from .errors import CompileError
 
 
 class DependencyTracker:

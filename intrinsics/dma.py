@@ -17,7 +17,8 @@ from tvm import sym, tirx
 from tvm.ir.expr import Call, TensorLoad
 from tvm.sym import Analyzer
 
-from .errors import CompileError
+from vta_sim.errors import CompileError
+
 from .calls import Load2D, Store2D
 from .program import Loop, SramPtr, free_vars
 from .tensor_intrin import SCOPE_SRAM

@@ -1,6 +1,4 @@
-"""The compiler's refusal: a workload, schedule or shape that cannot be mapped onto VTA-8."""
-from vta_sim.errors import MappingError
-
-
-class CompileError(MappingError):
-    """Raised before anything runs; the message names the dimension or statement and what works."""
+"""Re-exports vta_sim.errors.CompileError for the modules that still import it from here
+(intrinsics.host, .program, .calls, schedules.op_kernel and the graph level); new code imports it
+from vta_sim.errors."""
+from vta_sim.errors import CompileError as CompileError

@@ -26,9 +26,9 @@ from tvm.sym import Analyzer
 from tvm.tirx import compilation_pipeline
 
 from vta_sim.config import Config
+from vta_sim.errors import CompileError
 
 from . import dma
-from .errors import CompileError
 from .calls import RESET, Alu, Gemm, UopPush
 from .program import (Alloc, Loop, SramPtr, VThread, buffer_elems, emit, inject_vthreads, plan_sram,
                       substitute)

@@ -17,10 +17,9 @@ from tvm.script import tirx as T
 
 from vta_sim import isa
 from vta_sim.config import Config
-from vta_sim.errors import EncodingError
+from vta_sim.errors import CompileError, EncodingError
 
 from .calls import GEMM, RESET, UopPush
-from .errors import CompileError
 
 #: On-chip buffer scopes; the OUT SRAM mirrors ACC entries, so stores read the ACC scope.
 SCOPES = {"inp": "local.inp_buffer", "wgt": "local.wgt_buffer", "acc": "local.acc_buffer"}

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 
 from . import fixed_point
 from .bounds import INT32_MAX, INT32_MIN, INT8_MAX, INT8_MIN

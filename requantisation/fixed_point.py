@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from .bounds import INT8_MAX, INT8_MIN, INT32_MAX
 
 #: The ALU immediate is a signed 16-bit field: the rounding constant 2^(s-t-1) <= 2^14.

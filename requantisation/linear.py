@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 
 from . import fixed_point
 from .bounds import INT8_MAX

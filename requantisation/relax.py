@@ -30,7 +30,7 @@ from tvm import relax
 from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_const, is_op, wildcard
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 
 from .add import AddParams, RescaleParams, ScaledAddParams
 from .fixed_point import SPLIT, ChannelParams, ScaledRequant

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from vta_sim.isa import ALU_SHIFT_CAP
 
 from .bounds import INT8_MAX, INT8_MIN

@@ -7,8 +7,8 @@ import json
 import time
 from pathlib import Path
 
-from intrinsics.errors import CompileError
 from vta_sim import backends
+from vta_sim.errors import CompileError
 
 from . import vta_conv2d as vc
 from . import vta_dense as vd

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from requantisation import PowerOfTwo
 from vta_sim.config import Config
 from vta_sim.result import BYTES_STATS as BYTES_KEYS, busy_fraction

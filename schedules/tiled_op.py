@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from intrinsics.build import compile_vta
-from intrinsics.errors import CompileError
 from requantisation.bounds import INT8_MAX, INT8_MIN
 from requantisation.rule import Requant, as_requant
 from vta_sim.config import Config
+from vta_sim.errors import CompileError
 
 from .vta_common import best_tiles
 

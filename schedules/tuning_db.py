@@ -17,8 +17,8 @@ import os
 from dataclasses import asdict
 from pathlib import Path
 
-from intrinsics.errors import CompileError
 from vta_sim.config import Config
+from vta_sim.errors import CompileError
 from vta_sim.paths import cache_dir
 
 VERSION = 1

@@ -6,7 +6,7 @@ Both put the int32 accumulator and every epilogue stage in the ACC scope under o
 """
 from __future__ import annotations
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from intrinsics.tensor_intrin import (SCOPES, alu_intrin, alu_update_intrin, gemm_intrin, reset_intrin,
                                        tensorize_loop)
 from vta_sim.config import Config

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from tvm import s_tir, te
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES
 from requantisation.rule import Requant
 from vta_sim.config import Config

@@ -18,11 +18,11 @@ import numpy as np
 from tvm import s_tir, te
 
 from intrinsics.build import compile_vta
-from intrinsics.errors import CompileError
 from intrinsics.tensor_intrin import ALU_EXPRS, SCOPES, alu_intrin, tensorize_loop
 from requantisation.add import AddParams, check_params
 from requantisation.bounds import INT8_MAX, INT8_MIN
 from vta_sim.config import Config
+from vta_sim.errors import CompileError
 
 from .op_kernel import OpKernel
 from .vta_pool import blocked, crop_unpack_nchw, pad_pack_nchw

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from requantisation import PowerOfTwo, Requant, ScaledRequant
 from requantisation.stages import epilogue, vector_inputs
 from vta_sim import packing as pk

@@ -21,7 +21,7 @@ import numpy as np
 from tvm import s_tir, te, tirx
 
 from intrinsics.build import compile_vta
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from intrinsics.tensor_intrin import SCOPES, alu_update_intrin, fill_intrin, tensorize_loop
 from requantisation.bounds import INT8_MIN
 from vta_sim.config import Config

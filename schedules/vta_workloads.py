@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 from tvm import te, tirx
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from intrinsics.tensor_intrin import ALU_EXPRS
 from requantisation.bounds import INT8_MAX, INT8_MIN
 from requantisation.rule import PowerOfTwo, as_requant, reference
@@ -41,7 +41,7 @@ def requantize(acc, vectors: dict, vector_index, stages):
     for st in stages:
         if st.op == "copy":     # a sum over one term: its init is the reset, its update the ADD
             src, r = done[st.y], te.reduce_axis((0, 1), name=f"{st.name}_r")
-            done[st.name] = te.compute(acc.shape, lambda *i: te.sum(src(*i[:-1], i[-1] + r), axis=r),
+            done[st.name] = te.compute(acc.shape, lambda *i: te.sum(src(*i[:-1], i[-1] + r), axis=r),  # noqa: B023
                                        name=st.name)
             continue
         if isinstance(st.y, int):

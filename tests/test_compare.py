@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from schedules import measure
 from baselines import cli as compare_cli, compare, gpu_schedules, references, workloads
 

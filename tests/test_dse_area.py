@@ -32,7 +32,7 @@ def client():
 @pytest.fixture
 def fake_yosys(monkeypatch, tmp_path):
     """hw.synth.synthesize replaced by counts read off the header, its calls recorded; the cache
-    (hw.synth.SYNTH_ROOT) in tmp_path. Everything between the sweep and the tool is real."""
+    (hw.synth.synth_root(), by $VTA_SYNTH_BUILD) in tmp_path. Everything between the sweep and the tool is real."""
     calls = []
 
     def synthesize(sources, top, target, workdir, pnr=True, progress=None):
@@ -42,7 +42,7 @@ def fake_yosys(monkeypatch, tmp_path):
         return {"lut": 1000 * block_out, "ff": 300 * block_out, "dsp": block_out * 8, "bram": 40,
                 "target": target, "fmax_mhz": 40.0 if pnr else None}
 
-    monkeypatch.setattr(synth, "SYNTH_ROOT", tmp_path / "synth")
+    monkeypatch.setenv("VTA_SYNTH_BUILD", str(tmp_path / "synth"))
     monkeypatch.setattr(synth, "synthesize", synthesize)
     return calls
 

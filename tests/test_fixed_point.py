@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from requantisation import fixed_point as fp
 
 INT32 = 1 << 31

@@ -521,7 +521,7 @@ def test_a_codegen_refusal_reaches_the_caller_as_itself(small, monkeypatch):
     """What relax.ext.vta raises inside RunCodegen is re-raised unwrapped (TVM's FFI would make it
     a RuntimeError), so a sweep can tell a layer that does not fit from a bug."""
     from graph import codegen
-    from intrinsics.errors import CompileError
+    from vta_sim.errors import CompileError
 
     def refuse(build, func):
         raise CompileError("the layer does not fit (test)")

@@ -6,9 +6,9 @@ import pytest
 from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
-from intrinsics.errors import CompileError
 from schedules import vta_conv2d as vc
 from vta_sim.config import Config
+from vta_sim.errors import CompileError
 
 WIDTH = 4096          # one input row of a 1x1 conv: 4096 INP entries, the 1x8x8 INP holds 2048
 

@@ -10,7 +10,7 @@ from onnx import numpy_helper
 
 from requantisation import linear as rq_linear
 from graph.errors import GraphError
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model

@@ -3,8 +3,8 @@ import pytest
 from tvm import s_tir, te, tirx
 
 from intrinsics import tensor_intrin as ti
-from intrinsics.errors import CompileError
 from vta_sim.config import Config
+from vta_sim.errors import CompileError
 
 
 def _gemm_block_schedule(cfg, scope_a="inp"):

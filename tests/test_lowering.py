@@ -7,14 +7,13 @@ import pytest
 from intrinsics import host, lower
 from intrinsics.build import attach_config
 from intrinsics.deps import DependencyTracker
-from intrinsics.errors import CompileError
 from requantisation import PowerOfTwo
 from schedules import vta_conv2d as vc
 from schedules import vta_workloads as wl
 from vta_sim import isa
 from vta_sim import packing as pk
 from vta_sim.config import MEM_INP, MEM_OUT, MEM_UOP, MEM_WGT, Config
-from vta_sim.errors import DeadlockError, HazardError, VTAError
+from vta_sim.errors import CompileError, DeadlockError, HazardError, VTAError
 from vta_sim.simulator import Simulator
 
 CFG = Config.load("1x8x8")

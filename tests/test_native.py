@@ -35,7 +35,7 @@ def test_gemm_refuses_other_dtypes():
 
 
 def test_build_failure_is_an_error(monkeypatch, tmp_path):
-    monkeypatch.setattr(native, "BUILD_ROOT", tmp_path)
+    monkeypatch.setenv("VTA_SIM_BUILD", str(tmp_path))
     monkeypatch.setenv("CC", "no-such-compiler-vta")
     with pytest.raises(native.NativeBuildError, match="no-such-compiler-vta"):
         native.build()

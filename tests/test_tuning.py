@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from schedules import tuning_db
 from schedules import vta_conv2d as vc
 from requantisation import PowerOfTwo

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from schedules import cli, measure
+from schedules import measure
 from schedules.layers import RESNET18, TABLE_LAYERS, get_layer
 from vta_sim import cli as vta_cli
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from cost_model import assert_cycles_follow_the_model
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from schedules import vta_conv2d as vc
 from schedules import vta_workloads as wl
 from vta_sim import packing as pk

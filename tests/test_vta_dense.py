@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from cost_model import assert_cycles_follow_the_model
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from schedules import vta_dense as vd
 from vta_sim import packing as pk
 from vta_sim.errors import MappingError

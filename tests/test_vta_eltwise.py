@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from requantisation import fixed_point as fp
 from requantisation.add import OPERAND_REACH, ScaledAddParams, add_ref, scaled_add_ref
 from schedules.vta_eltwise import add_kernel, eltwise_kernel

@@ -3,7 +3,7 @@ the numpy int64 reference of a grouped conv: one dense conv per group."""
 import numpy as np
 import pytest
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from requantisation import fixed_point as fp
 from schedules import vta_conv2d as vc
 from requantisation import PowerOfTwo, reference

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from intrinsics.errors import CompileError
 from schedules.vta_pool import max_pool_kernel, max_pool_ref
+from vta_sim.errors import CompileError
 
 
 def _int8(shape, seed=0, lo=-128, hi=128):

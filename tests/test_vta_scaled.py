@@ -3,7 +3,7 @@ accelerator, bit-exact against fixed_point.requantize_ref on the int64 accumulat
 import numpy as np
 import pytest
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from requantisation import fixed_point as fp
 from schedules import vta_conv2d as vc
 from schedules import vta_dense as vd

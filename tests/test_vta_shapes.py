@@ -7,7 +7,7 @@ refusals at call time. Small shapes, on both configs (the `cfg` fixture).
 import numpy as np
 import pytest
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from schedules import vta_conv2d as vc
 from schedules import vta_dense as vd
 from requantisation import PowerOfTwo

@@ -6,7 +6,9 @@ needs no change in callers and `vta_sim` names nothing above it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.metadata import entry_points
+from typing import Any
 
 from .config import Config
 from .errors import VTAError
@@ -15,18 +17,18 @@ from .simulator import Simulator
 GROUP = "vta_sim.backends"
 
 
-def _table() -> dict:
+def _table() -> dict[str, Callable[[], Any]]:
     """Backend name -> loader: the simulator, then every installed entry point."""
-    table = {"sim": lambda: Simulator}
+    table: dict[str, Callable[[], Any]] = {"sim": lambda: Simulator}
     table.update({ep.name: ep.load for ep in entry_points(group=GROUP)})
     return table
 
 
-def names() -> tuple:
+def names() -> tuple[str, ...]:
     return tuple(_table())
 
 
-def get_backend(name: str, cfg: Config | str | None = None):
+def get_backend(name: str, cfg: Config | str | None = None) -> Any:
     """An object with `.run(dram, insn_addr, insn_count, trace=False) -> RunResult`."""
     table = _table()
     if name not in table:

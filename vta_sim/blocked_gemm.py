@@ -14,20 +14,24 @@ store (result ready), store -> compute (OUT slot free again).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
 from vta_sim import packing
+from vta_sim.config import Config
 from vta_sim.isa import MODULES
-from vta_sim.result import busy_fraction
+from vta_sim.result import RunResult, busy_fraction
 from vta_sim.runtime import Runtime, UopKernel
+from vta_sim.trace import Trace
 
 
-def choose_tiles(cfg, mb: int, kb: int, nb: int, vthreads: int) -> tuple:
+def choose_tiles(cfg: Config, mb: int, kb: int, nb: int, vthreads: int) -> tuple[int, int]:
     """Largest (tm, tn) dividing (mb, nb) whose per-slot footprint fits 1/vthreads of each SRAM."""
     bufs = cfg.buffers
     inp, wgt, acc = (bufs[n].depth // vthreads for n in ("inp", "wgt", "acc"))
-    best = None
+    best: tuple[tuple[int, int], tuple[int, int]] | None = None
     for tm in (d for d in range(1, mb + 1) if mb % d == 0):
         for tn in (d for d in range(1, nb + 1) if nb % d == 0):
             if tm * kb <= inp and tn * kb <= wgt and tm * tn <= acc:
@@ -41,7 +45,8 @@ def choose_tiles(cfg, mb: int, kb: int, nb: int, vthreads: int) -> tuple:
 
 
 def blocked_gemm(rt: Runtime, a_packed: np.ndarray, w_packed: np.ndarray, shift: int = 8,
-                 vthreads: int = 2, tiles: tuple | None = None, trace: bool = False):
+                 vthreads: int = 2, tiles: tuple[int, int] | None = None,
+                 trace: bool = False) -> tuple[np.ndarray, RunResult]:
     """Run the kernel; returns (C packed int8, RunResult)."""
     if vthreads not in (1, 2):
         raise ValueError(f"vthreads={vthreads}: 1 or 2 are supported")
@@ -99,7 +104,7 @@ def blocked_gemm(rt: Runtime, a_packed: np.ndarray, w_packed: np.ndarray, shift:
     return c.numpy(), result
 
 
-def reference(a_packed, w_packed, shift):
+def reference(a_packed: np.ndarray, w_packed: np.ndarray, shift: int) -> np.ndarray:
     """numpy int64 reference in the packed layout."""
     a = packing.unpack_rows(a_packed).astype(np.int64)
     w = packing.unpack_rows(w_packed).astype(np.int64)
@@ -107,7 +112,7 @@ def reference(a_packed, w_packed, shift):
     return packing.pack_rows(c, a_packed.shape[2], w_packed.shape[2], "C")
 
 
-def random_operands(cfg, m, k, n, seed=0):
+def random_operands(cfg: Config, m: int, k: int, n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Random int8 A (m, k) and W (n, k), packed; refuses dimensions that are not whole blocks."""
     rng = np.random.default_rng(seed)
     a = rng.integers(-128, 128, (m, k), dtype=np.int8)
@@ -115,8 +120,9 @@ def random_operands(cfg, m, k, n, seed=0):
     return (packing.pack_rows(a, cfg.BATCH, cfg.BLOCK_IN, "A"), packing.pack_rows(w, cfg.BLOCK_OUT, cfg.BLOCK_IN, "W"))
 
 
-def run_and_report(config="1x8x8", m=64, k=256, n=256, vthreads=2, shift=8, timeline=None, image=None,
-                   out=print):
+def run_and_report(config: Config | str = "1x8x8", m: int = 64, k: int = 256, n: int = 256, vthreads: int = 2,
+                   shift: int = 8, timeline: str | Path | None = None, image: str | Path | None = None,
+                   out: Callable[[str], None] = print) -> dict[str, float | int | bool]:
     """Build, run, verify and print the figures a user wants; returns a dict of them."""
     rt = Runtime(config)
     cfg = rt.cfg
@@ -138,11 +144,13 @@ def run_and_report(config="1x8x8", m=64, k=256, n=256, vthreads=2, shift=8, time
         + f"   ({len(rt.instructions)} instructions, simulated in {wall:.2f} s)")
     if image is not None:
         prog = rt.last_program
+        assert prog is not None   # synchronize() keeps the program it ran
         prog.image.tofile(image)
         out(f"  program image written to {image}; replay it with\n"
             f"    vta-sim run {image} --insn-addr {prog.insn_addr:#x} --insn-count {prog.insn_count}"
             f" --config {cfg.name}")
     if timeline is not None:
+        assert isinstance(res.trace, Trace)   # run with trace=True
         res.trace.save_png(timeline, title=f"blocked GEMM {m}x{k}x{n}, {vthreads} vthreads: {res.cycles:,} cycles")
         out(f"  timeline written to {timeline}")
     return figures

@@ -16,11 +16,13 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import import_module
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from types import ModuleType
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -48,7 +50,7 @@ class Progress:
     """Progress of one long simulation on stderr, redrawn in place at most twice a second after
     the first second; only on a terminal (a log gets nothing: the command prints its result)."""
 
-    def __init__(self, label: str, stream=sys.stderr):
+    def __init__(self, label: str, stream: TextIO = sys.stderr):
         self.label, self.stream = label, stream
         self.on_terminal = getattr(stream, "isatty", lambda: False)()
         self.t0 = self.last = time.perf_counter()
@@ -73,7 +75,7 @@ def _read_image(path: str) -> np.ndarray:
         raise VTAError(f"cannot read DRAM image {path!r}: {exc.strerror}") from None
 
 
-def cmd_run(args) -> int:
+def cmd_run(args: argparse.Namespace) -> int:
     cfg = Config.load(args.config)
     image = _read_image(args.image)
     runner = backends.get_backend(args.backend, cfg)
@@ -109,7 +111,7 @@ def cmd_run(args) -> int:
     return 0
 
 
-def cmd_disasm(args) -> int:
+def cmd_disasm(args: argparse.Namespace) -> int:
     cfg = Config.load(args.config)
     image = _read_image(args.image)
     end = args.insn_addr + args.insn_count * isa.INSN_BYTES
@@ -126,18 +128,18 @@ class Plugin:
     """One plugin module, the commands its entry points declare, and the module or why not."""
 
     module_name: str
-    commands: list
+    commands: list[str]
     module: ModuleType | None = None
     error: str | None = None
 
 
-def load_plugins(eps=None) -> list:
+def load_plugins(eps: Iterable[EntryPoint] | None = None) -> list[Plugin]:
     """The `vta_sim.plugins` entry points grouped by module, ordered by command name, imported.
 
     An import failure of any kind is recorded as the plugin's `error`, never raised: one
     broken subsystem must not take down the others, and the reason is shown to the user.
     """
-    plugins: dict = {}
+    plugins: dict[str, Plugin] = {}
     for ep in sorted(entry_points(group=PLUGIN_GROUP) if eps is None else eps, key=lambda e: e.name):
         plugins.setdefault(ep.value, Plugin(ep.value, [])).commands.append(ep.name)
     for plugin in plugins.values():
@@ -152,7 +154,7 @@ def load_plugins(eps=None) -> list:
 CORE_COMMANDS = ("run", "disasm")
 
 
-def plugins_for(argv: list) -> list:
+def plugins_for(argv: list[str]) -> list[Plugin]:
     """The plugins a command line needs: none for `run` and `disasm`, only its own module for a
     plugin command (importing every subsystem takes seconds), all of them for anything else
     (--help, demo, a mistyped command)."""
@@ -164,19 +166,20 @@ def plugins_for(argv: list) -> list:
     return load_plugins([ep for ep in eps if module is None or ep.value == module])
 
 
-def unavailable_text(plugins: list) -> str:
+def unavailable_text(plugins: list[Plugin]) -> str:
     """The --help epilog: one line per plugin that failed to load, with the reason."""
     lines = [f"  {', '.join(p.commands)} ({p.module_name}): {p.error}" for p in plugins if p.error]
     return "unavailable plugins:\n" + "\n".join(lines) if lines else ""
 
 
-def _register(sub, plugin: Plugin) -> None:
+def _register(sub: Any, plugin: Plugin) -> None:
     """Add the plugin's commands, or a stub per declared command when it failed to load."""
     if plugin.error:
         for name in plugin.commands:
             p = sub.add_parser(name, add_help=False, help=f"unavailable: {plugin.error}")
             p.set_defaults(func=_unavailable(name, plugin), takes_any_args=True)
         return
+    assert plugin.module is not None   # loaded: no error
     before = set(sub.choices)
     plugin.module.register(sub)
     added = sorted(set(sub.choices) - before)
@@ -185,20 +188,20 @@ def _register(sub, plugin: Plugin) -> None:
                        f"{PLUGIN_GROUP!r} entry points declare {sorted(plugin.commands)}")
 
 
-def _unavailable(name: str, plugin: Plugin):
-    def run(args) -> int:
+def _unavailable(name: str, plugin: Plugin) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
         raise VTAError(f"command {name!r} is unavailable: its plugin {plugin.module_name} failed "
                        f"to load: {plugin.error}")
     return run
 
 
-def cmd_demo(args) -> int:
+def cmd_demo(args: argparse.Namespace) -> int:
     """The blocked GEMM, then each plugin's demo part; non-zero if any part failed or is missing."""
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     figures = run_and_report(args.config, vthreads=2, timeline=out / "demo_gemm_timeline.png",
                              image=out / "demo_gemm.bin")
-    failed = [] if figures["verified"] else ["blocked GEMM (not bit-exact)"]
+    failed: list[str] = [] if figures["verified"] else ["blocked GEMM (not bit-exact)"]
     for plugin in args.plugins:
         if plugin.error:
             failed.append(f"{plugin.module_name} (failed to load: {plugin.error})")
@@ -211,7 +214,7 @@ def cmd_demo(args) -> int:
     return 1 if failed else 0
 
 
-def build_parser(plugins: list | None = None) -> argparse.ArgumentParser:
+def build_parser(plugins: list[Plugin] | None = None) -> argparse.ArgumentParser:
     """The full command line; `plugins` defaults to the installed ones (`load_plugins()`)."""
     plugins = load_plugins() if plugins is None else plugins
     parser = argparse.ArgumentParser(prog="vta-sim", description="VTA-8 accelerator toolkit",
@@ -247,7 +250,7 @@ def build_parser(plugins: list | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None, plugins: list | None = None) -> int:
+def main(argv: Sequence[str] | None = None, plugins: list[Plugin] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         parser = build_parser(plugins_for(argv) if plugins is None else plugins)
@@ -259,7 +262,8 @@ def main(argv=None, plugins: list | None = None) -> int:
     if extra and not getattr(args, "takes_any_args", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return args.func(args)
+        rc: int = args.func(args)
+        return rc
     except VTAError as exc:
         print(f"vta-sim: error: {exc}", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ _S = layout.offsets(layout.STATS)
 _MEM_BUFFER = {MEM_UOP: "uop", MEM_WGT: "wgt", MEM_INP: "inp", MEM_ACC: "acc", MEM_OUT: "out", MEM_ACC_8BIT: "acc"}
 
 
-def _field_tables(cfg: Config) -> dict:
+def _field_tables(cfg: Config) -> dict[str, list[int]]:
     """field_lo / field_width / field_signed of every (format, field) of layout.FIELDS."""
     tables = {k: [0] * layout.PARAMS[k] for k in ("field_lo", "field_width", "field_signed")}
     for k, fmt in enumerate(layout.FORMATS):
@@ -40,7 +40,7 @@ def _field_tables(cfg: Config) -> dict:
     return tables
 
 
-def _delays() -> dict:
+def _delays() -> dict[str, int | tuple[int, ...]]:
     """timing.py's hand-off delays, read at each run (a change to them must reach engine.c)."""
     return {"fetch_decode": timing.FETCH_DECODE, "fetch_next": timing.FETCH_NEXT, "queue_delay": timing.QUEUE_DELAY, "token_delay": timing.TOKEN_DELAY,
             "issue_delay": timing.ISSUE_DELAY, "begin_delay": timing.BEGIN_DELAY, "request_delay": timing.REQUEST_DELAY,
@@ -51,10 +51,10 @@ def _delays() -> dict:
 
 
 @lru_cache(maxsize=64)
-def _params(cfg: Config, delays: tuple) -> np.ndarray:
+def _params(cfg: Config, delays: tuple[tuple[str, int | tuple[int, ...]], ...]) -> np.ndarray:
     bufs = cfg.buffers
     uop_fields = isa.layout(cfg)["uop"]
-    module_num = {m: i for i, m in enumerate(MODULE_NAMES)}
+    module_num: dict[str | None, int] = {m: i for i, m in enumerate(MODULE_NAMES)}
     mems = range(layout.PARAMS["elem_bytes"])
     values = {
         "dma_read_latency": cfg.DMA_READ_LATENCY, "dma_write_latency": cfg.DMA_WRITE_LATENCY,
@@ -90,7 +90,7 @@ def params(cfg: Config, insn_addr: int, dram_bytes: int) -> np.ndarray:
     return out
 
 
-def run(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: int):
+def run(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: int) -> tuple[int, dict[str, int]] | None:
     """Runs a program on `image` (a private copy) in place. Returns (cycles, statistics as the
     reference orders them), or None when it is refused (the reference words the error)."""
     if insn_count < 1 or insn_addr < 0 or insn_addr % isa.INSN_BYTES \

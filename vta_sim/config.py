@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from .encoding import SRAM_BASE_BITS, overfull_words
 from .errors import ConfigError
 
 #: The value ranges of what the accelerator holds: int8 inputs, weights and outputs, int32
@@ -96,8 +98,8 @@ class Buffer:
     """One on-chip SRAM: its entry shape/dtype and depth (entries)."""
 
     name: str
-    shape: tuple
-    dtype: np.dtype
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
     depth: int
 
     # Cached (the simulator asks per instruction); cached_property stores in __dict__, which a
@@ -115,9 +117,9 @@ class Buffer:
 class Config:
     """A VTA-8 hardware configuration (spec section 1) plus the timing parameters."""
 
-    keys: dict
+    keys: dict[str, int]
     name: str = "custom"
-    timing: dict = field(default_factory=dict)
+    timing: dict[str, int] = field(default_factory=dict)
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -146,7 +148,7 @@ class Config:
         return cls.from_dict(data, name=path.stem)
 
     @classmethod
-    def from_dict(cls, data: dict, name: str = "custom") -> "Config":
+    def from_dict(cls, data: object, name: str = "custom") -> "Config":
         if not isinstance(data, dict):
             raise ConfigError(f"configuration must be a JSON object, got {type(data).__name__}")
         missing = [k for k in SPEC_KEYS if k not in data]
@@ -165,7 +167,7 @@ class Config:
         cfg.validate()
         return cfg
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, int]:
         return {**self.keys, **self.timing}
 
     def to_text(self) -> str:
@@ -182,16 +184,16 @@ class Config:
             raise ConfigError(f"not a configuration written by Config.to_text ({exc!r}): {str(text)[:80]!r}") from None
         return cls.from_dict(keys, name=name)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Config) and self.to_dict() == other.to_dict()
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(tuple(sorted(self.to_dict().items())))
 
-    def __getattr__(self, item):
+    def __getattr__(self, item: str) -> int:
         # Spec keys and timing parameters read as attributes: cfg.LOG_BATCH, cfg.DMA_READ_LATENCY.
         for table in ("keys", "timing"):
-            d = object.__getattribute__(self, table)
+            d: dict[str, int] = object.__getattribute__(self, table)
             if item in d:
                 return d[item]
         raise AttributeError(item)
@@ -223,11 +225,11 @@ class Config:
     def macs_per_cycle(self) -> int:
         return self.BATCH * self.BLOCK_IN * self.BLOCK_OUT
 
-    def _width_dtype(self, log_width: int) -> np.dtype:
+    def _width_dtype(self, log_width: int) -> np.dtype[Any]:
         return np.dtype({3: np.int8, 4: np.int16, 5: np.int32, 6: np.int64}[log_width])
 
     @cached_property
-    def buffers(self) -> dict:
+    def buffers(self) -> dict[str, Buffer]:
         """The five SRAMs by name: entry shape, element dtype, depth."""
         inp_t = self._width_dtype(self.LOG_INP_WIDTH)
         wgt_t = self._width_dtype(self.LOG_WGT_WIDTH)
@@ -268,7 +270,7 @@ class Config:
         return self._elem_bytes[mem_type]
 
     @cached_property
-    def _elem_bytes(self) -> dict:
+    def _elem_bytes(self) -> dict[int, int]:
         bufs = self.buffers
         return {MEM_UOP: bufs["uop"].entry_bytes, MEM_WGT: bufs["wgt"].entry_bytes,
                 MEM_INP: bufs["inp"].entry_bytes, MEM_ACC: bufs["acc"].entry_bytes,
@@ -297,13 +299,12 @@ class Config:
                 raise ConfigError(f"{key}={value}: latencies above 65536 cycles are not supported")
         if self.timing["CLOCK_MHZ"] < 1:
             raise ConfigError("CLOCK_MHZ must be at least 1")
-        from .isa import SRAM_BASE_BITS, overfull_words   # isa builds on Config and owns the fields
         for word, used, limit, fields in overfull_words(self.LU, self.LI, self.LW, self.LA):
             raise ConfigError(f"configuration {self.name!r} does not fit the encoding: the {word} "
                               f"({limit} bits) needs {used} bits ({fields}); shrink the buffers")
-        for buf in ("inp", "wgt", "acc", "uop"):
-            if self.buffers[buf].index_bits > SRAM_BASE_BITS:
-                raise ConfigError(f"{buf.upper()} depth needs {self.buffers[buf].index_bits} bits, "
+        for sram in ("inp", "wgt", "acc", "uop"):
+            if self.buffers[sram].index_bits > SRAM_BASE_BITS:
+                raise ConfigError(f"{sram.upper()} depth needs {self.buffers[sram].index_bits} bits, "
                                   f"more than the {SRAM_BASE_BITS}-bit sram_base field of LOAD/STORE")
 
     def describe(self) -> str:

@@ -43,3 +43,8 @@ class HazardError(VTAError):
 
 class RuntimeAPIError(VTAError):
     """Misuse of the host runtime (vta_sim.runtime): bad shapes, unbalanced tokens, ..."""
+
+
+class CompileError(MappingError):
+    """The compiler's refusal: a workload, schedule or shape that cannot be mapped onto VTA-8.
+    Raised before anything runs; the message names the dimension or statement and what works."""

@@ -8,6 +8,7 @@ turns a missing token into a `HazardError` instead of a silently wrong result.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -24,6 +25,11 @@ _SRAM_OF_MEM = {MEM_INP: "inp", MEM_WGT: "wgt", MEM_ACC: "acc", MEM_ACC_8BIT: "a
 LOAD_STAT = {mem: f"{name}_load_nbytes" for mem, name in _SRAM_OF_MEM.items()}  # ACC_8BIT counts as acc
 _CHUNK = 1 << 18  # iterations materialised at once: bounds memory on huge loop nests
 _NEST_CACHE_SIZE = 64  # memoised loop nests (each at most one chunk of index arrays)
+#: Entries of an SRAM: a slice where they form one range, else an index array.
+Entries = slice | np.ndarray
+#: An instruction's vector clock: per module (LOAD, COMPUTE, STORE), the last instruction of that
+#: module it has seen through dependency tokens.
+VectorClock = Sequence[int]
 
 
 class _Chunk(NamedTuple):
@@ -33,12 +39,12 @@ class _Chunk(NamedTuple):
     a: np.ndarray            # dst (ACC/OUT) index per iteration, in execution order
     s: np.ndarray            # src (INP or ACC)
     w: np.ndarray            # wgt (GEMM)
-    dst: object              # the distinct dst entries (slice or array)
-    srcs: object             # GEMM: the distinct INP entries read (None otherwise)
-    wgts: object             # GEMM: the distinct WGT entries read (None otherwise)
+    dst: Entries             # the distinct dst entries
+    srcs: Entries | None     # GEMM: the distinct INP entries read (None otherwise)
+    wgts: Entries | None     # GEMM: the distinct WGT entries read (None otherwise)
 
 
-def _entries(idx: np.ndarray, depth: int):
+def _entries(idx: np.ndarray, depth: int) -> Entries:
     """The distinct entries of `idx`, ascending: a slice where they are one range."""
     entries = np.flatnonzero(np.bincount(idx, minlength=depth))
     if entries.size and int(entries[-1]) - int(entries[0]) == entries.size - 1:
@@ -46,7 +52,7 @@ def _entries(idx: np.ndarray, depth: int):
     return entries
 
 
-def _chunk(a, s, w, depth: int, gemm_reads: bool) -> _Chunk:
+def _chunk(a: np.ndarray, s: np.ndarray, w: np.ndarray, depth: int, gemm_reads: bool) -> _Chunk:
     if not gemm_reads:
         return _Chunk(a, s, w, _entries(a, depth), None, None)
     return _Chunk(a, s, w, _entries(a, depth), _entries(s, depth), _entries(w, depth))
@@ -60,7 +66,7 @@ class _Shared:
         self.w_seq = np.zeros(depth, dtype=np.int64)
         self.r_seq = np.zeros(depth, dtype=np.int64)
 
-    def check_read(self, idx, vc, what: str):
+    def check_read(self, idx: Entries | None, vc: VectorClock, what: str) -> None:
         need = int(self.w_seq[idx].max(initial=0))
         if need > vc[self.writer]:
             raise HazardError(
@@ -70,7 +76,7 @@ class _Shared:
                 f"add a {MODULE_NAMES[self.writer]}->{MODULE_NAMES[self.reader]} push/pop")
         self.r_seq[idx] = vc[self.reader]
 
-    def check_write(self, idx, vc, what: str):
+    def check_write(self, idx: Entries, vc: VectorClock, what: str) -> None:
         need = int(self.r_seq[idx].max(initial=0))
         if need > vc[self.reader]:
             raise HazardError(
@@ -89,19 +95,19 @@ class Machine:
         bufs = cfg.buffers
         self.sram = {name: np.zeros((b.depth, *b.shape), dtype=b.dtype) for name, b in bufs.items()}
         self.uop_fields = tuple(np.zeros(bufs["uop"].depth, dtype=np.int64) for _ in range(3))
-        self._nest_cache = {}  # see _loop_indices
+        self._nest_cache: dict[tuple[int, ...], tuple[_Chunk, ...]] = {}  # see _loop_indices
         self.shared = {"inp": _Shared(bufs["inp"].depth, LOAD, COMPUTE),
                        "wgt": _Shared(bufs["wgt"].depth, LOAD, COMPUTE),
                        "out": _Shared(bufs["out"].depth, COMPUTE, STORE)}
         self.stats = dict.fromkeys(FUNCTIONAL_STATS, 0)
 
     # ------------------------------------------------------------------ DMA
-    def _dram_rows(self, insn, elem_bytes: int) -> np.ndarray:
+    def _dram_rows(self, insn: isa.MemInsn, elem_bytes: int) -> np.ndarray:
         """(y_size, x_size, elem_bytes) view of the DRAM rows an instruction touches."""
         return np.ndarray((insn.y_size, insn.x_size, elem_bytes), np.uint8, self.dram, insn.dram_base * elem_bytes,
                           (insn.x_stride * elem_bytes, elem_bytes, 1))
 
-    def execute_load(self, insn: isa.MemInsn, vc) -> None:
+    def execute_load(self, insn: isa.MemInsn, vc: VectorClock) -> None:
         if insn.x_size == 0:
             return
         cfg, mem = self.cfg, insn.memory_type
@@ -126,7 +132,7 @@ class Machine:
                 dst[lo:hi] = src
         self.stats[LOAD_STAT[mem]] += insn.x_size * insn.y_size * elem
 
-    def execute_store(self, insn: isa.MemInsn, vc) -> None:
+    def execute_store(self, insn: isa.MemInsn, vc: VectorClock) -> None:
         if insn.x_size == 0:
             return
         buf = self.cfg.buffers["out"]
@@ -143,7 +149,7 @@ class Machine:
         self.stats["out_store_nbytes"] += n * buf.entry_bytes
 
     # ------------------------------------------------------------------ GEMM / ALU
-    def _check_ranges(self, insn, src_buffer: str) -> None:
+    def _check_ranges(self, insn: isa.LoopInsn, src_buffer: str) -> None:
         """Refuse an index outside its SRAM before touching anything (analytic maxima)."""
         u = slice(insn.uop_bgn, insn.uop_end)
         fields = [("dst", 0, "acc", insn.dst_factor_out, insn.dst_factor_in),
@@ -162,7 +168,7 @@ class Machine:
                     f"{name} index reaches {top} (uop {uop} at i={insn.iter_out - 1}, j={insn.iter_in - 1}), "
                     f"outside {buf.upper()} (depth {depth}, valid 0..{depth - 1})")
 
-    def _loop_indices(self, insn, src_buffer: str):
+    def _loop_indices(self, insn: isa.LoopInsn, src_buffer: str) -> Iterable[_Chunk]:
         """Range-checked index chunks (`_Chunk`) of a GEMM/ALU loop nest.
 
         Programs repeat the same nest over the same loaded micro-ops many times, so a nest that
@@ -183,7 +189,7 @@ class Machine:
         self._nest_cache[key] = chunks
         return chunks
 
-    def _chunks(self, insn):
+    def _chunks(self, insn: isa.LoopInsn) -> Iterator[_Chunk]:
         """Index chunks in execution order, a bounded number of iterations at a time."""
         u = slice(insn.uop_bgn, insn.uop_end)
         bases = [f[u] for f in self.uop_fields]
@@ -195,22 +201,22 @@ class Machine:
         for p0 in range(0, pairs, step):
             p = np.arange(p0, min(pairs, p0 + step), dtype=np.int64)
             i, j = (p // insn.iter_in)[:, None], (p % insn.iter_in)[:, None]
-            yield _chunk(*((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors)), depth,
-                         insn.opcode == isa.OP_GEMM and not insn.reset)  # a reset reads nothing
+            a, s, w = ((b[None, :] + i * fo + j * fi).ravel() for b, (fo, fi) in zip(bases, factors))
+            yield _chunk(a, s, w, depth, insn.opcode == isa.OP_GEMM and not insn.reset)  # a reset reads nothing
 
-    def _write_acc(self, dst, vc, what):
+    def _write_acc(self, dst: Entries, vc: VectorClock, what: str) -> None:
         """OUT mirrors the written ACC entries (each distinct entry once)."""
         acc, out = self.sram["acc"], self.sram["out"]
         self.shared["out"].check_write(dst, vc, what)
         out[dst] = acc[dst].astype(np.int8)
 
-    def execute_gemm(self, insn: isa.GemmInsn, vc) -> None:
+    def execute_gemm(self, insn: isa.GemmInsn, vc: VectorClock) -> None:
         if insn.iterations == 0:
             return
         for chunk in self._loop_indices(insn, "inp"):
             self._gemm_chunk(insn, chunk, vc)
 
-    def _gemm_chunk(self, insn, chunk: _Chunk, vc) -> None:
+    def _gemm_chunk(self, insn: isa.GemmInsn, chunk: _Chunk, vc: VectorClock) -> None:
         acc = self.sram["acc"]
         if insn.reset:
             acc[chunk.dst] = 0
@@ -221,13 +227,13 @@ class Machine:
             self.stats["gemm_counter"] += chunk.a.size
         self._write_acc(chunk.dst, vc, "GEMM")
 
-    def execute_alu(self, insn: isa.AluInsn, vc) -> None:
+    def execute_alu(self, insn: isa.AluInsn, vc: VectorClock) -> None:
         if insn.iterations == 0:
             return
         for chunk in self._loop_indices(insn, "acc"):
             self._alu_chunk(insn, chunk, vc)
 
-    def _alu_chunk(self, insn, chunk: _Chunk, vc) -> None:
+    def _alu_chunk(self, insn: isa.AluInsn, chunk: _Chunk, vc: VectorClock) -> None:
         acc = self.sram["acc"]
         if insn.reset:
             acc[chunk.dst] = 0

@@ -1,19 +1,21 @@
 """VTA-8 instruction set: field layouts, typed instructions, encode/decode and the disassembler.
 
-`layout(cfg)` is the single source of truth for bit positions (spec section 3): every format is
-an ordered list of (field, width) packed from bit 0 upward, with widths that depend on the
-config's index widths. The encoder, the decoder, the vectorised program decoder and the
-generated Verilog header all read it.
+`layout(cfg)` gives the bit positions of a configuration (spec section 3), from the one table in
+`vta_sim.encoding`: every format is an ordered list of (field, width) packed from bit 0 upward,
+with widths that depend on the config's index widths. The encoder, the decoder, the vectorised
+program decoder and the generated Verilog header all read it.
 """
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from typing import ClassVar, Self
 
 import numpy as np
 
 from .config import MEM_ACC, MEM_ACC_8BIT, MEM_INP, MEM_NAMES, MEM_UOP, MEM_WGT, Config
+from .encoding import IMM_BITS, PAD_BITS, Field, Fields, field_layout
 from .errors import EncodingError
 
 # Opcodes (spec section 3).
@@ -28,18 +30,20 @@ ALU_SHIFT_CAP = 31
 ALU_OPS = {name.lower(): code for code, name in ALU_NAMES.items()}
 #: Pseudo-ops the compiler offers on top of ALU_OPS: name -> (ALU op, immediate transform).
 #: SHL by n is SHR by -n (spec section 5: a negative shift amount shifts left).
-ALU_PSEUDO_OPS = {"shl": ("shr", lambda imm: -imm)}
+ALU_PSEUDO_OPS: dict[str, tuple[str, Callable[[int], int]]] = {"shl": ("shr", lambda imm: -imm)}
+
+#: What a word or a program may be given as: anything bytes() takes.
+ByteLike = bytes | bytearray | memoryview | np.ndarray
 
 INSN_BYTES = 16
 UOP_BYTES = 4
 FLAGS = ("pop_prev", "pop_next", "push_prev", "push_next")
-#: Widths of the fields that bound what a program may ask for, whatever the configuration.
-PAD_BITS, IMM_BITS = 4, 16
+#: The bounds the fixed-width fields put on what a program may ask for.
 MAX_PAD = (1 << PAD_BITS) - 1
 IMM_MIN, IMM_MAX = -(1 << (IMM_BITS - 1)), (1 << (IMM_BITS - 1)) - 1
 
 
-def resolve_alu(op: str, imm: int | None) -> tuple:
+def resolve_alu(op: str, imm: int | None) -> tuple[str, int | None]:
     """(ALU op name, immediate) the hardware runs for `op`, a real ALU op or a pseudo-op.
 
     Raises EncodingError naming the accepted ops, or the immediate's range when it does not fit."""
@@ -57,76 +61,9 @@ def resolve_alu(op: str, imm: int | None) -> tuple:
     return op, None if imm is None else int(imm)
 
 
-@dataclass(frozen=True)
-class Field:
-    name: str
-    lo: int
-    width: int
-    signed: bool = False
-
-    @property
-    def hi(self) -> int:
-        return self.lo + self.width - 1
-
-    @property
-    def mask(self) -> int:
-        return (1 << self.width) - 1
-
-
-def _pack(spec, start=0):
-    fields, pos = [], start
-    for entry in spec:
-        name, width = entry[:2]
-        signed = len(entry) > 2 and entry[2]
-        fields.append(Field(name, pos, width, signed))
-        pos += width
-    return fields, pos
-
-
-#: Width of LOAD/STORE's sram_base: no buffer may be deeper than it can address.
-SRAM_BASE_BITS = 16
-
-
-@lru_cache(maxsize=None)
-def _layout(lu: int, li: int, lw: int, la: int) -> dict:
-    common = [("opcode", 3), ("pop_prev", 1), ("pop_next", 1), ("push_prev", 1), ("push_next", 1)]
-    mem, _ = _pack(common + [("memory_type", 3), ("sram_base", SRAM_BASE_BITS), ("dram_base", 32), ("unused", 6),
-                             ("y_size", 16), ("x_size", 16), ("x_stride", 16),
-                             ("y_pad_0", PAD_BITS), ("y_pad_1", PAD_BITS), ("x_pad_0", PAD_BITS),
-                             ("x_pad_1", PAD_BITS)])
-    word0, _ = _pack(common + [("reset", 1), ("uop_bgn", lu), ("uop_end", lu + 1),
-                               ("iter_out", 14), ("iter_in", 14)])
-    gemm1, _ = _pack([("dst_factor_out", la), ("dst_factor_in", la), ("src_factor_out", li),
-                      ("src_factor_in", li), ("wgt_factor_out", lw), ("wgt_factor_in", lw)], 64)
-    alu1, _ = _pack([("dst_factor_out", la), ("dst_factor_in", la), ("src_factor_out", la),
-                     ("src_factor_in", la), ("alu_opcode", 3), ("use_imm", 1), ("imm", IMM_BITS, True)], 64)
-    finish, _ = _pack(common)
-    uop, _ = _pack([("dst_idx", la), ("src_idx", max(la, li)), ("wgt_idx", lw)])
-    return {"mem": tuple(mem), "gemm": tuple(word0 + gemm1), "alu": tuple(word0 + alu1),
-            "finish": tuple(finish), "uop": tuple(uop)}
-
-
-def layout(cfg: Config) -> dict:
+def layout(cfg: Config) -> dict[str, Fields]:
     """Field tables by format name: `mem` (LOAD/STORE), `gemm`, `alu`, `finish`, `uop`."""
-    return _layout(cfg.LU, cfg.LI, cfg.LW, cfg.LA)
-
-
-#: The words whose width depends on the buffer depths: (name, format, first bit, bits).
-_SIZED_WORDS = (("micro-op", "uop", 0, 32), ("GEMM/ALU word 0", "gemm", 0, 64),
-                ("GEMM word 1", "gemm", 64, 64), ("ALU word 1", "alu", 64, 64))
-
-
-def overfull_words(lu: int, li: int, lw: int, la: int) -> list:
-    """(word, bits used, bits available, its fields) for each word the index widths overfill;
-    Config.validate refuses a configuration with any."""
-    tables = _layout(lu, li, lw, la)
-    out = []
-    for word, fmt, base, bits in _SIZED_WORDS:
-        fields = [f for f in tables[fmt] if base <= f.lo < base + bits]
-        used = max(f.hi for f in fields) + 1 - base
-        if used > bits:
-            out.append((word, used, bits, " + ".join(f"{f.name} {f.width}" for f in fields)))
-    return out
+    return field_layout(cfg.LU, cfg.LI, cfg.LW, cfg.LA)
 
 
 # ------------------------------------------------------------------------------ typed instructions
@@ -137,16 +74,17 @@ class Insn:
     push_prev: int = 0
     push_next: int = 0
 
-    FORMAT = "finish"
+    FORMAT: ClassVar[str] = "finish"
+    OPCODE: ClassVar[int] = OP_FINISH
 
     @property
     def opcode(self) -> int:  # overridden by MemInsn, whose opcode is a field
         return self.OPCODE
 
-    def flags(self) -> tuple:
-        return tuple(getattr(self, f) for f in FLAGS)
+    def flags(self) -> tuple[int, int, int, int]:
+        return (self.pop_prev, self.pop_next, self.push_prev, self.push_next)
 
-    def replace(self, **changes):
+    def replace(self, **changes: int) -> Self:
         return dataclasses.replace(self, **changes)
 
 
@@ -167,10 +105,10 @@ class MemInsn(Insn):
     x_pad_1: int = 0
     unused: int = 0
 
-    FORMAT = "mem"
+    FORMAT: ClassVar[str] = "mem"
 
     @property
-    def pads(self) -> tuple:
+    def pads(self) -> tuple[int, int, int, int]:
         return (self.y_pad_0, self.y_pad_1, self.x_pad_0, self.x_pad_1)
 
 
@@ -198,8 +136,8 @@ class GemmInsn(LoopInsn):
     wgt_factor_out: int = 0
     wgt_factor_in: int = 0
 
-    FORMAT = "gemm"
-    OPCODE = OP_GEMM
+    FORMAT: ClassVar[str] = "gemm"
+    OPCODE: ClassVar[int] = OP_GEMM
 
 
 @dataclass
@@ -208,13 +146,13 @@ class AluInsn(LoopInsn):
     use_imm: int = 0
     imm: int = 0
 
-    FORMAT = "alu"
-    OPCODE = OP_ALU
+    FORMAT: ClassVar[str] = "alu"
+    OPCODE: ClassVar[int] = OP_ALU
 
 
 @dataclass
 class FinishInsn(Insn):
-    OPCODE = OP_FINISH
+    OPCODE: ClassVar[int] = OP_FINISH
 
 
 @dataclass(frozen=True)
@@ -226,17 +164,19 @@ class Uop:
     wgt_idx: int = 0
 
 
-_CLASS_BY_OPCODE = {OP_LOAD: MemInsn, OP_STORE: MemInsn, OP_GEMM: GemmInsn, OP_FINISH: FinishInsn,
+_CLASS_BY_OPCODE: dict[int, type[Insn]] = {OP_LOAD: MemInsn, OP_STORE: MemInsn, OP_GEMM: GemmInsn, OP_FINISH: FinishInsn,
                     OP_ALU: AluInsn}
 #: Opcode -> the name of its format in layout(cfg).
 FORMAT_OF_OPCODE = {op: cls.FORMAT for op, cls in _CLASS_BY_OPCODE.items()}
 
 
 # ------------------------------------------------------------------------------ encode / decode
-_PLANS: dict = {}   # id(field list of a cached layout) -> _plan(fields)
+#: How a field takes a value: (name, lo, smallest, largest, mask, field).
+_PlanRow = tuple[str, int, int, int, int, Field]
+_PLANS: dict[int, tuple[Fields, tuple[_PlanRow, ...]]] = {}   # id(a cached layout's fields) -> plan
 
 
-def _plan(fields) -> tuple:
+def _plan(fields: Fields) -> tuple[_PlanRow, ...]:
     """(name, lo, smallest, largest, mask, field) per field: what encoding a value takes."""
     plan = _PLANS.get(id(fields))
     if plan is None:
@@ -246,7 +186,7 @@ def _plan(fields) -> tuple:
     return plan[1]
 
 
-def _encode_fields(fields, obj, what: str) -> int:
+def _encode_fields(fields: Fields, obj: Insn | Uop, what: str) -> int:
     word = 0
     for name, lo, smallest, largest, mask, f in _plan(fields):
         value = 0 if name == "unused" and not hasattr(obj, "unused") else int(getattr(obj, name))
@@ -274,7 +214,7 @@ def _field_value(f: Field, word: int) -> int:
     return value
 
 
-def decode(data, cfg: Config) -> Insn:
+def decode(data: ByteLike | int, cfg: Config) -> Insn:
     """An instruction from 16 bytes (or a 128-bit int). Illegal opcodes raise EncodingError."""
     word = int.from_bytes(bytes(data), "little") if not isinstance(data, int) else data
     opcode = word & 7
@@ -296,17 +236,17 @@ def decode_uop(word: int, cfg: Config) -> Uop:
     return Uop(**{f.name: _field_value(f, word) for f in layout(cfg)["uop"]})
 
 
-def decode_uops(words: np.ndarray, cfg: Config) -> tuple:
+def decode_uops(words: np.ndarray, cfg: Config) -> tuple[np.ndarray, ...]:
     """Vectorised: (dst, src, wgt) index arrays of a uint32 micro-op array."""
     words = np.asarray(words, dtype=np.uint32).astype(np.int64)
     return tuple((words >> f.lo) & f.mask for f in layout(cfg)["uop"])
 
 
-def encode_program(insns, cfg: Config) -> bytes:
+def encode_program(insns: Iterable[Insn], cfg: Config) -> bytes:
     return b"".join(encode(i, cfg) for i in insns)
 
 
-def decode_program(data, cfg: Config) -> list:
+def decode_program(data: ByteLike, cfg: Config) -> list[Insn]:
     """Decode a whole instruction stream at once (vectorised field extraction).
 
     Raises EncodingError naming the first instruction with an illegal opcode.
@@ -320,11 +260,11 @@ def decode_program(data, cfg: Config) -> list:
     if bad.size:
         i = int(bad[0])
         raise EncodingError(f"illegal opcode {opcodes[i]}", index=i, disasm=disasm_word(words[i]))
-    columns = {}
+    columns: dict[str, dict[str, list[int]]] = {}
     for fmt, fields in layout(cfg).items():
         if fmt == "uop":
             continue
-        cols = {}
+        cols: dict[str, list[int]] = {}
         for f in fields:
             w = words[:, f.lo // 64]
             v = ((w >> np.uint64(f.lo % 64)) & np.uint64(f.mask)).astype(np.int64)
@@ -351,7 +291,7 @@ MODULES = (LOAD_MODULE, COMPUTE_MODULE, STORE_MODULE)
 def module_of(insn: Insn) -> str | None:
     """Which module executes an instruction (spec section 4); None if no module takes it."""
     op = insn.opcode
-    if op == OP_LOAD:
+    if isinstance(insn, MemInsn) and op == OP_LOAD:
         if insn.memory_type in (MEM_INP, MEM_WGT):
             return LOAD_MODULE
         if insn.memory_type in (MEM_UOP, MEM_ACC, MEM_ACC_8BIT):
@@ -398,7 +338,7 @@ NEIGHBOURS = {m: tuple(q.consumer for q in TOKEN_QUEUES if q.producer == m) for 
 # ------------------------------------------------------------------------------ disassembler
 def _deps(insn: Insn) -> str:
     module = module_of(insn)
-    table = DEP_QUEUES.get(module, {})
+    table = DEP_QUEUES.get(module, {}) if module else {}
     parts = []
     for flag in FLAGS:
         if getattr(insn, flag):
@@ -435,7 +375,7 @@ def disasm(insn: Insn) -> str:
     return body + _deps(insn)
 
 
-def disasm_word(word_or_bytes, cfg: Config | None = None) -> str:
+def disasm_word(word_or_bytes: ByteLike | int, cfg: Config | None = None) -> str:
     """Disassemble a raw word, printing the raw hex when it does not decode."""
     if isinstance(word_or_bytes, np.ndarray):
         word = int(word_or_bytes[0]) | (int(word_or_bytes[1]) << 64)
@@ -449,7 +389,7 @@ def disasm_word(word_or_bytes, cfg: Config | None = None) -> str:
     return text + "  " + disasm(decode(word, cfg))
 
 
-def disasm_program(data, cfg: Config, start_index: int = 0) -> list:
+def disasm_program(data: ByteLike, cfg: Config, start_index: int = 0) -> list[str]:
     lines = []
     for i in range(len(data) // INSN_BYTES):
         chunk = data[i * INSN_BYTES:(i + 1) * INSN_BYTES]

@@ -25,7 +25,7 @@ def check_blocks(what: str, n: int, block: int, error: type = MappingError) -> i
     return n // block
 
 
-def zero_pad(array: np.ndarray, shape: tuple) -> np.ndarray:
+def zero_pad(array: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """A new array of `shape` holding `array` at the start of every axis and zeros elsewhere."""
     if array.ndim != len(shape) or any(a > s for a, s in zip(array.shape, shape)):
         raise MappingError(f"cannot zero-pad an array of shape {array.shape} to {tuple(shape)}")

@@ -8,6 +8,11 @@ when `done == total`.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from typing import TextIO
+
+#: A stage's callback: (done, total, text).
+Callback = Callable[[int, int, str], None]
 
 BAR_WIDTH = 24
 MODES = ("auto", "bar", "lines", "quiet")
@@ -16,7 +21,7 @@ MODES = ("auto", "bar", "lines", "quiet")
 class Progress:
     """`mode`: "auto" (a bar on a terminal, else lines), "bar", "lines" or "quiet"."""
 
-    def __init__(self, stream=None, mode: str = "auto"):
+    def __init__(self, stream: TextIO | None = None, mode: str = "auto"):
         if mode not in MODES:
             raise ValueError(f"progress mode {mode!r}; accepted: {', '.join(MODES)}")
         self.stream = sys.stderr if stream is None else stream
@@ -24,7 +29,7 @@ class Progress:
             mode = "bar" if getattr(self.stream, "isatty", lambda: False)() else "lines"
         self.mode = mode
 
-    def stage(self, name: str):
+    def stage(self, name: str) -> Callback:
         def show(done: int, total: int, text: str = "") -> None:
             if self.mode == "quiet":
                 return

@@ -24,18 +24,18 @@ TIMING_STATS = tuple(f"{m}_{s}" for m in MODULES for s in MODULE_STATS) + \
     tuple(f"fetch_{s}" for s in FETCH_STATS)
 
 
-def busy_fraction(stats: dict, module: str, cycles: int) -> float:
+def busy_fraction(stats: dict[str, int], module: str, cycles: int) -> float:
     """The share of `cycles` a module (load, compute, store) was busy; 0 when not reported."""
-    return stats.get(f"{module}_{MODULE_STATS[0]}", 0) / max(cycles, 1)
+    return float(stats.get(f"{module}_{MODULE_STATS[0]}", 0)) / max(cycles, 1)
 
 
 @dataclass
 class RunResult:
     dram: np.ndarray          # final DRAM image (uint8), a fresh array
     cycles: int               # start to the completion of FINISH
-    stats: dict = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=dict)
     trace: object = None      # vta_sim.trace.Trace when run(..., trace=True)
     backend: str = "sim"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, int]:
         return {"cycles": int(self.cycles), **{k: int(v) for k, v in self.stats.items()}}

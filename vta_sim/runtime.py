@@ -9,9 +9,12 @@ appends FINISH, runs the program on a backend and brings the DRAM image back.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from . import isa
 from .backends import get_backend
@@ -33,7 +36,7 @@ _ALIGN = 64
 class DramBuffer:
     """A tensor in DRAM: `shape` = (..., *entry shape); elements are the leading dims, row-major."""
 
-    def __init__(self, rt: "Runtime", kind: str, shape: tuple, byte_addr: int):
+    def __init__(self, rt: "Runtime", kind: str, shape: Sequence[int], byte_addr: int):
         self.rt, self.kind, self.shape = rt, kind, tuple(shape)
         self.mem_type, sram = MEM_KINDS[kind]
         self.dtype = np.dtype(np.int8) if kind == "acc8" else rt.cfg.buffers[sram].dtype
@@ -47,16 +50,16 @@ class DramBuffer:
         raw = self.rt.dram[self.byte_addr:self.byte_addr + self.nbytes]
         return raw.view(self.dtype.newbyteorder("<")).astype(self.dtype).reshape(self.shape)
 
-    def write(self, array) -> None:
+    def write(self, array: npt.ArrayLike) -> None:
         data = _checked(array, self.dtype, self.shape, f"{self.kind} buffer")
         self.rt.dram[self.byte_addr:self.byte_addr + self.nbytes] = data.astype(
             self.dtype.newbyteorder("<")).view(np.uint8).ravel()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"DramBuffer({self.kind}, shape={self.shape}, elements {self.elem_base}+{self.n_elems})"
 
 
-def _checked(array, dtype: np.dtype, shape: tuple | None, what: str) -> np.ndarray:
+def _checked(array: npt.ArrayLike, dtype: np.dtype[Any], shape: tuple[int, ...] | None, what: str) -> np.ndarray:
     arr = np.asarray(array)
     if arr.dtype.kind not in "iu":
         raise RuntimeAPIError(f"{what}: expected integer data for {dtype}, got dtype {arr.dtype}")
@@ -83,13 +86,13 @@ class OutputView:
 class UopKernel:
     """Micro-ops inside up to two loops; a GEMM/ALU instruction executes the whole kernel."""
 
-    def __init__(self):
-        self.uops: list = []
-        self.loops: list = []        # (extent, dst_factor, src_factor, wgt_factor), outer first
+    def __init__(self) -> None:
+        self.uops: list[isa.Uop] = []
+        self.loops: list[tuple[int, int, int, int]] = []   # (extent, dst_factor, src_factor, wgt_factor), outer first
         self._depth = 0
 
     @contextlib.contextmanager
-    def loop(self, extent: int, dst: int = 0, src: int = 0, wgt: int = 0):
+    def loop(self, extent: int, dst: int = 0, src: int = 0, wgt: int = 0) -> Iterator[UopKernel]:
         if self._depth == 2 or len(self.loops) == 2:
             raise RuntimeAPIError("a micro-op kernel has at most two loop levels (iter_out, iter_in)")
         if self.uops and self._depth == len(self.loops):
@@ -107,10 +110,10 @@ class UopKernel:
         self.uops.append(isa.Uop(int(dst), int(src), int(wgt)))
 
     @property
-    def signature(self) -> tuple:
+    def signature(self) -> tuple[tuple[int, int, int], ...]:
         return tuple((u.dst_idx, u.src_idx, u.wgt_idx) for u in self.uops)
 
-    def loop_fields(self, with_wgt: bool) -> dict:
+    def loop_fields(self, with_wgt: bool) -> dict[str, int]:
         loops = list(self.loops) + [(1, 0, 0, 0)] * (2 - len(self.loops))
         (eo, do, so, wo), (ei, di, si, wi) = loops
         fields = {"iter_out": eo, "iter_in": ei, "dst_factor_out": do, "dst_factor_in": di,
@@ -127,17 +130,17 @@ class Program:
     image: np.ndarray
     insn_addr: int
     insn_count: int
-    instructions: list
+    instructions: list[isa.Insn]
 
 
 class Runtime:
     """Builds one program at a time; `synchronize()` runs it and starts the next."""
 
-    def __init__(self, config: Config | str | None = None, backend="sim"):
+    def __init__(self, config: Config | str | None = None, backend: Any = "sim"):
         self.cfg = Config.load(config)
         self.backend = backend
         self.dram = np.zeros(0, dtype=np.uint8)
-        self._uop_dram = {}          # kernel signature -> element base of its uops in DRAM
+        self._uop_dram: dict[tuple[tuple[int, int, int], ...], int] = {}   # kernel signature -> element base of its uops in DRAM
         self.last_program: Program | None = None
         self._reset_program()
 
@@ -151,7 +154,7 @@ class Runtime:
         self.dram = grown
         return addr
 
-    def empty(self, shape, mem: str) -> DramBuffer:
+    def empty(self, shape: Sequence[int], mem: str) -> DramBuffer:
         if mem not in MEM_KINDS:
             raise RuntimeAPIError(f"unknown memory kind {mem!r}; accepted: {', '.join(MEM_KINDS)}")
         shape = tuple(int(s) for s in shape)
@@ -162,7 +165,7 @@ class Runtime:
         probe = DramBuffer(self, mem, shape, 0)
         return DramBuffer(self, mem, shape, self._alloc_bytes(probe.nbytes, probe.elem_bytes))
 
-    def view(self, base: DramBuffer, offset: int, shape) -> DramBuffer:
+    def view(self, base: DramBuffer, offset: int, shape: Sequence[int]) -> DramBuffer:
         """A buffer of `shape` inside `base`, `offset` elements of base's dtype in: a slice of a
         larger tensor, addressed by the instructions that write it (OutputView)."""
         probe = DramBuffer(self, base.kind, shape, 0)
@@ -172,23 +175,24 @@ class Runtime:
                                   f"DRAM elements inside {base!r} ({base.nbytes} bytes)")
         return DramBuffer(self, base.kind, shape, base.byte_addr + start)
 
-    def array(self, array, mem: str) -> DramBuffer:
+    def array(self, array: npt.ArrayLike, mem: str) -> DramBuffer:
         arr = np.asarray(array)
         buf = self.empty(arr.shape, mem)
         buf.write(arr)
         return buf
 
     # ------------------------------------------------------------------ instruction stream
-    def _reset_program(self):
-        self._insns: list = []
-        self._last = {m: None for m in MODULES}          # index of each module's last instruction
-        self._pending_pops = {m: [] for m in MODULES}
+    def _reset_program(self) -> None:
+        self._insns: list[isa.Insn] = []
+        # index of each module's last instruction (keyed by isa.module_of, which is never None here)
+        self._last: dict[str | None, int | None] = {m: None for m in MODULES}
+        self._pending_pops: dict[str | None, list[str]] = {m: [] for m in MODULES}
         self._balance = {q.name: 0 for q in isa.TOKEN_QUEUES}
-        self._uop_resident = {}                           # signature -> (uop_bgn, uop_end)
+        self._uop_resident: dict[tuple[tuple[int, int, int], ...], tuple[int, int]] = {}   # signature -> (uop_bgn, uop_end)
         self._uop_next = 0
 
     @property
-    def instructions(self) -> list:
+    def instructions(self) -> list[isa.Insn]:
         """The instructions pushed so far (or of the last run, once synchronised)."""
         return list(self._insns) if self._insns or self.last_program is None else self.last_program.instructions
 
@@ -229,7 +233,7 @@ class Runtime:
         self._balance[queue.name] -= 1
 
     @staticmethod
-    def _dep(src, dst) -> isa.TokenQueue:
+    def _dep(src: str, dst: str) -> isa.TokenQueue:
         if (src, dst) not in isa.QUEUE_BETWEEN:
             raise RuntimeAPIError(f"no token queue from {src!r} to {dst!r}; queues: "
                                   + ", ".join(f"{a}->{b}" for a, b in isa.QUEUE_BETWEEN))
@@ -237,7 +241,7 @@ class Runtime:
 
     # ------------------------------------------------------------------ DMA
     def load_2d(self, buf: DramBuffer, offset: int, x_size: int, y_size: int, x_stride: int,
-                sram_base: int, pad=(0, 0, 0, 0)) -> isa.Insn:
+                sram_base: int, pad: Sequence[int] = (0, 0, 0, 0)) -> isa.Insn:
         """Copy y_size rows of x_size elements (row r at offset + r*x_stride) into SRAM, zero-padded."""
         if buf.kind == "out":
             raise RuntimeAPIError("cannot load an 'out' buffer: a LOAD never writes OUT (use 'acc8')")
@@ -262,7 +266,7 @@ class Runtime:
                                       x_stride=x_stride))
 
     @staticmethod
-    def _check_rows(buf, offset, x_size, y_size, x_stride):
+    def _check_rows(buf: DramBuffer, offset: int, x_size: int, y_size: int, x_stride: int) -> None:
         if min(offset, x_size, y_size, x_stride) < 0:
             raise RuntimeAPIError("offset, sizes and stride must be non-negative")
         if x_size and y_size:
@@ -271,7 +275,7 @@ class Runtime:
                 raise RuntimeAPIError(f"rows reach element {last} of {buf!r}, which has {buf.n_elems} elements")
 
     # ------------------------------------------------------------------ GEMM / ALU
-    def _resident(self, kernel: UopKernel) -> tuple:
+    def _resident(self, kernel: UopKernel) -> tuple[int, int]:
         """(uop_bgn, uop_end) of a kernel in UOP SRAM, loading it (compute module) on a miss."""
         sig = kernel.signature
         if not sig:
@@ -344,12 +348,12 @@ class Runtime:
         self._reset_program()
         return program
 
-    def synchronize(self, trace: bool = False, backend=None) -> RunResult:
+    def synchronize(self, trace: bool = False, backend: Any = None) -> RunResult:
         """Run everything pushed so far; buffers read back the results."""
         program = self.build()
         backend = backend or self.backend
         runner = get_backend(backend, self.cfg) if isinstance(backend, str) else backend
-        result = runner.run(program.image, insn_addr=program.insn_addr, insn_count=program.insn_count,
+        result: RunResult = runner.run(program.image, insn_addr=program.insn_addr, insn_count=program.insn_count,
                             trace=trace)
         self.dram = result.dram[:self.dram.size].copy()
         return result

@@ -7,6 +7,8 @@ instructions through the modules and the functional machine applies each one.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -14,14 +16,18 @@ from . import compiled, isa
 from .config import MEM_NAMES, MEM_OUT, MEM_UOP, Config
 from .errors import ConfigError, EncodingError, MemoryAccessError, ProgramError, VTAError
 from .functional import MODULE_NAMES, Machine
+from .isa import ByteLike
 from .result import RunResult
 from .timing import Engine
 from .trace import Trace
 
+#: Called as instructions are fetched: (fetched, total, cycle).
+Progress = Callable[[int, int, int], None]
+
 _MODULE_NUM = {name: i for i, name in enumerate(MODULE_NAMES)}
 
 
-def as_image(dram) -> np.ndarray:
+def as_image(dram: object) -> np.ndarray:
     """A private uint8 copy of a DRAM image given as bytes or a 1-D uint8 array."""
     if isinstance(dram, (bytes, bytearray, memoryview)):
         return np.frombuffer(bytes(dram), dtype=np.uint8).copy()
@@ -32,7 +38,7 @@ def as_image(dram) -> np.ndarray:
     return dram.copy()
 
 
-def check_program(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: int) -> tuple:
+def check_program(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: int) -> tuple[list[isa.Insn], list[int]]:
     """Decode and statically check a program; returns (instructions, module number of each).
 
     Programs repeat the same instruction words many times over, so each distinct word is decoded
@@ -57,14 +63,14 @@ def check_program(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: in
         distinct = isa.decode_program(words[first].tobytes(), cfg)
     except VTAError as exc:
         raise type(exc)(exc.reason, index=int(first[exc.index]), disasm=exc.disasm) from None
-    errors = {}                                    # index -> (error, instruction) at that index
-    modules = []
+    errors: dict[int, tuple[VTAError, isa.Insn]] = {}   # index -> (error, instruction) at that index
+    modules: list[int] = []
     for k, insn in enumerate(distinct):
         try:
             modules.append(_MODULE_NUM[_check_insn(cfg, insn, image.size)])
         except VTAError as exc:
             errors[int(first[k])] = (exc, insn)
-            modules.append(None)
+            modules.append(-1)   # never returned: the error is raised below
     which = rank[inverse.ravel()]
     n = len(words)
     finishes = np.flatnonzero((words[:, 0] & 7) == isa.OP_FINISH)
@@ -75,10 +81,10 @@ def check_program(cfg: Config, image: np.ndarray, insn_addr: int, insn_count: in
         errors[n - 1] = (ProgramError("the program does not end with FINISH"), distinct[which[n - 1]])
     if errors:
         i = min(errors)
-        exc, insn = errors[i]
-        raise type(exc)(exc.reason, index=i, disasm=isa.disasm(insn)) from None
-    which = which.tolist()
-    return [distinct[k] for k in which], [modules[k] for k in which]
+        err, insn = errors[i]
+        raise type(err)(err.reason, index=i, disasm=isa.disasm(insn)) from None
+    order_of = which.tolist()
+    return [distinct[k] for k in order_of], [modules[k] for k in order_of]
 
 
 def _check_insn(cfg: Config, insn: isa.Insn, dram_bytes: int) -> str:
@@ -97,6 +103,8 @@ def _check_insn(cfg: Config, insn: isa.Insn, dram_bytes: int) -> str:
         if insn.unused:
             raise EncodingError(f"bits 63:58 of a LOAD/STORE must be 0, got {insn.unused:#x}")
     module = isa.module_of(insn)
+    if module is None:   # the memory-type checks above leave none
+        raise EncodingError(f"no module executes {isa.disasm(insn)}")
     for flag, queue in isa.DEP_QUEUES[module].items():
         if queue is None and getattr(insn, flag):
             raise EncodingError(f"{flag} is illegal in the {module} module (legal: "
@@ -162,7 +170,8 @@ class Simulator:
                               f"give one of {', '.join(ENGINES)}")
         self.engine = engine
 
-    def run(self, dram, insn_addr: int, insn_count: int, trace: bool = False, progress=None) -> RunResult:
+    def run(self, dram: ByteLike, insn_addr: int, insn_count: int, trace: bool = False,
+            progress: Progress | None = None) -> RunResult:
         if self.engine == "reference" or trace or progress is not None:
             return self._run_reference(dram, insn_addr, insn_count, trace, progress)
         image = as_image(dram)
@@ -174,15 +183,16 @@ class Simulator:
         cycles, stats = done
         return RunResult(dram=image, cycles=cycles, stats=stats, trace=None, backend=self.name)
 
-    def _run_reference(self, dram, insn_addr: int, insn_count: int, trace: bool, progress) -> RunResult:
+    def _run_reference(self, dram: ByteLike, insn_addr: int, insn_count: int, trace: bool,
+                       progress: Progress | None) -> RunResult:
         cfg = self.cfg
         image = as_image(dram)
         insns, modules = check_program(cfg, image, insn_addr, insn_count)
         machine = Machine(cfg, image)
-        execute = {isa.OP_LOAD: machine.execute_load, isa.OP_STORE: machine.execute_store,
+        execute: dict[int, Callable[[Any, Sequence[int]], None]] = {isa.OP_LOAD: machine.execute_load, isa.OP_STORE: machine.execute_store,
                    isa.OP_GEMM: machine.execute_gemm, isa.OP_ALU: machine.execute_alu}
 
-        def run_one(index, insn, module, vc):
+        def run_one(index: int, insn: isa.Insn, module: int, vc: list[int]) -> None:
             fn = execute.get(insn.opcode)
             if fn is None:
                 return
@@ -194,5 +204,5 @@ class Simulator:
         engine = Engine(cfg, insns, modules, run_one, insn_addr, trace=trace, progress=progress)
         cycles = engine.run()
         stats = {**machine.stats, "cycles": cycles, **engine.stats()}
-        tr = Trace(engine.events, cycles, cfg.name) if trace else None
+        tr = Trace(engine.events or [], cycles, cfg.name) if trace else None
         return RunResult(dram=image, cycles=cycles, stats=stats, trace=tr, backend=self.name)

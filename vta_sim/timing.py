@@ -9,6 +9,7 @@ Instruction semantics run atomically at the start of each instruction through `e
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -24,7 +25,7 @@ PORT_PRIORITY = {FETCH: 0, COMPUTE: 1, LOAD: 2}
 
 
 @lru_cache(maxsize=4096)
-def _bursts(offset: int, nbytes: int, bus: int, boundary: int, latency: int) -> tuple:
+def _bursts(offset: int, nbytes: int, bus: int, boundary: int, latency: int) -> tuple[int, ...]:
     """Cycles of each burst of one DMA row: split at `boundary`, each `latency` + its beats.
 
     Depends on the address only through `offset` = address mod boundary, hence the cache.
@@ -46,22 +47,22 @@ class DmaCost:
         self.bus = cfg.bus_bytes
         self.boundary = cfg.burst_boundary
 
-    def read_bursts(self, addr: int, nbytes: int) -> tuple:
+    def read_bursts(self, addr: int, nbytes: int) -> tuple[int, ...]:
         return _bursts(addr % self.boundary, nbytes, self.bus, self.boundary, self.cfg.DMA_READ_LATENCY)
 
-    def load_segments(self, insn: isa.MemInsn) -> list:
+    def load_segments(self, insn: isa.MemInsn) -> list[Segment]:
         """A LOAD as (needs read port, cycles) segments: local pad writes and read bursts, in order."""
         elem = self.cfg.dram_elem_bytes(insn.memory_type)
         y0, y1, x0, x1 = insn.pads
         width = x0 + insn.x_size + x1
-        segs = [(False, y0 * width)]
+        segs: list[Segment] = [(False, y0 * width)]
         row_bytes = insn.x_size * elem
         for r in range(insn.y_size):
             segs.append((False, x0))
             segs.extend((True, c) for c in self.read_bursts((insn.dram_base + r * insn.x_stride) * elem, row_bytes))
             segs.append((False, x1))
         segs.append((False, y1 * width))
-        merged = []
+        merged: list[Segment] = []
         for port, cycles in segs:
             if not port and merged and not merged[-1][0]:
                 merged[-1] = (False, merged[-1][1] + cycles)
@@ -112,8 +113,16 @@ class TraceEvent:
     done: int
     free: int
     token_wait: int
-    pops: tuple = ()
-    pushes: tuple = ()
+    pops: tuple[str, ...] = ()
+    pushes: tuple[str, ...] = ()
+
+
+#: A stretch of an instruction's work: (needs the read port, cycles).
+Segment = tuple[bool, int]
+#: An instruction issued and waiting to begin: (index, enqueue, issue cycle, token wait, vc).
+_Issued = tuple[int, int, int, int, list[int]]
+#: Called as each instruction starts: (index, instruction, module number, its vector clock).
+Execute = Callable[[int, isa.Insn, int, list[int]], None]
 
 
 class _Running:
@@ -122,10 +131,12 @@ class _Running:
     __slots__ = ("index", "enqueue", "start", "t", "segments", "seg", "body", "grant", "done", "pushes", "push",
                  "last_push", "token_wait")
 
-    def __init__(self, index, enqueue, start, segments, body, pushes, token_wait):
+    def __init__(self, index: int, enqueue: int, start: int, segments: tuple[Segment, ...], body: int,
+                 pushes: tuple[str, ...], token_wait: int):
         self.index, self.enqueue, self.start, self.t = index, enqueue, start, start
         self.segments, self.seg, self.body = segments, 0, body  # (needs read port, cycles); seg = next
-        self.grant = self.done = None
+        self.grant: int | None = None
+        self.done: int | None = None
         self.pushes, self.push = pushes, 0           # token queues to push, index of the next
         self.last_push = start
         self.token_wait = token_wait
@@ -139,31 +150,33 @@ class _Module:
 
     def __init__(self, num: int):
         self.num = num
-        self.queue = deque()                       # (index, enqueue cycle)
+        self.queue: deque[tuple[int, int]] = deque()   # (index, enqueue cycle)
         self.phase = _IDLE
         self.free = self.seq = self.n_free = 0
         self.last_issue = -1
         self.vc = [0, 0, 0]
-        self.current = None
-        self.nxt = None                            # issued, waiting to begin: (index, enqueue, issue, wait, vc)
+        self.current: _Running | None = None
+        self.nxt: _Issued | None = None            # issued, waiting to begin
         self.busy = self.stall_token = self.stall_port = self.stall_push = 0
 
 
 class Engine:
     """Runs decoded instructions through the timing model, calling `execute` at each start."""
 
-    def __init__(self, cfg: Config, insns: list, modules: list, execute, insn_addr: int,
-                 trace: bool = False, progress=None):
+    def __init__(self, cfg: Config, insns: list[isa.Insn], modules: list[int], execute: Execute, insn_addr: int,
+                 trace: bool = False, progress: Callable[[int, int, int], None] | None = None):
         self.cfg, self.insns, self.modules_of = cfg, insns, modules
         self.execute = execute
         self.dma = DmaCost(cfg)
         self.insn_addr = insn_addr
         self.mods = [_Module(i) for i in range(3)]
-        self.tokens = {q.name: deque() for q in isa.TOKEN_QUEUES}  # each: deque of (push cycle, vc snapshot)
+        # each: deque of (push cycle, vc snapshot)
+        self.tokens: dict[str, deque[tuple[int, list[int]]]] = {q.name: deque() for q in isa.TOKEN_QUEUES}
         self.last_pop = {q.name: -1 for q in isa.TOKEN_QUEUES}
         # Token queues each instruction pops and pushes, by name, decided once per flag pattern.
-        flag_queues = {}
-        self.pops, self.pushes = [], []
+        flag_queues: dict[tuple[int, ...], tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self.pops: list[tuple[str, ...]] = []
+        self.pushes: list[tuple[str, ...]] = []
         for insn, num in zip(insns, modules):
             key = (num, insn.pop_prev, insn.pop_next, insn.push_prev, insn.push_next)
             if key not in flag_queues:
@@ -171,20 +184,20 @@ class Engine:
             pops, pushes = flag_queues[key]
             self.pops.append(pops)
             self.pushes.append(pushes)
-        self._segment_cache = {}
+        self._segment_cache: dict[tuple[object, ...], tuple[tuple[Segment, ...], int]] = {}
         self.fetch_k = 0
         self.fetch_stall_queue = self.fetch_stall_port = 0
         self.now = 0
-        self.end = None
-        self.events = [] if trace else None
+        self.end: int | None = None
+        self.events: list[TraceEvent] | None = [] if trace else None
         self.progress = progress
 
     # ------------------------------------------------------------------ helpers
-    def _queues(self, insn, num, kind: str) -> tuple:
+    def _queues(self, insn: isa.Insn, num: int, kind: str) -> tuple[str, ...]:
         table = _FLAG_QUEUE[num]
-        return tuple(table[f] for f in isa.FLAGS if f.startswith(kind) and getattr(insn, f))
+        return tuple(q for f in isa.FLAGS if f.startswith(kind) and getattr(insn, f) and (q := table[f]) is not None)
 
-    def _segments(self, insn) -> tuple:
+    def _segments(self, insn: isa.Insn) -> tuple[tuple[Segment, ...], int]:
         """The instruction's work as ((needs read port, cycles), ...) and their total cycles.
 
         A LOAD/STORE's costs depend on its DRAM addresses only modulo the burst boundary, so
@@ -220,6 +233,7 @@ class Engine:
     def _advance(m: _Module) -> None:
         """Run local segments; stop at the next read burst (port request) or at completion."""
         cur = m.current
+        assert cur is not None
         segs, i = cur.segments, cur.seg
         while i < len(segs) and not segs[i][0]:
             cur.t += segs[i][1]
@@ -253,16 +267,17 @@ class Engine:
         now = port_free = fetch_k = fetch_t = 0
         fetch_req = True
         while self.end is None:
-            best = action = bm = None
+            best: tuple[int, int, int] | None = None
+            action, bm = _FETCH_GRANT, None
             if fetch_k < n:
                 if fetch_req:
                     best, action = (max(now, fetch_t, port_free), 3, fetch_priority), _FETCH_GRANT
                 else:
-                    q = mods[modules_of[fetch_k]]
-                    if len(q.queue) < qdepth:
+                    target = mods[modules_of[fetch_k]]
+                    if len(target.queue) < qdepth:
                         t = max(now, fetch_t + FETCH_DECODE)
-                        if len(q.queue) == qdepth - 1:
-                            t = max(t, q.last_issue + QUEUE_DELAY)
+                        if len(target.queue) == qdepth - 1:
+                            t = max(t, target.last_issue + QUEUE_DELAY)
                         best, action = (t, 0, 0), _FETCH_ENQUEUE
             for m in mods:
                 if m.nxt is None and m.queue:
@@ -280,12 +295,14 @@ class Engine:
                     if m.nxt is None:
                         continue
                     key, act = (max(now, m.free + BEGIN_DELAY, m.nxt[2] + ISSUE_DELAY), 1, m.num), _BEGIN
+                elif (cur := m.current) is None:   # a module is idle exactly when it runs nothing
+                    raise AssertionError(f"module {m.num} in phase {phase} runs no instruction")
                 elif phase == _PORT:
-                    key, act = (max(now, m.current.t, port_free), 3, PORT_PRIORITY[m.num]), _GRANT
+                    key, act = (max(now, cur.t, port_free), 3, PORT_PRIORITY[m.num]), _GRANT
                 elif phase == _RUN:
-                    key, act = (max(now, m.current.done), 0, m.num), _DONE
+                    assert cur.done is not None
+                    key, act = (max(now, cur.done), 0, m.num), _DONE
                 else:
-                    cur = m.current
                     q = cur.pushes[cur.push]
                     if len(tokens[q]) >= tdepth:
                         continue
@@ -301,18 +318,22 @@ class Engine:
                 self.fetch_stall_port += t - fetch_t
                 port_free = fetch_t = t + fetch_cycles[fetch_k]
                 fetch_req = False
-            elif action == _FETCH_ENQUEUE:
+                continue
+            if action == _FETCH_ENQUEUE:
                 self.fetch_stall_queue += t - fetch_t - FETCH_DECODE
                 mods[modules_of[fetch_k]].queue.append((fetch_k, t))
                 fetch_k, fetch_req, fetch_t = fetch_k + 1, True, t + FETCH_NEXT
                 if progress is not None:
                     progress(fetch_k, n, t)
-            elif action == _ISSUE:
+                continue
+            assert bm is not None   # every other action is a module's
+            if action == _ISSUE:
                 self._issue(bm, t)
             elif action == _BEGIN:
                 self._begin(bm, t)
+            elif (cur := bm.current) is None:
+                raise AssertionError(f"module {bm.num} retires no instruction")
             elif action == _GRANT:
-                cur = bm.current
                 bm.stall_port += t - cur.t
                 if cur.grant is None:
                     cur.grant = t
@@ -320,7 +341,6 @@ class Engine:
                 cur.seg += 1
                 self._advance(bm)
             elif action == _DONE:
-                cur = bm.current
                 bm.busy += cur.body
                 cur.last_push = t
                 if cur.pushes:
@@ -328,7 +348,6 @@ class Engine:
                 else:
                     self._retire(bm, t)
             else:  # a push lands
-                cur = bm.current
                 tokens[cur.pushes[cur.push]].append((t, list(bm.vc)))
                 cur.push += 1
                 bm.stall_push += t - cur.last_push
@@ -338,7 +357,7 @@ class Engine:
         self.now, self.fetch_k = now, fetch_k
         return self.end
 
-    def _issue(self, m: _Module, t: int):
+    def _issue(self, m: _Module, t: int) -> None:
         """Take the head from the queue into the issue register, popping its tokens."""
         idx, enq = m.queue.popleft()
         wait = t - max(enq + QUEUE_DELAY, m.n_free)
@@ -351,7 +370,8 @@ class Engine:
         m.last_issue = t
         m.nxt = (idx, enq, t, wait, vc)
 
-    def _begin(self, m: _Module, t: int):
+    def _begin(self, m: _Module, t: int) -> None:
+        assert m.nxt is not None
         idx, enq, _, wait, vc = m.nxt
         m.nxt, m.n_free = None, t
         insn = self.insns[idx]
@@ -362,8 +382,9 @@ class Engine:
         m.current = _Running(idx, enq, t, *self._segments(insn), self.pushes[idx], wait)
         self._advance(m)
 
-    def _retire(self, m: _Module, t: int):
+    def _retire(self, m: _Module, t: int) -> None:
         cur = m.current
+        assert cur is not None and cur.done is not None
         m.free = t
         if cur.index == len(self.insns) - 1:
             self.end = t
@@ -379,8 +400,7 @@ class Engine:
         lines = []
         for m in self.mods:
             name = MODULE_NAMES[m.num]
-            if m.phase == _PUSH:
-                cur = m.current
+            if m.phase == _PUSH and (cur := m.current) is not None:
                 lines.append(f"{name}: instruction {cur.index} waits to push {cur.pushes[cur.push]} (full)"
                              f"  {isa.disasm(self.insns[cur.index])}")
             elif m.queue:
@@ -396,13 +416,13 @@ class Engine:
                          f"{MODULE_NAMES[self.modules_of[k]]} queue")
         counts = ", ".join(f"{q}={len(v)}" for q, v in self.tokens.items())
         blocked = next((m for m in self.mods if m.queue or m.phase == _PUSH), None)
-        idx = (blocked.current.index if blocked and blocked.phase == _PUSH else
-               blocked.queue[0][0] if blocked else None)
+        culprit = (blocked.current.index if blocked and blocked.phase == _PUSH and blocked.current else
+                   blocked.queue[0][0] if blocked else None)
         return DeadlockError(f"deadlock at cycle {self.now}: every module waits and FINISH has not "
                              f"completed; token counts {counts}\n  " + "\n  ".join(lines),
-                             index=idx, disasm=isa.disasm(self.insns[idx]) if idx is not None else None)
+                             index=culprit, disasm=isa.disasm(self.insns[culprit]) if culprit is not None else None)
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, int]:
         values = [v for m in self.mods for v in (m.busy, m.stall_token, m.stall_port, m.stall_push, m.seq)]
         values += [self.fetch_stall_queue, self.fetch_stall_port]
         return dict(zip(TIMING_STATS, values, strict=True))

@@ -7,9 +7,12 @@ so a timeline shows at a glance whether loads hide under compute.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from .functional import MODULE_NAMES
+from .timing import TraceEvent
 
 _COLOURS = {"LOAD INP": "#4e79a7", "LOAD WGT": "#76b7b2", "LOAD UOP": "#b07aa1", "LOAD ACC": "#9c755f",
             "LOAD ACC_8BIT": "#9c755f", "GEMM": "#e15759", "ALU": "#f28e2b", "STORE": "#59a14f",
@@ -28,14 +31,14 @@ def _kind(text: str) -> str:
 class Trace:
     """The per-instruction events of one run (`vta_sim.timing.TraceEvent`)."""
 
-    def __init__(self, events, cycles: int, config_name: str = ""):
+    def __init__(self, events: Iterable[TraceEvent], cycles: int, config_name: str = ""):
         self.events = sorted(events, key=lambda e: (e.start, e.index))
         self.cycles = cycles
         self.config_name = config_name
 
-    def to_chrome(self) -> dict:
+    def to_chrome(self) -> dict[str, Any]:
         """Trace-event JSON; timestamps are cycles (1 displayed microsecond = 1 cycle)."""
-        out = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": f"VTA-8 {self.config_name}"}}]
+        out: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": f"VTA-8 {self.config_name}"}}]
         for tid, name in enumerate(MODULE_NAMES):
             out.append({"name": "thread_name", "ph": "M", "pid": 0, "tid": tid, "args": {"name": name}})
             out.append({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": tid, "args": {"sort_index": tid}})
@@ -51,12 +54,12 @@ class Trace:
         return {"traceEvents": out, "displayTimeUnit": "ns",
                 "otherData": {"cycles": self.cycles, "time_unit": "cycle"}}
 
-    def save_json(self, path) -> Path:
+    def save_json(self, path: str | Path) -> Path:
         path = Path(path)
         path.write_text(json.dumps(self.to_chrome()))
         return path
 
-    def save_png(self, path, title: str | None = None, max_events: int = 20000) -> Path:
+    def save_png(self, path: str | Path, title: str | None = None, max_events: int = 20000) -> Path:
         """Space-time diagram: one lane per module, token waits hatched."""
         import matplotlib
         matplotlib.use("Agg")

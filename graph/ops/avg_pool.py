@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from tvm import relax
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from requantisation import add as rq_add
 from requantisation import fixed_point
 from requantisation.bounds import INT8_MAX, INT8_MIN

@@ -18,7 +18,7 @@ from tvm import relax
 from tvm.ir.expr import Constant
 from tvm.relax.dpl import is_op, is_tuple, wildcard
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from requantisation import add as rq_add
 from requantisation import relax as rq_relax
 from requantisation.add import RescaleParams, rescale_ref

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from schedules.op_kernel import OpKernel
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from tvm import relax
 from tvm.ir.expr import Constant
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from requantisation import Requant
 from requantisation import linear as rq_linear
 from requantisation import relax as rq_relax

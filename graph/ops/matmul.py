@@ -21,7 +21,7 @@ import numpy as np
 from tvm import relax
 from tvm.relax.dpl import is_op, wildcard
 
-from intrinsics.errors import CompileError
+from vta_sim.errors import CompileError
 from requantisation import Requant, fixed_point, rule
 from requantisation import relax as rq_relax
 from requantisation.bounds import INT8_MAX, INT8_MIN

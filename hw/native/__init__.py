@@ -1,20 +1,18 @@
 """The native testbench: vta_top Verilated with a C++ DRAM and host (testbench.cpp), as a shared
 library called through ctypes, with no Python per cycle.
 
-`build(cfg)` makes `build/hw/native-<config>-<key>/libvta_native.so` once (the key hashes the RTL,
-the generated header, testbench.cpp and the build options, like hw/build.py's cocotb models);
+`build(cfg)` makes `hw/native-<config>-<key>/libvta_native.so` under the cache root once (the key
+hashes the RTL, the generated header, testbench.cpp and the build options, like hw/build.py's
+cocotb models);
 `run(cfg, image, insn_addr, insn_count)` returns the registers and the DRAM after one program.
 """
 from __future__ import annotations
 
 import ctypes
-import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +20,7 @@ import numpy as np
 
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
+from vta_sim.paths import build_key, keyed_build
 from vta_sim.registers import (COUNTERS, REG_COUNTERS, REG_CTRL, REG_CYCLES, REG_ERROR_CODE,
                                REG_ERROR_INDEX, STATUS_DONE, STATUS_ERROR)
 
@@ -56,15 +55,14 @@ def build_dir_for(cfg: Config, cells: hwbuild.Cells | None = None) -> Path:
     RTL's `vta_cfg.vh` from the same table (hw/header.py), so the key hashes both. With `cells`
     (hw.build.ECP5_CELLS), the RTL is the target's build of it, its vendor cells simulated by
     their models."""
-    digest = hashlib.sha256(header_text(cfg).encode() + c_header_text(cfg).encode())
-    for path in _sources(cells):
-        digest.update(path.name.encode() + path.read_bytes())
-    digest.update(repr(_options() + ([cells.define] if cells else [])).encode())
-    return hwbuild.BUILD_ROOT / f"{_flavour(cfg, cells)}-{digest.hexdigest()[:12]}"
+    key = build_key(header_text(cfg), c_header_text(cfg), *_sources(cells),
+                    repr(_options() + ([cells.define] if cells else [])))
+    return hwbuild.build_root() / f"{_flavour(cfg, cells)}-{key}"
 
 
 def build(cfg: Config | str, quiet: bool = False, cells: hwbuild.Cells | None = None) -> Path:
-    """The shared library of `cfg`'s native testbench, building it on first use."""
+    """The shared library of `cfg`'s native testbench, building it on first use
+    (vta_sim.paths.keyed_build: a second process waits for the first build and reuses it)."""
     cfg = Config.load(cfg)
     bdir = build_dir_for(cfg, cells)
     if (bdir / LIBRARY).is_file():
@@ -72,21 +70,15 @@ def build(cfg: Config | str, quiet: bool = False, cells: hwbuild.Cells | None = 
     hwbuild.ensure_tools_on_path()
     if shutil.which(os.environ.get("CXX", "g++")) is None:
         raise VTAError("the native RTL testbench needs a C++ compiler (g++, or $CXX) on PATH")
-    hwbuild.BUILD_ROOT.mkdir(parents=True, exist_ok=True)
-    with open(hwbuild.BUILD_ROOT / f"{bdir.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)   # a second process waits for the first build and reuses it
-        if not (bdir / LIBRARY).is_file():
-            _build_into(cfg, bdir, quiet, cells)
+    keyed_build(bdir, lambda scratch: _build_into(cfg, scratch, quiet, cells))
     return bdir / LIBRARY
 
 
-def _build_into(cfg: Config, bdir: Path, quiet: bool, cells: hwbuild.Cells | None) -> None:
+def _build_into(cfg: Config, scratch: Path, quiet: bool, cells: hwbuild.Cells | None) -> None:
     if not quiet:
-        print(f"[hw] building the native testbench for {cfg.name} in {bdir} (first use only, ~2 min)",
-              file=sys.stderr, flush=True)
+        print(f"[hw] building the native testbench for {cfg.name} in {hwbuild.build_root()} (first use only, "
+              "~2 min)", file=sys.stderr, flush=True)
     start = time.time()
-    # Built in a scratch folder renamed into place: an interrupted build leaves nothing behind.
-    scratch = Path(tempfile.mkdtemp(prefix=bdir.name + ".", dir=hwbuild.BUILD_ROOT))
     inc = scratch / "include"
     inc.mkdir()
     (inc / "vta_cfg.vh").write_text(header_text(cfg))
@@ -100,21 +92,12 @@ def _build_into(cfg: Config, bdir: Path, quiet: bool, cells: hwbuild.Cells | Non
     env = dict(os.environ, MAKEFLAGS=" ".join(filter(None, [os.environ.get("MAKEFLAGS"),
                                                             "CFG_CXXFLAGS_PCH_I=-include"])))
     proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
-    (scratch / "build.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
-        raise VTAError(f"native testbench build of {cfg.name} failed (exit {proc.returncode}); "
-                       f"log {scratch / 'build.log'}:\n{(proc.stdout + proc.stderr)[-3000:]}")
+        raise VTAError(f"native testbench build of {cfg.name} failed (exit {proc.returncode}):\n"
+                       f"{(proc.stdout + proc.stderr)[-3000:]}")
+    (scratch / "build.log").write_text(proc.stdout + proc.stderr)
     shutil.move(str(scratch / "obj" / LIBRARY), str(scratch / LIBRARY))
     shutil.rmtree(scratch / "obj")   # objects are not reused: a source change rebuilds everything
-    scratch.rename(bdir)
-    for old in hwbuild.BUILD_ROOT.glob(f"{_flavour(cfg, cells)}-*"):   # stale keys, with their locks
-        key = old.name.split(".")[0]
-        if key == bdir.name or len(key) != len(bdir.name):
-            continue
-        if old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink(missing_ok=True)
     if not quiet:
         print(f"[hw] built the native testbench for {cfg.name} in {time.time() - start:.0f} s",
               file=sys.stderr, flush=True)

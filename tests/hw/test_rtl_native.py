@@ -121,14 +121,14 @@ def test_native_build_key_follows_the_sources():
 
 
 def test_missing_compiler_is_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(native.hwbuild, "BUILD_ROOT", tmp_path)
+    monkeypatch.setenv("VTA_HW_BUILD", str(tmp_path))
     monkeypatch.setenv("CXX", "no-such-c++")
     with pytest.raises(VTAError, match="needs a C[+][+] compiler"):
         native.build("1x8x8")
 
 
 def test_failed_build_reports_the_tools_output(tmp_path, monkeypatch):
-    monkeypatch.setattr(native.hwbuild, "BUILD_ROOT", tmp_path)
+    monkeypatch.setenv("VTA_HW_BUILD", str(tmp_path))
     monkeypatch.setattr(native, "VERILATOR_OPTIONS", native.VERILATOR_OPTIONS + ["--no-such-option"])
     with pytest.raises(VTAError, match="(?s)native testbench build of 1x8x8 failed.*no-such-option"):
         native.build("1x8x8")

@@ -81,7 +81,7 @@ def test_wrapper_feeds_every_input_and_captures_every_output():
 def test_one_module_placed_alone(monkeypatch, tmp_path):
     """`vta-sim hw synth --module`: the token queue in its wrapper, placed and routed (seconds);
     its counter's register-to-register path is what is timed, not the pins."""
-    monkeypatch.setattr(synth, "SYNTH_ROOT", tmp_path)
+    monkeypatch.setenv("VTA_SYNTH_BUILD", str(tmp_path))
     res = synth.synth_config("1x8x8", "ecp5", module="vta_token_queue")
     assert res["module"] == "vta_token_queue" and res["fmax_mhz"] > 0
     cfg = Config.load("1x8x8")
@@ -150,7 +150,7 @@ def test_unknown_target_and_cache_key(monkeypatch, tmp_path):
     wider = Config.from_dict(cfg.to_dict() | {"CMD_QUEUE_DEPTH": 16}, name=cfg.name)
     assert synth.run_dir(wider, "xilinx", False) != synth.run_dir(cfg, "xilinx", False)
     # a cached result is returned without running a tool
-    monkeypatch.setattr(synth, "SYNTH_ROOT", tmp_path)
+    monkeypatch.setenv("VTA_SYNTH_BUILD", str(tmp_path))
     rdir = synth.run_dir(cfg, "xilinx", True)
     rdir.mkdir(parents=True)
     (rdir / "result.json").write_text('{"lut": 1, "cached": true}')

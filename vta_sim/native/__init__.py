@@ -6,28 +6,26 @@ runs them several times faster, and its wrapping 32-bit sums make repeated desti
 sorting. The ALU loop runs iterations in program order, which is the spec's semantics whatever
 the iterations share. The library is built with $CC (default gcc) on first use into $VTA_SIM_BUILD (default
 sim/ in the cache root, vta_sim.paths), keyed by a hash of the sources and the options, and reused; a
-second process waits for the first build. A build failure raises `NativeBuildError`.
+second process waits for the first build (vta_sim.paths.keyed_build). A build failure raises `NativeBuildError`.
 """
 from __future__ import annotations
 
 import ctypes
-import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from .. import isa
 from ..errors import VTAError
-from ..paths import cache_dir
+from ..paths import build_key, cache_dir, keyed_build
 from . import layout
 
 SOURCES = tuple(Path(__file__).resolve().parent / name for name in ("loops.c", "engine.c"))
-BUILD_ROOT = cache_dir("sim", "VTA_SIM_BUILD")
+#: The library is `<build_root()>/<STEM>-<key>/<LIBRARY>`, the key a hash of the sources and options.
+STEM, LIBRARY = "libvta_loops", "libvta_loops.so"
 #: The ALU's shift cap comes from isa, as the RTL's comes from its generated header.
 #: engine.c's column, parameter and statistic layout and ISA numbers come from layout.py.
 CFLAGS = ["-O3", "-fPIC", "-shared", "-std=c99", f"-DVTA_ALU_SHIFT_CAP={isa.ALU_SHIFT_CAP}", *layout.defines()]
@@ -37,15 +35,19 @@ class NativeBuildError(VTAError):
     """The C inner loop could not be compiled."""
 
 
+def build_root() -> Path:
+    """$VTA_SIM_BUILD, else `sim/` in the cache root (vta_sim.paths), read at each call."""
+    return cache_dir("sim", "VTA_SIM_BUILD")
+
+
 def library_path() -> Path:
     """Where the library of this source, compiler and options lives (built or not)."""
     cc = os.environ.get("CC", "gcc")
-    digest = hashlib.sha256(b"".join(s.read_bytes() for s in SOURCES) + repr((cc, CFLAGS)).encode()).hexdigest()[:12]
-    return BUILD_ROOT / f"libvta_loops-{digest}.so"
+    return build_root() / f"{STEM}-{build_key(*SOURCES, repr((cc, CFLAGS)))}" / LIBRARY
 
 
 def build() -> Path:
-    """The shared library, compiling it on first use."""
+    """The shared library, compiling it on first use (paths.keyed_build: once, by one process)."""
     path = library_path()
     if path.is_file():
         return path
@@ -53,30 +55,24 @@ def build() -> Path:
     if shutil.which(cc) is None:
         raise NativeBuildError(f"the simulator's compiled code (vta_sim/native/*.c) needs a C compiler: {cc!r} "
                                "is not on PATH (set $CC)")
-    BUILD_ROOT.mkdir(parents=True, exist_ok=True)
-    with open(BUILD_ROOT / f"{path.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not path.is_file():
-            fd, scratch = tempfile.mkstemp(prefix=path.name + ".", dir=BUILD_ROOT)
-            os.close(fd)
-            proc = subprocess.run([cc, *CFLAGS, "-o", scratch, *map(str, SOURCES)], capture_output=True, text=True)
-            if proc.returncode != 0:
-                os.unlink(scratch)
-                raise NativeBuildError(f"building {', '.join(s.name for s in SOURCES)} with {cc} failed (exit {proc.returncode}):\n"
-                                       f"{(proc.stdout + proc.stderr)[-3000:]}")
-            os.replace(scratch, path)   # atomic: a reader never sees half a library
-            for old in BUILD_ROOT.glob("libvta_loops-*.so*"):   # other sources' builds and their locks
-                if not old.name.startswith(path.name):
-                    old.unlink(missing_ok=True)
+
+    def make(scratch: Path) -> None:
+        proc = subprocess.run([cc, *CFLAGS, "-o", str(scratch / LIBRARY), *map(str, SOURCES)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise NativeBuildError(f"building {', '.join(s.name for s in SOURCES)} with {cc} failed "
+                                   f"(exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}")
+
+    keyed_build(path.parent, make)
     return path
 
 
-_LIB = None
+_LIB: ctypes.CDLL | None = None
 #: loops.c's VTA_ALU_* numbers of the ISA's ALU opcodes.
 ALU_CODES = {isa.ALU_MIN: 0, isa.ALU_MAX: 1, isa.ALU_ADD: 2, isa.ALU_SHR: 3, isa.ALU_MUL: 4}
 
 
-def _lib():
+def _lib() -> ctypes.CDLL:
     global _LIB
     if _LIB is None:
         lib = ctypes.CDLL(str(build()))
@@ -90,7 +86,7 @@ def _lib():
     return _LIB
 
 
-def _check(*pairs) -> None:
+def _check(*pairs: tuple[np.ndarray, type]) -> None:
     for array, dtype in pairs:
         if array.dtype != dtype or not array.flags.c_contiguous:
             raise TypeError(f"the native loops take C-contiguous {np.dtype(dtype)}, got {array.dtype}")
@@ -118,11 +114,12 @@ def alu(acc: np.ndarray, a: np.ndarray, s: np.ndarray, opcode: int, imm: int | N
                    int(imm is not None), imm or 0)
 
 
-def run_program(params: np.ndarray, count: int, dram: np.ndarray, sram: dict, stats: np.ndarray) -> int:
+def run_program(params: np.ndarray, count: int, dram: np.ndarray, sram: dict[str, np.ndarray],
+                stats: np.ndarray) -> int:
     """engine.c's vta_run: the program of `count` instructions in `dram` (where params says), on
     `dram` and the SRAMs in place; fills `stats` (layout.STATS). Returns 0 or a layout.ERRORS code."""
     _check((params, np.int64), (dram, np.uint8), (stats, np.int64), (sram["inp"], np.int8),
            (sram["wgt"], np.int8), (sram["acc"], np.int32), (sram["out"], np.int8), (sram["uop"], np.uint32))
-    return _lib().vta_run(params.ctypes.data, count, dram.ctypes.data,
+    return int(_lib().vta_run(params.ctypes.data, count, dram.ctypes.data,
                           *(sram[name].ctypes.data for name in ("inp", "wgt", "acc", "out", "uop")),
-                          stats.ctypes.data)
+                          stats.ctypes.data))

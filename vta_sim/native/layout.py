@@ -46,7 +46,7 @@ PER_MODULE = 5   # busy, stall_token, stall_port, stall_push, instruction count
 ERRORS = {"deadlock": 1, "execute": 2, "static": 3, "memory": 4}
 
 
-def offsets(widths: dict) -> dict:
+def offsets(widths: dict[str, int]) -> dict[str, int]:
     out, k = {}, 0
     for name, width in widths.items():
         out[name] = k
@@ -54,11 +54,11 @@ def offsets(widths: dict) -> dict:
     return out
 
 
-def size(widths: dict) -> int:
+def size(widths: dict[str, int]) -> int:
     return sum(widths.values())
 
 
-def defines() -> list:
+def defines() -> list[str]:
     """The -D options engine.c is built with."""
     macros = {f"VTA_COL_{c.upper()}": i for i, c in enumerate(COLUMNS)}
     macros["VTA_NCOLS"] = len(COLUMNS)
