@@ -1,12 +1,13 @@
 """The TVM side of VTA-8: tensor intrinsics, the lowering to runtime calls, and their host side.
 
 Importing the package registers the `vta.*` packed functions a compiled program calls
-(`host.HOST`), so a module built here runs when called; `compile_vta` compiles with a fresh
-`lower.Lowering`.
+(`intrinsics.host`); `compile_vta` compiles with a fresh `lower.Lowering`, runs the module once
+to record its calls and keeps the program built from them (`intrinsics.recorded`), which every
+call of the `CompiledKernel` runs.
 """
-from . import host, lower, tensor_intrin
+from . import host, lower, recorded, tensor_intrin
 from .build import CompiledKernel, attach_config, compile_vta
 from .errors import CompileError
 
 __all__ = ["CompiledKernel", "CompileError", "attach_config", "compile_vta", "host", "lower",
-           "tensor_intrin"]
+           "recorded", "tensor_intrin"]

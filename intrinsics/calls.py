@@ -41,18 +41,8 @@ class Call:
 
     @classmethod
     def from_args(cls, args):
-        """The call whose `args()` are `args`; int and str fields are converted to int and str.
-
-        A compiled kernel makes the same calls over and over, so calls are memoised by their
-        arguments (they are frozen, so sharing one is safe)."""
-        args = tuple(args)
-        key = (cls, args)
-        call = _MEMO.get(key)
-        if call is None:
-            if len(_MEMO) >= _MEMO_SIZE:
-                _MEMO.clear()
-            call = _MEMO[key] = cls._decode(args)
-        return call
+        """The call whose `args()` are `args`; int and str fields are converted to int and str."""
+        return cls._decode(tuple(args))
 
     @classmethod
     def _decode(cls, args: tuple):
@@ -83,8 +73,6 @@ class Call:
 
 
 _CONVERT = {"int": int, "str": str}
-_MEMO: dict = {}        # (class, args) -> call; see Call.from_args
-_MEMO_SIZE = 1 << 16
 
 
 @dataclass(frozen=True)
