@@ -14,12 +14,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vta_sim import isa
 from vta_sim.backends import get_backend
 from vta_sim.config import Config
 from vta_sim.result import RunResult
 from vta_sim.runtime import DramBuffer, Program, _checked
 
+from .calls import decode_calls, encode_calls
 from .host import ProgramBuilder, Recording
+
+#: The token queues, (producer, consumer), by their bit in `KernelProgram.token_masks`.
+_QUEUES = tuple(isa.QUEUE_BETWEEN)
 
 
 @dataclass(frozen=True)
@@ -56,16 +61,19 @@ class Region:
         return raw.view(dtype.newbyteorder("<")).astype(dtype).reshape(self.shape)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KernelProgram:
-    """A compiled kernel's program, built once from its recorded calls."""
+    """A compiled kernel's program, built once from its recorded calls. It is pickled with the
+    kernel (the on-disk cache), so what has thousands of items is kept as one array or byte
+    string each: the calls (`calls` decodes them), the tokens (`tokens`) and the instruction
+    words, which are part of `code` (`instructions`)."""
 
     config_text: str
     kinds: tuple              # runtime memory kind of each parameter (`vta.begin`)
-    calls: tuple              # the recorded ops (intrinsics.calls), in program order
-    tokens: tuple             # per op: ((producer, consumer) popped first, ... pushed after)
-    instructions: tuple       # isa.Insn, token flags set, FINISH last
+    call_words: np.ndarray    # the recorded ops, intrinsics.calls.encode_calls
+    token_masks: np.ndarray   # per op: bit q of [0] set if it pops queue q first, of [1] if it pushes q after
     insn_addr: int            # byte address of the instruction words in the image
+    insn_count: int
     size: int                 # bytes of the image
     code_addr: int            # the image from here on: micro-op and instruction words
     code: bytes
@@ -88,12 +96,33 @@ class KernelProgram:
         code_addr = max((r.byte_addr + r.nbytes for r in regions), default=0)
         if program.image[:code_addr].any() or code_addr > program.insn_addr:   # zero tensors, zero gaps
             raise AssertionError("the program's image holds data outside its parameters before its code")
-        return cls(config_text=recording.config_text, kinds=recording.kinds, calls=recording.calls,
-                   tokens=builder.tokens, instructions=tuple(program.instructions),
-                   insn_addr=program.insn_addr, size=program.image.size, code_addr=code_addr,
-                   code=program.image[code_addr:].tobytes(),
+        masks = np.array([[sum(1 << _QUEUES.index(pair) for pair in side) for side in op] for op in builder.tokens],
+                         dtype=np.uint8).reshape(-1, 2)
+        return cls(config_text=recording.config_text, kinds=recording.kinds,
+                   call_words=encode_calls(recording.calls), token_masks=masks,
+                   insn_addr=program.insn_addr, insn_count=program.insn_count, size=program.image.size,
+                   code_addr=code_addr, code=program.image[code_addr:].tobytes(),
                    inputs=tuple(Region.of(b) for i, b in enumerate(buffers) if i not in outputs),
                    outputs=tuple(Region.of(buffers[i]) for i in outputs), wholes=wholes)
+
+    @property
+    def calls(self) -> tuple:
+        """The recorded ops (intrinsics.calls), in program order."""
+        return decode_calls(self.call_words)
+
+    @property
+    def tokens(self) -> tuple:
+        """Per op, in program order: the (producer, consumer) queues it pops before it runs and
+        those it pushes when it completes (intrinsics.deps)."""
+        return tuple(tuple(tuple(q for k, q in enumerate(_QUEUES) if int(mask) >> k & 1) for mask in op)
+                     for op in self.token_masks)
+
+    @property
+    def instructions(self) -> list:
+        """The instruction stream, token flags set, FINISH last."""
+        start = self.insn_addr - self.code_addr
+        return isa.decode_program(self.code[start:start + self.insn_count * isa.INSN_BYTES],
+                                  Config.from_text(self.config_text))
 
     @property
     def recording(self) -> Recording:
@@ -113,7 +142,7 @@ class KernelProgram:
     def program(self, inputs=None, views: dict | None = None) -> Program:
         """The runnable `vta_sim.runtime.Program` (zero inputs unless given)."""
         inputs = inputs if inputs is not None else [np.zeros(r.shape, r.dtype) for r in self.inputs]
-        return Program(self.image(inputs, views), self.insn_addr, len(self.instructions), list(self.instructions))
+        return Program(self.image(inputs, views), self.insn_addr, self.insn_count, self.instructions)
 
     def run(self, inputs, backend="sim", trace: bool = False, views: dict | None = None
             ) -> tuple[list, RunResult]:
@@ -121,7 +150,7 @@ class KernelProgram:
         view's whole tensor leaves the image after the run, as device DRAM keeps it."""
         image = self.image(inputs, views)
         runner = get_backend(backend, Config.from_text(self.config_text)) if isinstance(backend, str) else backend
-        result = runner.run(image, insn_addr=self.insn_addr, insn_count=len(self.instructions), trace=trace)
+        result = runner.run(image, insn_addr=self.insn_addr, insn_count=self.insn_count, trace=trace)
         for index, region in self.wholes:
             views[index].tensor[...] = region.read(result.dram)
         return [region.read(result.dram) for region in self.outputs], result
