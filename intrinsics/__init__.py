@@ -9,5 +9,5 @@ from . import host, lower, recorded, tensor_intrin
 from .build import CompiledKernel, attach_config, compile_vta
 from .errors import CompileError
 
-__all__ = ["CompiledKernel", "CompileError", "attach_config", "compile_vta", "host", "lower",
+__all__ = ["CompileError", "CompiledKernel", "attach_config", "compile_vta", "host", "lower",
            "recorded", "tensor_intrin"]

@@ -37,7 +37,7 @@ class Region:
     dtype: str
 
     @classmethod
-    def of(cls, buf: DramBuffer) -> "Region":
+    def of(cls, buf: DramBuffer) -> Region:
         return cls(buf.byte_addr, tuple(buf.shape), buf.dtype.str)
 
     @property
@@ -82,7 +82,7 @@ class KernelProgram:
     wholes: tuple = ()        # (parameter index, Region of its OutputView's whole tensor)
 
     @classmethod
-    def build(cls, recording: Recording, params, outputs, views: dict | None = None) -> "KernelProgram":
+    def build(cls, recording: Recording, params, outputs, views: dict | None = None) -> KernelProgram:
         """The program of `recording` for parameters `params` ((name, shape, dtype) each), of
         which `outputs` (indices) are written; `views` {index: vta_sim.runtime.OutputView}
         stores those outputs in slices of their tensors (the layout, not the data, is kept)."""
