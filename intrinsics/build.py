@@ -1,29 +1,36 @@
 """Compile a scheduled VTA PrimFunc with `tvm.compile` and call it like a function on numpy data.
 
-The artefact is an ordinary TVM module (`CompiledKernel.module`): calling its `main` with TVM
-tensors runs the program on the backend chosen by `intrinsics.host.options`. `CompiledKernel`
-adds the convenience of numpy in, numpy out plus the RunResult.
+`compile_vta` compiles the PrimFunc to an ordinary TVM module (`CompiledKernel.module`), runs it
+once to record the calls it makes (`intrinsics.host.record`: every shape is static, so the calls
+do not depend on the data) and builds the program from them once (`CompiledKernel.program`, an
+`intrinsics.recorded.KernelProgram`). A call of the `CompiledKernel` checks its numpy inputs,
+loads them into that program's DRAM image, runs the backend and returns the outputs with the
+`RunResult`.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import tvm
 
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
+from vta_sim.runtime import OutputView
 
 from . import host, lower
+from .recorded import KernelProgram
 
 
 @dataclass
 class CompiledKernel:
-    module: object            # tvm.runtime.Executable from tvm.compile
+    module: object            # tvm.runtime.Executable from tvm.compile; run once, to record `program`
     params: list              # (name, shape, dtype) per parameter, in call order
     outputs: list             # indices of the parameters the program writes
     compile_s: float
+    program: KernelProgram    # the program the calls run (outputs in buffers of their own)
+    placed: dict = field(default_factory=dict, repr=False)  # view layout -> its KernelProgram
 
     def __call__(self, *inputs, backend="sim", trace=False, views=None):
         """Run on numpy inputs (every non-output parameter, in order); returns (outputs, RunResult).
@@ -32,26 +39,25 @@ class CompiledKernel:
         if len(inputs) != len(ins):
             names = [self.params[i][0] for i in ins]
             raise CompileError(f"expected {len(ins)} inputs ({', '.join(names)}), got {len(inputs)}")
-        tensors, it = [], iter(inputs)
-        for i, (name, shape, dtype) in enumerate(self.params):
-            if i in self.outputs:
-                tensors.append(tvm.runtime.tensor(np.zeros(shape, dtype)))
-                continue
-            array = np.asarray(next(it))
+        arrays = []
+        for i, array in zip(ins, inputs):
+            name, shape, dtype = self.params[i]
+            array = np.asarray(array)
             if array.shape != tuple(shape) or array.dtype != np.dtype(dtype):
                 raise CompileError(f"input {name}: expected {dtype}{list(shape)}, got "
                                    f"{array.dtype}{list(array.shape)}")
-            tensors.append(tvm.runtime.tensor(array))
-        host.take_error()
-        with host.options(backend=backend, trace=trace, views=views):
-            try:
-                self.module["main"](*tensors)
-            except Exception:
-                error = host.take_error()
-                if error is not None:
-                    raise error from None
-                raise
-        return [tensors[i].numpy() for i in self.outputs], host.last_result()
+            arrays.append(array)
+        program = self.program_for(views) if views else self.program
+        return program.run(arrays, backend=backend, trace=trace, views=views)
+
+    def program_for(self, views: dict) -> KernelProgram:
+        """The program that stores outputs into `views` {index: OutputView}: the same calls, laid
+        out around each view's whole tensor; built at the first call with that layout."""
+        key = tuple(sorted((i, v.tensor.shape, v.tensor.dtype.str, v.offset) for i, v in views.items()))
+        if key not in self.placed:
+            zeros = {i: OutputView(np.zeros_like(v.tensor), v.offset) for i, v in views.items()}
+            self.placed[key] = KernelProgram.build(self.program.recording, self.params, self.outputs, zeros)
+        return self.placed[key]
 
 
 def attach_config(func, cfg: Config):
@@ -60,7 +66,8 @@ def attach_config(func, cfg: Config):
 
 
 def compile_vta(mod, cfg: Config, outputs=(-1,)) -> CompiledKernel:
-    """`tvm.compile` with the VTA pipeline; `outputs` are the parameters the program writes."""
+    """`tvm.compile` with the VTA pipeline, then the program recorded; `outputs` are the
+    parameters the program writes."""
     if isinstance(mod, tvm.IRModule):
         func = mod["main"]
     else:
@@ -72,4 +79,5 @@ def compile_vta(mod, cfg: Config, outputs=(-1,)) -> CompiledKernel:
     outs = sorted(o % len(params) for o in outputs)
     start = time.perf_counter()
     module = lower.Lowering().compile(tvm.IRModule({"main": func}))
-    return CompiledKernel(module, params, outs, time.perf_counter() - start)
+    program = KernelProgram.build(host.record(module, params), params, outs)
+    return CompiledKernel(module, params, outs, time.perf_counter() - start, program)

@@ -12,9 +12,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
+
 from vta_sim import isa
 
-from .errors import CompileError
+from vta_sim.errors import CompileError
 
 #: Metadata of a field that holds rows of three values (dst, src, wgt): the micro-ops.
 ROWS = {"row_len": 3}
@@ -41,21 +43,12 @@ class Call:
 
     @classmethod
     def from_args(cls, args):
-        """The call whose `args()` are `args`; int and str fields are converted to int and str.
-
-        A compiled kernel makes the same calls over and over, so calls are memoised by their
-        arguments (they are frozen, so sharing one is safe)."""
-        args = tuple(args)
-        key = (cls, args)
-        call = _MEMO.get(key)
-        if call is None:
-            if len(_MEMO) >= _MEMO_SIZE:
-                _MEMO.clear()
-            call = _MEMO[key] = cls._decode(args)
-        return call
+        """The call whose `args()` are `args`; int and str fields are converted to int and str."""
+        return cls._decode(tuple(args))
 
     @classmethod
-    def _decode(cls, args: tuple):
+    def _decode(cls, args: tuple, names: tuple = ()):
+        """`names`: a str field may come as its index in `names` (encode_calls)."""
         pos, values = 0, {}
         for f in dataclasses.fields(cls):
             width = f.metadata.get("row_len")
@@ -66,7 +59,10 @@ class Call:
                                        for r in range(count))
                 pos += 1 + width * count
             else:
-                values[f.name] = _CONVERT.get(f.type, lambda v: v)(args[pos])
+                value = args[pos]
+                if f.type == "str" and names and isinstance(value, int):
+                    value = names[value]
+                values[f.name] = _CONVERT.get(f.type, lambda v: v)(value)
                 pos += 1
         if pos != len(args):
             raise CompileError(f"{cls.NAME}: {len(args)} arguments, its fields take {pos}")
@@ -83,8 +79,6 @@ class Call:
 
 
 _CONVERT = {"int": int, "str": str}
-_MEMO: dict = {}        # (class, args) -> call; see Call.from_args
-_MEMO_SIZE = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -188,3 +182,30 @@ class UopPush(Call):
     @property
     def is_alu(self) -> bool:
         return self.op in isa.ALU_OPS
+
+
+#: The calls a recorded program holds, by their number in `encode_calls`.
+OPS = (Load2D, Store2D, Gemm, Alu)
+#: The values a str field takes (an op name), by their number in `encode_calls`.
+_NAMES = (GEMM, RESET, *isa.ALU_OPS)
+
+
+def encode_calls(calls) -> np.ndarray:
+    """The calls as one int64 array: per call its number in OPS, its argument count, then its
+    `args()` (a str field as its number in _NAMES). Thousands of calls load from a pickle as one
+    array, not as thousands of objects."""
+    out: list = []
+    for call in calls:
+        args = [_NAMES.index(a) if isinstance(a, str) else a for a in call.args()]
+        out += [OPS.index(type(call)), len(args), *args]
+    return np.array(out, dtype=np.int64)
+
+
+def decode_calls(words: np.ndarray) -> tuple:
+    """The inverse of `encode_calls`."""
+    values, pos, calls = words.tolist(), 0, []
+    while pos < len(values):
+        cls, n = OPS[values[pos]], values[pos + 1]
+        calls.append(cls._decode(tuple(values[pos + 2:pos + 2 + n]), names=_NAMES))
+        pos += 2 + n
+    return tuple(calls)

@@ -1,57 +1,174 @@
-"""The host side of a compiled VTA program: the `vta.*` packed functions its code calls.
+"""The host side of a compiled VTA program: its `vta.*` calls, recorded once, built into a program.
 
-A compiled function calls `vta.begin(config, kinds, *tensors)` (copy its DRAM tensors into a
-fresh `vta_sim.runtime.Runtime`), then one `vta.load_2d`/`store_2d`/`gemm`/`alu` per op (the
-calls of `intrinsics.calls`), then `vta.end(*tensors)` (issue the recorded ops with the
-dependency tokens intrinsics.deps derived from their SRAM ranges, run on the chosen backend,
-copy outputs back). The callbacks are TVM globals, so one `Host` serves them all: `HOST`. The
-backend and trace switch are chosen with `options(...)`; the last run's RunResult is
-`last_result()`.
+A compiled function calls `vta.begin(config, kinds, *tensors)`, then one
+`vta.load_2d`/`store_2d`/`gemm`/`alu` per op (the typed calls of `intrinsics.calls`), then
+`vta.end(*tensors)`. Every shape is static and no call depends on the tensors' values, so the
+function runs once, when it is compiled, under `record`: the calls are collected in order
+(`Recording`). `ProgramBuilder` turns them into a program: the DRAM buffers of the parameters,
+the micro-op kernels, the instruction stream, and the dependency tokens `intrinsics.deps`
+derives from the SRAM ranges each op reads and writes. `intrinsics.recorded.KernelProgram`
+keeps what it built; a call of the kernel runs that and never calls back into TVM.
+
+The `vta.*` packed functions are TVM globals, registered at import; they hold no state of their
+own: each appends to the recorder that the innermost `record` of the current context bound (a
+context variable, as `intrinsics.lower` finds its pipeline), and refuses outside one.
 """
 from __future__ import annotations
 
-import contextlib
+from contextvars import ContextVar
+from dataclasses import dataclass
 
+import numpy as np
 import tvm
 
 from vta_sim.config import Config
-from vta_sim.errors import VTAError
-from vta_sim.runtime import Runtime, UopKernel
+from vta_sim.runtime import DramBuffer, OutputView, Program, Runtime, UopKernel
 
-from .calls import Alu, Gemm, Load2D, LoopNest, Store2D
+from .calls import Alu, Call, Gemm, Load2D, LoopNest, Store2D
 from .deps import DependencyTracker
-from .errors import CompileError
+from vta_sim.errors import CompileError
 
 
-class _Session:
-    """One call of a compiled function: its Runtime, DRAM buffers and the ops recorded so far."""
+@dataclass(frozen=True)
+class Recording:
+    """What one run of a compiled function called: its configuration, the runtime memory kind
+    of each parameter (`vta.begin`) and the ops in program order."""
 
-    def __init__(self, config_text: str, kinds: str, tensors, backend, views: dict):
-        cfg = Config.from_text(config_text)
-        self.rt = Runtime(cfg, backend=backend)
-        self.kinds = kinds.split(",")
-        self.buffers = []
-        self.placed = []              # (OutputView, DramBuffer of its whole tensor, of the view)
-        for i, (tensor, kind) in enumerate(zip(tensors, self.kinds)):
-            array = tensor.numpy()
+    config_text: str
+    kinds: tuple
+    calls: tuple              # Load2D | Store2D | Gemm | Alu
+
+
+class _Recorder:
+    """The calls of the function run in progress under `record`."""
+
+    def __init__(self):
+        self.begin: tuple | None = None     # (config_text, kinds)
+        self.calls: list = []
+        self.ended = False
+        self.error: Exception | None = None  # raised by a callback (TVM re-raises a RuntimeError)
+
+
+_RECORDER: ContextVar = ContextVar("vta_recorder")
+
+
+def _callback(name: str, fn):
+    def call(*args):
+        recorder = _RECORDER.get(None)
+        if recorder is None:
+            raise CompileError(f"{name} outside a recording: a compiled VTA function runs once, when "
+                               "it is compiled (intrinsics.host.record); call the CompiledKernel")
+        try:
+            return fn(recorder, *args)
+        except Exception as exc:
+            recorder.error = recorder.error or exc
+            raise
+    return call
+
+
+def _begin(recorder, config_text, kinds, *_tensors):
+    recorder.begin = (str(config_text), tuple(str(kinds).split(",")))
+
+
+def _end(recorder, *_tensors):
+    recorder.ended = True
+
+
+def _op(cls):
+    def add(recorder, *args):
+        if recorder.begin is None or recorder.ended:
+            raise CompileError(f"{cls.NAME} outside vta.begin/vta.end")
+        recorder.calls.append(cls.from_args(args))
+    return add
+
+
+for _name, _fn in (("vta.begin", _begin), ("vta.end", _end), *((c.NAME, _op(c)) for c in (Load2D, Store2D, Gemm, Alu))):
+    tvm.register_global_func(_name, _callback(_name, _fn), override=True)
+
+
+def record(module, params) -> Recording:
+    """Run `module`'s `main` once on zero tensors of `params` ((name, shape, dtype) each) and
+    return what it called. The calls do not depend on the tensors' values."""
+    tensors = [tvm.runtime.tensor(np.zeros(shape, dtype)) for _, shape, dtype in params]
+    recorder = _Recorder()
+    token = _RECORDER.set(recorder)
+    try:
+        module["main"](*tensors)
+    except Exception:
+        if recorder.error is not None:
+            raise recorder.error from None
+        raise
+    finally:
+        _RECORDER.reset(token)
+    if recorder.begin is None or not recorder.ended:
+        raise CompileError("the compiled function did not call vta.begin and vta.end")
+    config_text, kinds = recorder.begin
+    return Recording(config_text, kinds, tuple(recorder.calls))
+
+
+class ProgramBuilder:
+    """One program built from recorded calls: its Runtime, the DRAM buffers of the parameters
+    (`data[i]` in parameter i, zeros where None; an output in `views[i]` is a slice of that
+    view's whole tensor), and the ops with their tokens."""
+
+    def __init__(self, cfg: Config, params, kinds, views: dict | None = None, data=None):
+        views = views or {}
+        self.rt = Runtime(cfg)
+        self.kinds = tuple(kinds)
+        self.buffers: list[DramBuffer] = []
+        self.placed: list = []       # (parameter index, DramBuffer of the whole view tensor)
+        for i, ((_, shape, dtype), kind) in enumerate(zip(params, self.kinds)):
             if i in views:
                 if kind != "out":
                     raise CompileError(f"parameter {i} is a {kind!r} buffer: only an output is stored in a view")
-                base = self.rt.array(views[i].tensor, "out")
-                self.buffers.append(self.rt.view(base, views[i].offset, array.shape))
-                self.placed.append((views[i], base, self.buffers[-1]))
+                view: OutputView = views[i]
+                base = self.rt.array(view.tensor, "out")
+                self.buffers.append(self.rt.view(base, view.offset, shape))
+                self.placed.append((i, base))
+            elif kind == "out":
+                self.buffers.append(self.rt.empty(shape, "out"))
             else:
-                self.buffers.append(self.rt.empty(array.shape, "out") if kind == "out" else self.rt.array(array, kind))
+                array = data[i] if data is not None and data[i] is not None else np.zeros(shape, dtype)
+                self.buffers.append(self.rt.array(array, kind))
         self.deps = DependencyTracker()
-        self.ops = []
-        self.kernels = {}
+        self.ops: list = []
+        self.kernels: dict = {}
 
-    def issue(self, module, reads, writes, emit):
-        """Record an op; it reaches the runtime at vta.end, once all its tokens are known."""
+    def add(self, call: Call) -> None:
+        """Record the op of one call; it reaches the runtime at `build`, once its tokens are known."""
+        if isinstance(call, Load2D):
+            self._load_2d(call)
+        elif isinstance(call, Store2D):
+            self._store_2d(call)
+        elif isinstance(call, Gemm):
+            self._gemm(call)
+        elif isinstance(call, Alu):
+            self._alu(call)
+        else:
+            raise CompileError(f"{type(call).__name__} is not an op of a VTA program")
+
+    def build(self) -> Program:
+        """Issue the ops with their tokens and lay out the image (FINISH last)."""
+        self.deps.issue(self.rt, self.ops)
+        return self.rt.build()
+
+    @property
+    def tokens(self) -> tuple:
+        """Per op, in program order: the (producer, consumer) queues it pops before it runs and
+        those it pushes when it completes."""
+        seq: dict = {}
+        out = []
+        for (module, _), pops in zip(self.ops, self.deps.pops):
+            seq[module] = seq.get(module, 0) + 1
+            out.append((tuple(pops), tuple(self.deps.pushes.get((module, seq[module]), ()))))
+        return tuple(out)
+
+    # ------------------------------------------------------------------ the ops
+    def _issue(self, module, reads, writes, emit):
         self.deps.add(module, reads, writes)
         self.ops.append((module, emit))
 
-    def kernel(self, call: LoopNest):
+    def _kernel(self, call: LoopNest):
         """(UopKernel, [lo, hi) spans of dst, src, wgt) of a call's loop nest, built once per nest."""
         if call.nest not in self.kernels:
             kernel = UopKernel()
@@ -69,136 +186,37 @@ class _Session:
             self.kernels[call.nest] = (kernel, spans)
         return self.kernels[call.nest]
 
+    def _load_2d(self, c: Load2D):
+        rt, buf = self.rt, self.buffers[c.param]
+        module = "compute" if buf.kind in ("acc", "acc8") else "load"
+        target = {"acc8": "acc"}.get(buf.kind, buf.kind)
+        rows, cols = c.y_pad_0 + c.y_size + c.y_pad_1, c.x_pad_0 + c.x_size + c.x_pad_1
+        writes = [(target, c.sram, c.sram + rows * cols)]
+        self._issue(module, (), writes, lambda: rt.load_2d(buf, c.offset, c.x_size, c.y_size, c.x_stride, c.sram,
+                                                           pad=(c.y_pad_0, c.y_pad_1, c.x_pad_0, c.x_pad_1)))
+
+    def _store_2d(self, c: Store2D):
+        rt, buf = self.rt, self.buffers[c.param]
+        reads = [("acc", c.sram, c.sram + c.x_size * c.y_size)]
+        self._issue("store", reads, (), lambda: rt.store_2d(buf, c.offset, c.x_size, c.y_size, c.x_stride, c.sram))
+
+    def _gemm(self, c: Gemm):
+        kernel, (dst, src, wgt) = self._kernel(c)
+        if c.reset:
+            reads, writes = (), [("acc", *dst)]
+        else:
+            reads, writes = [("inp", *src), ("wgt", *wgt), ("acc", *dst)], [("acc", *dst)]
+        self._issue("compute", reads, writes, lambda: self.rt.gemm(kernel, reset=bool(c.reset)))
+
+    def _alu(self, c: Alu):
+        kernel, (dst, src, _) = self._kernel(c)
+        reads = [("acc", *dst)] + ([] if c.use_imm else [("acc", *src)])
+        self._issue("compute", reads, [("acc", *dst)],
+                    lambda: self.rt.alu(kernel, c.op, imm=c.imm if c.use_imm else None))
+
 
 def _span(base, rels, iters, factors):
     """[lo, hi) of the entries an operand touches over the kernel's loops."""
     lo = base + min(rels) + sum(min(0, f * (n - 1)) for n, f in zip(iters, factors))
     hi = base + max(rels) + sum(max(0, f * (n - 1)) for n, f in zip(iters, factors)) + 1
     return lo, hi
-
-
-class Host:
-    """The host side of every compiled VTA program in this process: the options runs take, the
-    session of the call in progress, the last run's result and program, and the VTAError a
-    callback raised (TVM re-raises it as a RuntimeError)."""
-
-    def __init__(self):
-        self.backend = "sim"
-        self.trace = False
-        self.views: dict = {}           # parameter index -> vta_sim.runtime.OutputView
-        self.placed: list = []          # the last run's views: (OutputView, tensor's DramBuffer, view's)
-        self.session: _Session | None = None
-        self.result = None
-        self.program = None
-        self.error: VTAError | None = None
-
-    def register(self) -> None:
-        """Make this Host the `vta.*` packed functions a compiled program calls."""
-        for name, fn in (("vta.begin", self.begin), ("vta.end", self.end), ("vta.load_2d", self.load_2d),
-                         ("vta.store_2d", self.store_2d), ("vta.gemm", self.gemm), ("vta.alu", self.alu)):
-            tvm.register_global_func(name, self._keeping_error(fn), override=True)
-
-    def _keeping_error(self, fn):
-        def call(*args):
-            try:
-                return fn(*args)
-            except VTAError as exc:
-                self.error = exc
-                self.session = None
-                raise
-        return call
-
-    def _session(self) -> _Session:
-        if self.session is None:
-            raise CompileError("a vta.* call outside vta.begin/vta.end: call the compiled function, "
-                               "not its pieces")
-        return self.session
-
-    def begin(self, config_text, kinds, *tensors):
-        self.session = _Session(str(config_text), str(kinds), tensors, self.backend, self.views)
-
-    def end(self, *tensors):
-        s = self._session()
-        self.session = None
-        s.deps.issue(s.rt, s.ops)
-        result = s.rt.synchronize(trace=self.trace)
-        for kind, buf, tensor in zip(s.kinds, s.buffers, tensors):
-            if kind == "out":
-                tensor.copyfrom(buf.numpy())
-        for view, base, _ in s.placed:          # the whole tensor leaves the image, as DRAM keeps it
-            view.tensor[...] = base.numpy()
-        self.placed = s.placed
-        self.result = result
-        self.program = s.rt.last_program
-
-    def load_2d(self, *args):
-        c, s = Load2D.from_args(args), self._session()
-        buf = s.buffers[c.param]
-        module = "compute" if buf.kind in ("acc", "acc8") else "load"
-        target = {"acc8": "acc"}.get(buf.kind, buf.kind)
-        rows, cols = c.y_pad_0 + c.y_size + c.y_pad_1, c.x_pad_0 + c.x_size + c.x_pad_1
-        writes = [(target, c.sram, c.sram + rows * cols)]
-        s.issue(module, (), writes, lambda: s.rt.load_2d(buf, c.offset, c.x_size, c.y_size, c.x_stride, c.sram,
-                                                          pad=(c.y_pad_0, c.y_pad_1, c.x_pad_0, c.x_pad_1)))
-
-    def store_2d(self, *args):
-        c, s = Store2D.from_args(args), self._session()
-        reads = [("acc", c.sram, c.sram + c.x_size * c.y_size)]
-        s.issue("store", reads, (), lambda: s.rt.store_2d(s.buffers[c.param], c.offset, c.x_size, c.y_size,
-                                                          c.x_stride, c.sram))
-
-    def gemm(self, *args):
-        c, s = Gemm.from_args(args), self._session()
-        kernel, (dst, src, wgt) = s.kernel(c)
-        if c.reset:
-            reads, writes = (), [("acc", *dst)]
-        else:
-            reads, writes = [("inp", *src), ("wgt", *wgt), ("acc", *dst)], [("acc", *dst)]
-        s.issue("compute", reads, writes, lambda: s.rt.gemm(kernel, reset=bool(c.reset)))
-
-    def alu(self, *args):
-        c, s = Alu.from_args(args), self._session()
-        kernel, (dst, src, _) = s.kernel(c)
-        reads = [("acc", *dst)] + ([] if c.use_imm else [("acc", *src)])
-        s.issue("compute", reads, [("acc", *dst)],
-                lambda: s.rt.alu(kernel, c.op, imm=c.imm if c.use_imm else None))
-
-
-#: The Host behind the `vta.*` packed functions of this process.
-HOST = Host()
-HOST.register()
-
-
-@contextlib.contextmanager
-def options(backend="sim", trace: bool = False, views: dict | None = None):
-    """Run compiled VTA programs inside this block on `backend` (a name or backend object);
-    `views` {parameter index: vta_sim.runtime.OutputView} stores those outputs into slices of
-    tensors that outlive the program."""
-    saved = HOST.backend, HOST.trace, HOST.views
-    HOST.backend, HOST.trace, HOST.views = backend, trace, dict(views or {})
-    try:
-        yield
-    finally:
-        HOST.backend, HOST.trace, HOST.views = saved
-
-
-def last_result():
-    """The RunResult (cycles, stats, trace) of the last compiled program that ran."""
-    return HOST.result
-
-
-def last_program():
-    """The vta_sim.runtime.Program (DRAM image, instructions) of the last compiled program run."""
-    return HOST.program
-
-
-def last_views() -> list:
-    """The last run's output views: (OutputView, DramBuffer of its whole tensor, DramBuffer of
-    the slice its STOREs addressed), in that run's DRAM image."""
-    return HOST.placed
-
-
-def take_error():
-    """The VTAError a `vta.*` call raised last (TVM re-raises it as a RuntimeError), cleared."""
-    error, HOST.error = HOST.error, None
-    return error

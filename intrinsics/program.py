@@ -18,7 +18,7 @@ from tvm.ir.expr import Expr
 from tvm.sym import Analyzer
 
 from .calls import Call
-from .errors import CompileError
+from vta_sim.errors import CompileError
 
 
 @dataclass

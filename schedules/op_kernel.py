@@ -1,7 +1,7 @@
 """One compiled accelerator op on plain numpy layouts: what the graph level calls.
 
-The TVM artefact (`intrinsics.CompiledKernel`) takes the packed, block-padded layouts the
-accelerator reads. `OpKernel` wraps it with the op's packing (plain NCHW / (rows, cols) int8,
+The compiled kernel (`intrinsics.CompiledKernel`, its program recorded at compile time) takes
+the packed, block-padded layouts the accelerator reads. `OpKernel` wraps it with the op's packing (plain NCHW / (rows, cols) int8,
 int32 bias per channel, any shape) and unpacking (crop back to the plain shape), so a caller
 never sees blocks. The caller's arrays are never modified.
 """
@@ -34,7 +34,7 @@ class TileSource:
 @dataclass
 class OpKernel:
     op: str                                   # "conv2d", "dense", "max_pool", "add", ...
-    kernel: CompiledKernel                    # the packed-layout TVM artefact
+    kernel: CompiledKernel                    # the packed-layout kernel and its program
     pack: Callable[..., tuple]                # plain numpy inputs -> the kernel's packed inputs
     unpack: Callable[[np.ndarray], np.ndarray]  # packed output -> plain numpy output
     macs: int = 0                             # multiply-accumulates of the plain op (0: none)

@@ -13,12 +13,11 @@ from graph.models.onnx_builder import OnnxBuilder
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
 from graph.ops.concat import ConcatSpec
-from intrinsics import host
 from requantisation.add import add_ref
 from schedules import vta_eltwise
 from vta_sim import isa
 from vta_sim import packing as pk
-from vta_sim.config import Config
+from vta_sim.config import MEM_OUT, Config
 from vta_sim.errors import RuntimeAPIError
 from vta_sim.runtime import OutputView
 
@@ -148,13 +147,16 @@ def test_a_program_stores_its_output_into_its_slice_of_a_larger_tensor_and_nowhe
     want = add_ref(a, b, 1, 0, 1)
     assert np.array_equal(y, want) and np.array_equal(pk.unpack_nchw(tensor[:, 1:2]), want)
     assert (tensor[:, [0, 2]] == 77).all()
-    ((view, whole, slice_),) = host.last_views()
-    assert view.tensor is tensor and slice_.elem_base == whole.elem_base + 6 * 6
-    stores = [i for i in host.last_program().instructions if i.opcode == isa.OP_STORE and i.y_size * i.x_size]
+    (index,) = kernel.kernel.outputs
+    program = kernel.kernel.program_for({index: OutputView(tensor, 6 * 6 * 8)})
+    ((_, whole),), (slice_,) = program.wholes, program.outputs
+    elem = cfg.dram_elem_bytes(MEM_OUT)
+    assert whole.shape == tensor.shape and slice_.byte_addr == whole.byte_addr + 6 * 6 * elem
+    stores = [i for i in program.instructions if i.opcode == isa.OP_STORE and i.y_size * i.x_size]
     assert stores
     for i in stores:
-        assert slice_.elem_base <= i.dram_base and i.dram_base + (i.y_size - 1) * i.x_stride + i.x_size <= \
-            slice_.elem_base + slice_.n_elems
+        assert slice_.byte_addr <= i.dram_base * elem and \
+            (i.dram_base + (i.y_size - 1) * i.x_stride + i.x_size) * elem <= slice_.byte_addr + slice_.nbytes
 
 
 def test_a_view_that_does_not_fit_its_tensor_is_refused():

@@ -3,6 +3,7 @@ import json
 
 import numpy as np
 import pytest
+import tvm
 
 from intrinsics import host, lower
 from intrinsics.build import attach_config
@@ -34,9 +35,10 @@ def _inputs(shape, seed=0):
 def conv_run():
     kernel = vc.CONV2D.build(CFG, SHAPE, TILES, SHIFT)
     x, w, b = _inputs(SHAPE)
-    (out,), result = kernel(pk.pack_nchw(x, 1, 8), pk.pack_oihw(w, 8, 8), pk.pack_bias(b, 1, 8))
+    inputs = (pk.pack_nchw(x, 1, 8), pk.pack_oihw(w, 8, 8), pk.pack_bias(b, 1, 8))
+    (out,), result = kernel(*inputs)
     ref = wl.conv2d_ref(x, w, b, SHAPE.pad, SHAPE.stride, SHIFT)
-    return kernel, pk.unpack_nchw(out), ref, result, host.last_program()
+    return kernel, pk.unpack_nchw(out), ref, result, kernel.program.program(inputs)
 
 
 def _kind(insn):
@@ -154,18 +156,18 @@ def test_a_program_that_overflows_the_sram_is_refused_before_running():
         vc.CONV2D.build(CFG, big, vc.ConvTiles(oc_blocks=8, rows=56, ic_blocks=8), SHIFT)
 
 
-def test_the_artefact_is_an_ordinary_tvm_module_called_with_tensors():
-    import tvm
+def test_the_artefact_is_an_ordinary_tvm_module_that_records_its_calls():
+    """The TVM module, run with tensors under `host.record`, makes the calls the kernel's program
+    was built from; outside a recording its `vta.*` calls refuse (a call of the kernel never
+    reaches them)."""
     shape = vc.ConvShape(1, 4, 4, 8, 8, 1, 0, 1)
     kernel = vc.CONV2D.build(CFG, shape, vc.ConvTiles(1, 4, 1), 3)
-    x, w, b = _inputs(shape, seed=3)
-    args = [tvm.runtime.tensor(a) for a in (pk.pack_nchw(x, 1, 8), pk.pack_oihw(w, 8, 8),
-                                            pk.pack_bias(b, 1, 8))]
-    out = tvm.runtime.tensor(np.zeros((1, 1, 4, 4, 1, 8), np.int8))
-    with host.options(backend="sim"):
-        kernel.module["main"](*args, out)
-    assert np.array_equal(pk.unpack_nchw(out.numpy()), wl.conv2d_ref(x, w, b, 0, 1, 3))
-    assert host.last_result().cycles > 0
+    recording = host.record(kernel.module, kernel.params)
+    assert recording == kernel.program.recording
+    assert [c.NAME for c in recording.calls].count("vta.store_2d") >= 1
+    args = [tvm.runtime.tensor(np.zeros(s, d)) for _, s, d in kernel.params]
+    with pytest.raises(Exception, match="outside a recording"):
+        kernel.module["main"](*args)
 
 
 def test_a_runtime_refusal_inside_the_compiled_code_keeps_its_type():
