@@ -29,7 +29,7 @@ def load_case(model: str, quantizer: str | None = None, seed: int = 0) -> ModelC
         from graph.models import digits
 
         d = digits.load(quantizer=quantizer or BUILTIN[model])
-        float_proto = onnx.load(str(digits.CACHE_DIR / f"digits_v{digits.VERSION}_float.onnx"))
+        float_proto = onnx.load(str(digits.models_dir() / f"digits_v{digits.VERSION}_float.onnx"))
         return ModelCase(model, float_proto, d.qdq, d.x_test[:1])
     if model == "resnet18":
         from graph.models import resnet18

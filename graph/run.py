@@ -47,7 +47,7 @@ def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=Non
 
         d = digits.load(progress=progress, quantizer=quantizer or "pow2")
         notes = [f"trained the digits CNN (float held-out accuracy {d.float_accuracy:.3f}), cached "
-                 f"under {digits.CACHE_DIR}" if d.trained else f"digits CNN from {digits.CACHE_DIR}"]
+                 f"under {digits.models_dir()}" if d.trained else f"digits CNN from {digits.models_dir()}"]
         x = d.x_test if inputs is None else read_inputs(inputs, d.x_test.shape[1:])
         return ModelCase("digits", d.qdq, x, d.y_test if inputs is None else None, notes)
     if model == "resnet18":

@@ -6,11 +6,12 @@ import pytest
 import tvm
 from tvm.script import relax as R
 
-from graph import build, cache, kernels, specs
+from graph import build, cache, kernels
+from graph.ops.max_pool import PoolSpec
 from schedules.vta_pool import PoolShape
 from vta_sim.config import Config
 
-SPEC = specs.PoolSpec(PoolShape(1, 8, 4, 4, 2, 2, 0))
+SPEC = PoolSpec(PoolShape(1, 8, 4, 4, 2, 2, 0))
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def disk(tmp_path, monkeypatch):
 def _forbid_compiles(monkeypatch):
     def refuse(*args):
         raise AssertionError("compiled although the kernel is cached")
-    monkeypatch.setattr(specs.PoolSpec, "kernel", refuse)
+    monkeypatch.setattr(PoolSpec, "kernel", refuse)
 
 
 def test_cached_kernel_computes_what_a_fresh_compile_computes(disk, monkeypatch):

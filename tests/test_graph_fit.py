@@ -1,5 +1,5 @@
 """Layers whose shape does not fit the accelerator's buffers stay on the CPU, decided at
-partition time with the schedules' own tile choice (graph.specs: each spec's misfit)."""
+partition time with the schedules' own tile choice (graph/ops/: each spec's misfit)."""
 import numpy as np
 import pytest
 

@@ -125,3 +125,12 @@ def test_the_simulators_library_builds_under_a_moved_cache(tmp_path, monkeypatch
     path = native.build()
     assert path.is_file() and path.is_relative_to(tmp_path / "sim")
     assert sorted(p.name for p in (tmp_path / "sim").iterdir()) == [path.parent.name, path.parent.name + ".lock"]
+
+
+def test_the_models_cache_follows_vta_cache_set_after_import(tmp_path, monkeypatch):
+    """graph.models' cache was resolved when its module was imported; it is read at the call."""
+    from graph.models import digits, models_dir
+
+    monkeypatch.setenv("VTA_CACHE", str(tmp_path))
+    assert models_dir() == tmp_path / "models"
+    assert digits.models_dir() == tmp_path / "models"

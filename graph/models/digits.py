@@ -13,13 +13,12 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from vta_sim.paths import cache_dir
 
 from ..quantize import quantizer_named
+from . import models_dir
 from .onnx_builder import OnnxBuilder
 
 VERSION = 1
-CACHE_DIR = cache_dir("models")
 SEED = 0
 HELD_OUT = 0.2
 EPOCHS = 12
@@ -141,12 +140,12 @@ def float_model(p: dict) -> onnx.ModelProto:
     return b.build(b.dense(t, p["w3"], p["b3"]))
 
 
-def load(cache_dir: Path | str = CACHE_DIR, progress=None, quantizer: str = "pow2") -> Digits:
+def load(cache_dir: Path | str | None = None, progress=None, quantizer: str = "pow2") -> Digits:
     """The quantised digits CNN and its held-out split, training it on first use; each
     quantiser's model is cached beside the float one."""
     quantize = quantizer_named(quantizer)
     x_train, x_test, y_train, y_test = load_data()
-    cache = Path(cache_dir)
+    cache = models_dir() if cache_dir is None else Path(cache_dir)
     float_path, meta_path = cache / f"digits_v{VERSION}_float.onnx", cache / f"digits_v{VERSION}.json"
     qdq_path = cache / f"digits_v{VERSION}_{quantizer}_qdq.onnx"
     trained = not (float_path.is_file() and meta_path.is_file())

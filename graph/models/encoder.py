@@ -29,12 +29,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from vta_sim.paths import cache_dir
 
+from . import models_dir
 from .onnx_builder import cached_qdq
 
 VERSION = 1
-CACHE_DIR = cache_dir("models")
 SEED = 0
 #: Tokens, model width, heads, FFN width, classes.
 TOKENS, WIDTH, HEADS, FFN, CLASSES = 16, 64, 4, 128, 10
@@ -165,7 +164,7 @@ def reference(x: np.ndarray, seed: int = SEED) -> np.ndarray:
     return x.mean(1) @ p["fc_w"].T + p["fc_b"]
 
 
-def load(cache_dir: Path | str = CACHE_DIR, quantizer: str = "onnxruntime") -> onnx.ModelProto:
+def load(cache_dir: Path | str | None = None, quantizer: str = "onnxruntime") -> onnx.ModelProto:
     """The QDQ encoder, built and quantised on first use."""
-    return cached_qdq(Path(cache_dir) / f"encoder_v{VERSION}_{quantizer}_qdq.onnx", float_model,
+    return cached_qdq((models_dir() if cache_dir is None else Path(cache_dir)) / f"encoder_v{VERSION}_{quantizer}_qdq.onnx", float_model,
                       lambda: tokens(CALIBRATION_TOKENS, seed=SEED + 100), quantizer)

@@ -11,12 +11,11 @@ from pathlib import Path
 import numpy as np
 import onnx
 
-from vta_sim.paths import cache_dir
 
+from . import models_dir
 from .onnx_builder import OnnxBuilder, cached_qdq
 
 VERSION = 1
-CACHE_DIR = cache_dir("models")
 SEED = 0
 INPUT_SHAPE = (1, 3, 224, 224)
 CALIBRATION_IMAGES = 2
@@ -55,7 +54,7 @@ def images(count: int, seed: int = SEED) -> np.ndarray:
     return np.random.default_rng(seed + 1).random((count, *INPUT_SHAPE[1:]), dtype=np.float32)
 
 
-def load(cache_dir: Path | str = CACHE_DIR, quantizer: str = "pow2") -> onnx.ModelProto:
+def load(cache_dir: Path | str | None = None, quantizer: str = "pow2") -> onnx.ModelProto:
     """The QDQ ResNet-18, built and quantised on first use."""
-    return cached_qdq(Path(cache_dir) / f"resnet18_v{VERSION}_{quantizer}_qdq.onnx", float_model,
+    return cached_qdq((models_dir() if cache_dir is None else Path(cache_dir)) / f"resnet18_v{VERSION}_{quantizer}_qdq.onnx", float_model,
                       lambda: images(CALIBRATION_IMAGES, seed=SEED + 100), quantizer)
