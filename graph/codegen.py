@@ -23,6 +23,7 @@ import numpy as np
 import tvm
 from tvm import relax
 
+from intrinsics.host import callback_scope
 from vta_sim.config import Config
 from vta_sim.result import RunResult
 
@@ -106,19 +107,11 @@ class VtaBuild:
 
 @contextlib.contextmanager
 def active(build: VtaBuild):
-    """Make `build` the target of `relax.ext.vta` while RunCodegen runs. TVM's FFI turns what
-    the codegen raises into a RuntimeError; the original (a CompileError naming what does not
-    fit) is raised instead, so callers can tell an infeasible layer from a bug."""
-    token = _ACTIVE.set(build)
+    """Make `build` the target of `relax.ext.vta` while RunCodegen runs; what the codegen raised
+    (`build.failure`) leaves instead of TVM's RuntimeError (intrinsics.host.callback_scope)."""
     build.failure = None
-    try:
+    with callback_scope(_ACTIVE, build, lambda: build.failure):
         yield build
-    except Exception:
-        if build.failure is not None:
-            raise build.failure from None
-        raise
-    finally:
-        _ACTIVE.reset(token)
 
 
 def _composite(func):

@@ -15,8 +15,10 @@ context variable, as `intrinsics.lower` finds its pipeline), and refuses outside
 """
 from __future__ import annotations
 
+import contextlib
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import tvm
@@ -50,6 +52,24 @@ class _Recorder:
 
 
 _RECORDER: ContextVar = ContextVar("vta_recorder")
+
+
+@contextlib.contextmanager
+def callback_scope(var: ContextVar, value: Any, raised: Callable[[], BaseException | None]) -> Iterator[Any]:
+    """`value` as `var`'s value while TVM calls back into Python (the `vta.*` calls of a
+    recording, the `relax.ext.vta` codegen). TVM's FFI turns what a callback raises into a
+    RuntimeError; the original, which the callback keeps (`raised()`), leaves instead, so a
+    caller can tell a refusal (a CompileError naming what does not fit) from a bug."""
+    token = var.set(value)
+    try:
+        yield value
+    except Exception:
+        error = raised()
+        if error is not None:
+            raise error from None
+        raise
+    finally:
+        var.reset(token)
 
 
 def _callback(name: str, fn):
@@ -91,15 +111,8 @@ def record(module, params) -> Recording:
     return what it called. The calls do not depend on the tensors' values."""
     tensors = [tvm.runtime.tensor(np.zeros(shape, dtype)) for _, shape, dtype in params]
     recorder = _Recorder()
-    token = _RECORDER.set(recorder)
-    try:
+    with callback_scope(_RECORDER, recorder, lambda: recorder.error):
         module["main"](*tensors)
-    except Exception:
-        if recorder.error is not None:
-            raise recorder.error from None
-        raise
-    finally:
-        _RECORDER.reset(token)
     if recorder.begin is None or not recorder.ended:
         raise CompileError("the compiled function did not call vta.begin and vta.end")
     config_text, kinds = recorder.begin
