@@ -102,18 +102,23 @@ def block_group_weights(weight: np.ndarray, groups: int, channels: int, group_wi
 
 def conv2d_kernel(cfg: Config, n, h, w, ic, oc, k, pad, stride, requant: Requant,
                   vthreads=2, tiles=None, groups: int = 1) -> OpKernel:
-    """A compiled conv2d: (N,IC,H,W) int8 data, (OC,IC,K,K) int8 weight, (OC,) int32 bias ->
-    (N,OC,OH,OW) int8. A ScaledRequant adds the (OC,) int32 inputs a_min, a_max, m_hi, m_lo
-    (requantisation.ChannelParams) after the bias. `tiles` (a vta_conv2d.ConvTiles) overrides the
-    automatic choice and carries its own thread count; otherwise the tuning database's tiles,
-    else choose_tiles' (two threads fall back to one where they cannot help)."""
+    """`conv2d_kernel_for` of the shape given dimension by dimension."""
+    return conv2d_kernel_for(cfg, vc.ConvShape(n, h, w, ic, oc, k, pad, stride, groups), requant, vthreads, tiles)
+
+
+def conv2d_kernel_for(cfg: Config, s: vc.ConvShape, requant: Requant, vthreads=2, tiles=None) -> OpKernel:
+    """A compiled conv2d of shape `s`: (N,IC,H,W) int8 data, (OC,IC,K,K) int8 weight, (OC,) int32
+    bias -> (N,OC,OH,OW) int8. A ScaledRequant adds the (OC,) int32 inputs a_min, a_max, m_hi,
+    m_lo (requantisation.ChannelParams) after the bias. `tiles` (a vta_conv2d.ConvTiles)
+    overrides the automatic choice and carries its own thread count; otherwise the tuning
+    database's tiles, else choose_tiles' (two threads fall back to one where they cannot help)."""
+    n, h, w, ic, oc, k, pad, stride, groups = s.n, s.h, s.w, s.ic, s.oc, s.k, s.pad, s.stride, s.groups
     _positive("conv2d", n=n, h=h, w=w, ic=ic, oc=oc, k=k, stride=stride, groups=groups)
     for size in (h, w):
         wl.out_size(size, k, pad, stride)      # refuses impossible kernel/pad/stride early
     if ic % groups or oc % groups:
         raise CompileError(f"conv2d: {ic} input / {oc} output channels are not divisible by groups {groups}")
     channels = _channel_inputs("conv2d", requant, oc)
-    s = vc.ConvShape(n, h, w, ic, oc, k, pad, stride, groups)
     gb = vc.group_blocks(cfg, s)
     t, source, kernel, c = _compiled(cfg, vc.CONV2D, s, vthreads, tiles, requant)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT

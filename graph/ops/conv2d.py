@@ -56,9 +56,7 @@ class ConvSpec(HostPadded):
         return layout_refusal(lambda: CONV2D.choose_tiles(cfg, self.kernel_shape(), vthreads, self.requant))
 
     def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
-        s = self.kernel_shape()
-        return self.host_padded(vta_ops.conv2d_kernel(cfg, s.n, s.h, s.w, s.ic, s.oc, s.k, s.pad, s.stride,
-                                                      self.requant, vthreads=vthreads, groups=s.groups))
+        return self.host_padded(vta_ops.conv2d_kernel_for(cfg, self.kernel_shape(), self.requant, vthreads))
 
     def reference(self, x: np.ndarray, w: np.ndarray, b: np.ndarray, *channel: np.ndarray) -> np.ndarray:
         s = self.kernel_shape()
