@@ -28,7 +28,7 @@ from schedules import vta_eltwise
 from schedules.op_kernel import OpKernel
 from vta_sim.config import Config
 
-from .base import Pow2Quantised, Emitter, OpRule, QdqBlock, Read, Refusal
+from .base import claims_op, Pow2Quantised, Emitter, OpRule, QdqBlock, Read, Refusal
 from .qdq_read import QdqGraph, dq_input, output_scale, pow2_exponent, single_use, static_shape
 from .host_padding import viewed
 from .relax_read import ValueOf
@@ -71,10 +71,6 @@ class AddPlan:
     a: relax.Expr
     b: relax.Expr
     params: AddParams | ScaledAddParams
-
-
-def claims(g: QdqGraph, body: Any) -> Any:
-    return body if g.call(body, "relax.add") is not None else None
 
 
 def is_layer(g: QdqGraph, call: relax.Call) -> bool:
@@ -124,6 +120,6 @@ def activations(root: Any, value_of: ValueOf) -> list[Any]:
 
 
 RULE = OpRule(
-    kind="add", float_ops=("relax.add",), onnx_ops=("Add",), claims=claims, plan=plan, emit=emit, relu=True,
+    kind="add", float_ops=("relax.add",), onnx_ops=("Add",), claims=claims_op("relax.add"), plan=plan, emit=emit, relu=True,
     patterns=lambda main: {"vta.add": rq_relax.add_pattern()}, read=read, activations=activations,
     is_layer=is_layer, pow2={"Add": Pow2Quantised()})

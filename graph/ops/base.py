@@ -127,6 +127,13 @@ class AcceleratorOp(Protocol):
     def reference(self) -> Callable[..., np.ndarray]: ...     # numpy int64, activations first
 
 
+def claims_op(name: str) -> Callable[[Any, Any], Any]:
+    """A rule's `claims` for a QDQ block whose body is a call of the Relax op `name`."""
+    def claim(g: Any, body: Any) -> Any:
+        return body if g.call(body, name) is not None else None
+    return claim
+
+
 def no_macs(call: relax.Call) -> int:
     return 0
 
@@ -172,6 +179,3 @@ class OpRule:
     layer: bool = True                              # a row of the report
     frontend_refusal: Callable[[relax.Call], str | None] | None = None   # what TVM imports but cannot compile
     pow2: dict[str, Pow2Quantised] = dataclasses.field(default_factory=dict)   # ONNX op -> how graph.quantize wraps it
-
-    def with_kind(self, kind: str, **changes: Any) -> "OpRule":
-        return dataclasses.replace(self, kind=kind, **changes)

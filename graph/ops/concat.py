@@ -29,10 +29,9 @@ from schedules.op_kernel import OpKernel
 from vta_sim.config import Config
 
 from .. import inplace
-from ..errors import GraphError
 from ..report import back_to_back
-from .base import Emitter, OpRule, QdqBlock, Read, Refusal, Unsupported, op_name
-from .qdq_read import QdqGraph, bindings, dq_input, output_scale, single_use, static_shape
+from .base import claims_op, Emitter, OpRule, QdqBlock, Read, Refusal, Unsupported, op_name
+from .qdq_read import QdqGraph, bindings, dq_input, known_shape, output_scale, single_use, static_shape
 from .relax_read import ValueOf
 
 
@@ -165,10 +164,7 @@ def plan(g: QdqGraph, block: QdqBlock) -> ConcatPlan:
     fields = g.val(concat.args[0])
     if not isinstance(fields, relax.Tuple):
         raise Refusal("its inputs are a tuple variable, not a list of tensors")
-    try:
-        shapes = [static_shape(f) for f in fields.fields]
-    except GraphError as exc:
-        raise Refusal(str(exc)) from None
+    shapes = [known_shape(f) for f in fields.fields]
     if len(shapes[0]) != 4 or int(concat.attrs.axis) not in (1, -3):
         raise Refusal(f"a concat along axis {int(concat.attrs.axis)} of {len(shapes[0])}-d tensors: "
                       "the accelerator writes channel slices of NCHW tensors")
@@ -250,8 +246,7 @@ def unknown_shape(call: relax.Call) -> str | None:
 
 
 RULE = OpRule(
-    kind="concat", float_ops=("relax.concat",), onnx_ops=("Concat",), claims=lambda g, body: (
-        body if g.call(body, "relax.concat") is not None else None),
+    kind="concat", float_ops=("relax.concat",), onnx_ops=("Concat",), claims=claims_op("relax.concat"),
     plan=plan, emit=emit, relu=True, patterns=patterns, read=read,
     activations=lambda root, value_of: [x for x, _ in concat_inputs(root, value_of)],
     cpu_reason="no accelerator pattern matched (an integer channel concat of int8 NCHW tensors is one)",

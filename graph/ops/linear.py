@@ -117,7 +117,7 @@ def plan(g: QdqGraph, block: QdqBlock, out_axis: int, accumulate: Accumulate, ve
     acc_bias = np.round(acc_bias) - zx * sums             # real zero of the input is x_q = zp_x
     lo = max(INT8_MIN, zy) if block.relu is not None else INT8_MIN
     multipliers = sx * sw / sy
-    shift = _common_pow2_shift(multipliers)
+    shift = common_pow2_shift(multipliers)
     params = None
     if shift is not None and zy == 0:
         requant: Requant = PowerOfTwo(shift, lo, INT8_MAX)
@@ -134,7 +134,7 @@ def plan(g: QdqGraph, block: QdqBlock, out_axis: int, accumulate: Accumulate, ve
                       accumulate, vector_shape)
 
 
-def _common_pow2_shift(multipliers: np.ndarray) -> int | None:
+def common_pow2_shift(multipliers: np.ndarray) -> int | None:
     """n when every multiplier is the same 2^-n with 0 <= n <= 31, else None."""
     first = float(multipliers[0])
     if not np.all(multipliers == first):

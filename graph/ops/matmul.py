@@ -34,8 +34,10 @@ from vta_sim.config import Config
 
 from ..report import back_to_back
 from .base import Emitter, OpRule, QdqBlock, Read, Refusal, Unsupported
+from . import dense
 from .dense import DenseSpec
-from .qdq_read import QdqGraph, dq_input, known_shape, output_scale, pow2_shift, single_use, static_shape
+from .linear import common_pow2_shift
+from .qdq_read import QdqGraph, dq_input, known_shape, output_scale, single_use, static_shape
 from .relax_read import ValueOf
 
 #: |a b| per product of two int8 values, times K: the accumulator's reach
@@ -154,10 +156,7 @@ def plan(g: QdqGraph, block: QdqBlock) -> MatmulPlan:
     sy, zy = output_scale(g, block.q)
     lo = max(INT8_MIN, zy) if block.relu is not None else INT8_MIN
     multiplier = sa * sb / sy
-    try:
-        shift = pow2_shift(multiplier, "multiplier") if zy == 0 else None
-    except Refusal:
-        shift = None
+    shift = common_pow2_shift(np.array([multiplier])) if zy == 0 else None
     if shift is not None:
         return MatmulPlan(a, b, np.full(n, rounding_constant(shift), np.int32), PowerOfTwo(shift, lo, INT8_MAX), None)
     try:
@@ -190,13 +189,7 @@ def activations(root: Any, value_of: ValueOf) -> list[Any]:
     return list(read_linear(root, value_of)[0].args)
 
 
-def macs(call: relax.Call) -> int:
-    if call.ty.shape is None:
-        return 0
-    return int(np.prod([int(d) for d in call.ty.shape])) * int(call.args[0].ty.shape[-1])
-
-
 RULE = OpRule(
     kind="matmul", float_ops=("relax.matmul",), claims=claims, plan=plan, emit=emit,
     relu=True, patterns=lambda main: {"vta.matmul": linear_pattern(is_op("relax.matmul")(wildcard(), wildcard()))},
-    read=read, activations=activations, is_layer=is_layer, macs=macs)
+    read=read, activations=activations, is_layer=is_layer, macs=dense.macs)

@@ -19,7 +19,7 @@ from schedules.vta_pool import PoolShape
 from vta_sim.config import Config
 
 from . import same_scale
-from .base import Pow2Quantised, Emitter, OpRule, Read, Unsupported
+from .base import claims_op, Pow2Quantised, Emitter, OpRule, Read, Unsupported
 from .host_padding import HostPadded, layout_refusal
 from .qdq_read import ints, static_shape
 from .relax_read import ValueOf, int8_input
@@ -84,7 +84,7 @@ def read(root: Any, value_of: ValueOf) -> Read:
 
 RULE = OpRule(
     kind="max_pool", float_ops=("relax.nn.max_pool2d",), onnx_ops=("MaxPool",),
-    claims=same_scale.claims_op("relax.nn.max_pool2d"), plan=same_scale.plan, emit=emit,
+    claims=claims_op("relax.nn.max_pool2d"), plan=same_scale.plan, emit=emit,
     patterns=lambda main: {"vta.max_pool": is_op("relax.nn.max_pool2d")(wildcard())},
     read=read, activations=lambda root, value_of: [root.args[0]],
     pow2={"MaxPool": Pow2Quantised(keeps_scale=True, relu=False)})

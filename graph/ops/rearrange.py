@@ -4,12 +4,12 @@ dequantize -> quantize pair of one scale is dropped. Neither is a layer of the r
 from __future__ import annotations
 
 from . import same_scale
-from .base import OpRule
+from .base import OpRule, claims_op
 
 RULES = (
-    OpRule(kind="reshape", float_ops=("relax.reshape",), claims=same_scale.claims_op("relax.reshape"),
+    OpRule(kind="reshape", float_ops=("relax.reshape",), claims=claims_op("relax.reshape"),
            plan=same_scale.plan, emit=same_scale.emit, layer=False),
     OpRule(kind="requantise_identity", float_ops=("relax.dequantize",),
-           claims=same_scale.claims_op("relax.dequantize"), plan=same_scale.plan, emit=same_scale.emit,
+           claims=claims_op("relax.dequantize"), plan=same_scale.plan, emit=same_scale.emit,
            layer=False),
 )

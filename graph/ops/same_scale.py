@@ -3,7 +3,6 @@ unchanged (max_pool2d, reshape) or the block is dropped (dequantize -> quantize)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tvm import relax
 
@@ -39,10 +38,3 @@ def repeated(em: Emitter, p: SameScalePlan) -> relax.Call:
 
 def emit(em: Emitter, p: SameScalePlan) -> relax.Expr:
     return em.visit(p.x) if p.op is None else repeated(em, p)
-
-
-def claims_op(name: str) -> Any:
-    """A rule's `claims` for a block whose body is a call of `name`."""
-    def claim(g: QdqGraph, body: Any) -> Any:
-        return body if g.call(body, name) is not None else None
-    return claim
