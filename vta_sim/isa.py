@@ -24,6 +24,15 @@ OPCODE_NAMES = {OP_LOAD: "LOAD", OP_STORE: "STORE", OP_GEMM: "GEMM", OP_FINISH: 
 # ALU opcodes (spec section 5): the code is the position in ALU_NAMES.
 ALU_NAMES = dict(enumerate(("MIN", "MAX", "ADD", "SHR", "MUL")))
 ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL = ALU_NAMES
+#: REQ (docs/isa-extensions.md): requantise with per-lane multipliers from the tensor operand;
+#: its immediate packs the right shift (REQ_SHIFT_BITS, unsigned) and the zero point
+#: (REQ_ZP_BITS, signed), the bits above them reserved (0).
+ALU_REQ = 5
+REQ_SHIFT_BITS = 6
+REQ_ZP_BITS = 8
+REQ_ZP_MIN, REQ_ZP_MAX = -(1 << (REQ_ZP_BITS - 1)), (1 << (REQ_ZP_BITS - 1)) - 1
+#: REQ's result is clamped to the output element's range (int8).
+REQ_OUT_MIN, REQ_OUT_MAX = -128, 127
 #: SHR's shift amount is capped here in either direction (spec section 5).
 ALU_SHIFT_CAP = 31
 #: Lower-case op name -> ALU opcode, the names the runtime and the compiler use.
@@ -59,6 +68,25 @@ def resolve_alu(op: str, imm: int | None) -> tuple[str, int | None]:
         raise EncodingError(f"ALU immediate {imm} does not fit the signed {IMM_BITS}-bit field "
                             f"[{IMM_MIN}, {IMM_MAX}]")
     return op, None if imm is None else int(imm)
+
+
+def req_imm(shift: int, zero_point: int) -> int:
+    """REQ's immediate field (a signed 16-bit value) for a right shift and a zero point."""
+    if not 0 <= shift < (1 << REQ_SHIFT_BITS):
+        raise EncodingError(f"REQ shift {shift}: accepted 0..{(1 << REQ_SHIFT_BITS) - 1}")
+    if not REQ_ZP_MIN <= zero_point <= REQ_ZP_MAX:
+        raise EncodingError(f"REQ zero point {zero_point}: accepted {REQ_ZP_MIN}..{REQ_ZP_MAX}")
+    raw = shift | ((zero_point & ((1 << REQ_ZP_BITS) - 1)) << REQ_SHIFT_BITS)
+    return raw - (1 << IMM_BITS) if raw >= 1 << (IMM_BITS - 1) else raw
+
+
+def req_fields(imm: int) -> tuple[int, int, int]:
+    """(shift, zero point, reserved bits) of REQ's immediate field."""
+    raw = int(imm) & ((1 << IMM_BITS) - 1)
+    shift = raw & ((1 << REQ_SHIFT_BITS) - 1)
+    zp = (raw >> REQ_SHIFT_BITS) & ((1 << REQ_ZP_BITS) - 1)
+    zp -= (1 << REQ_ZP_BITS) if zp >> (REQ_ZP_BITS - 1) else 0
+    return shift, zp, raw >> (REQ_SHIFT_BITS + REQ_ZP_BITS)
 
 
 def layout(cfg: Config) -> dict[str, Fields]:

@@ -94,6 +94,13 @@ REQUEST_DELAY = 1  # a read burst requests the port 1 cycle after the segment be
 ALU_IMM_INTERVAL = 1
 ALU_TENSOR_INTERVAL = {isa.ALU_MIN: 2, isa.ALU_MAX: 2, isa.ALU_ADD: 2, isa.ALU_SHR: 3, isa.ALU_MUL: 3}
 
+#: REQ (docs/isa-extensions.md): an iteration that reads its multipliers (s differs from the
+#: iteration before) costs REQ_READ_INTERVAL, one that keeps them REQ_KEEP_INTERVAL; its result
+#: is written REQ_EXTRA_LATENCY cycles later than the other ALU ops'.
+REQ_READ_INTERVAL = 2
+REQ_KEEP_INTERVAL = 1
+REQ_EXTRA_LATENCY = 2
+
 
 def alu_interval(use_imm: int, alu_opcode: int) -> int:
     """Cycles per micro-op iteration of an ALU instruction."""
