@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 import tvm
 
+from vta_sim import isa
 from vta_sim.config import Config
 from vta_sim.runtime import DramBuffer, OutputView, Program, Runtime, UopKernel
 
@@ -224,6 +225,11 @@ class ProgramBuilder:
     def _alu(self, c: Alu):
         kernel, (dst, src, _) = self._kernel(c)
         reads = [("acc", *dst)] + ([] if c.use_imm else [("acc", *src)])
+        if c.op == "req":       # its immediate field holds the shift and zero point (use_imm 0)
+            shift, zero_point, _ = isa.req_fields(c.imm)
+            self._issue("compute", reads, [("acc", *dst)],
+                        lambda: self.rt.alu(kernel, "req", shift=shift, zero_point=zero_point))
+            return
         self._issue("compute", reads, [("acc", *dst)],
                     lambda: self.rt.alu(kernel, c.op, imm=c.imm if c.use_imm else None))
 

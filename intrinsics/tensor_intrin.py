@@ -36,6 +36,18 @@ ALU_EXPRS = {
 }
 
 
+def req_expr(x, y, shift: int, zero_point: int):
+    """REQ's lane (docs/isa-extensions.md) as a TIR expression, x the value and y the multiplier:
+    clamp(((x * y + 2^(shift-1)) >> shift) + zero_point, -128, 127) in int64, as int32. The
+    compiler's shifts stay below 63 (requantisation.multiply_shift.MAX_SHIFT), so the rounding add
+    cannot overflow here; the hardware's form needs no bit beyond the product's 64 at all."""
+    p = x.astype("int64") * y.astype("int64")
+    if shift:
+        p = T.shift_right(p + tirx.const(1 << (shift - 1), "int64"), tirx.const(shift, "int64"))
+    v = p + tirx.const(zero_point, "int64")
+    return T.max(T.min(v, tirx.const(isa.REQ_OUT_MAX, "int64")), tirx.const(isa.REQ_OUT_MIN, "int64")).astype("int32")
+
+
 # ----------------------------------------------------------------------------- building blocks
 def _entry_buffers(B: int, BI: int, BO: int) -> tuple:
     """Factories of the buffer types of one INP, WGT and ACC entry (each parameter its own buffer)."""
@@ -59,9 +71,10 @@ def _element(kinds: str, loops, unit: int, body, *buffers):
     body(*buffers, *([0] * unit), *axes)
 
 
-def _push(op: str, imm, dst, x=0, y=0):
-    """Emit one micro-op push (the whole of an implementation)."""
-    call = UopPush(op, int(imm is not None), int(imm or 0), dst, x, y)
+def _push(op: str, imm, dst, x=0, y=0, use_imm: int | None = None):
+    """Emit one micro-op push (the whole of an implementation); `use_imm` defaults to whether
+    there is an immediate (REQ has one beside its tensor operand)."""
+    call = UopPush(op, int(imm is not None) if use_imm is None else use_imm, int(imm or 0), dst, x, y)
     T.evaluate(T.call_extern("int32", call.NAME, *call.args()))
 
 
@@ -176,6 +189,34 @@ def get_alu_tensor_intrin(B: int, BO: int, op: str) -> tuple:
     return desc, impl
 
 
+def get_alu_req_intrin(B: int, BO: int, shift: int, zero_point: int) -> tuple:
+    """D[b, o] = REQ(X[b, o], Y[b, o]) on one ACC entry, in place: the multipliers Y, the shift and
+    zero point in REQ's immediate field (use_imm 0)."""
+    _, _, Acc = _entry_buffers(B, 1, BO)
+    unit = int(B == 1)
+    dims = (B, BO)[unit:]
+    imm = isa.req_imm(shift, zero_point)
+
+    def apply(X, Y, D, b, o):
+        T.buffer_store(D, req_expr(X[b, o], Y[b, o], shift, zero_point), [b, o])
+
+    @T.prim_func(s_tir=True)
+    def desc(X: Acc(), Y: Acc(), D: Acc()):
+        with T.sblock("root"):
+            _whole(reads=(X, Y), writes=(D,))
+            for loops in T.grid(*dims):
+                with T.sblock("alu"):
+                    _element("SS", loops, unit, apply, X, Y, D)
+
+    @T.prim_func(s_tir=True)
+    def impl(X: Acc(), Y: Acc(), D: Acc()):
+        with T.sblock("root"):
+            _whole(reads=(X, Y), writes=(D,))
+            _push("req", imm, D.access_ptr("w"), X.access_ptr("r"), Y.access_ptr("r"), use_imm=0)
+
+    return desc, impl
+
+
 def get_alu_update_intrin(B: int, BO: int, op: str) -> tuple:
     """D[b, o] = op(D[b, o], Y[b, o]) on one ACC entry: a reduction's update in place."""
     _, _, Acc = _entry_buffers(B, 1, BO)
@@ -211,6 +252,7 @@ INTRINSICS = {
     "alu_imm": get_alu_imm_intrin,
     "alu_tensor": get_alu_tensor_intrin,
     "alu_update": get_alu_update_intrin,
+    "alu_req": get_alu_req_intrin,
 }
 
 
@@ -251,6 +293,16 @@ def alu_intrin(cfg: Config, op: str, imm: int | None = None) -> str:
     if imm is None:
         return _register(cfg, "alu_tensor", f"_{op}", op)
     return _register(cfg, "alu_imm", f"_{op}_{int(imm)}", op, int(imm))
+
+
+def req_intrin(cfg: Config, shift: int, zero_point: int) -> str:
+    """D = REQ(X, Y) on one ACC entry, in place (docs/isa-extensions.md); each (shift, zero
+    point) is its own intrinsic."""
+    try:
+        isa.req_imm(shift, zero_point)
+    except EncodingError as exc:
+        raise CompileError(str(exc)) from None
+    return _register(cfg, "alu_req", f"_{int(shift)}_{int(zero_point)}", int(shift), int(zero_point))
 
 
 def alu_update_intrin(cfg: Config, op: str) -> str:

@@ -11,6 +11,7 @@ rebuilds gives the same values again, so emitter, pattern and reader cannot drif
 Forms (the numpy rule is fixed_point.round_shift; the ALU's is stages.tail):
 
     power of two:  astype(clip((acc + bias) >> shift, lo, hi))
+    multiply-shift: v = ((int64(acc + bias) * m) + rnd) >> shift; astype(clip(v + zp, lo, hi))   (REQ's)
     fixed point:   a = min(max(acc + bias, a_min), a_max); p = a m_hi + ((a m_lo) >> k); tail(p)
                    [with a step: tail(p) adds min(max(acc + bias + s_bias, s_min), s_max) after its shift]
     add, pow2:     astype(clip(((a << ka) + (b << kb) + rnd) >> shift, lo, hi))
@@ -34,16 +35,19 @@ from vta_sim.errors import CompileError
 
 from .add import AddParams, RescaleParams, ScaledAddParams
 from .fixed_point import SPLIT, ChannelParams, ScaledRequant
+from .multiply_shift import MultiplyShift
 from .rule import PowerOfTwo, Requant, rounding_constant
 from .stages import VECTORS
 
 
 class Imm(NamedTuple):
     role: str
+    dtype: str = "int32"
 
 
 class Vec(NamedTuple):
     role: str
+    dtype: str = "int32"
 
 
 class Bound(NamedTuple):
@@ -51,10 +55,12 @@ class Bound(NamedTuple):
 
 
 class Node(NamedTuple):
-    """name = op(args...): `op` a Relax operator name without "relax."."""
+    """name = op(args...): `op` a Relax operator name without "relax."; an astype's target is
+    `dtype` (default: int8 for the form's last node, else int32)."""
     name: str
     op: str
     args: tuple
+    dtype: str = ""
 
 
 def _tail(p: str, ties_even: bool, step: bool = False) -> tuple:
@@ -75,6 +81,13 @@ def _stored(x: str) -> tuple:
 
 POW2 = (Node("bias_add", "add", ("acc", Vec("bias"))), Node("shr", "right_shift", ("bias_add", Imm("shift"))),
         *_stored("shr"))
+
+
+MULTIPLY_SHIFT = (Node("bias_add", "add", ("acc", Vec("bias"))), Node("wide", "astype", ("bias_add",), "int64"),
+                  Node("product", "multiply", ("wide", Vec("m", "int64"))),
+                  Node("round", "add", ("product", Imm("rounding", "int64"))),
+                  Node("shr", "right_shift", ("round", Imm("shift", "int64"))),
+                  Node("zp", "add", ("shr", Imm("zero_point", "int64"))), *_stored("zp"))
 
 
 def _scaled(ties_even: bool, step: bool = False) -> tuple:
@@ -104,7 +117,7 @@ RESCALE = (*_widened("a"), Node("za", "add", ("wa", Imm("minus_zero_a"))), Node(
            *_tail("ma", False))
 
 #: The forms after a conv2d/matmul accumulator and of the residual add, as the pattern tries them.
-LINEAR_FORMS = (POW2, _scaled(False), _scaled(True), _scaled(False, True), _scaled(True, True))
+LINEAR_FORMS = (POW2, MULTIPLY_SHIFT, _scaled(False), _scaled(True), _scaled(False, True), _scaled(True, True))
 ADD_FORMS = (ADD_POW2, ADD_SCALED)
 
 
@@ -120,6 +133,11 @@ def linear_values(requant: Requant, vectors: tuple) -> tuple:
     if isinstance(requant, PowerOfTwo):
         (bias,) = vectors
         return POW2, {"bias": bias, "shift": requant.shift, "lo": requant.lo, "hi": requant.hi}
+    if isinstance(requant, MultiplyShift):
+        bias, m = vectors
+        return MULTIPLY_SHIFT, {"bias": bias, "m": m, "rounding": requant.rounding, "shift": requant.shift,
+                                "zero_point": requant.zero_point, "lo": requant.lo, "hi": requant.hi}
+    assert isinstance(requant, ScaledRequant)
     bias, *channel = vectors
     c = ChannelParams(*channel)
     step = {} if c.s_bias is None else {"s_bias": c.s_bias, "s_min": c.s_min, "s_max": c.s_max}
@@ -150,15 +168,15 @@ def emit(form: tuple, inputs: dict, values: dict, emit_call: Callable, vector_sh
 
     def arg(a):
         if isinstance(a, Imm):
-            return relax.const(int(values[a.role]), "int32")
+            return relax.const(int(values[a.role]), a.dtype)
         if isinstance(a, Vec):
-            return relax.const(np.asarray(values[a.role], np.int32).reshape(vector_shape), "int32")
+            return relax.const(np.asarray(values[a.role], a.dtype).reshape(vector_shape), a.dtype)
         if isinstance(a, Bound):
             return relax.prim_value(int(values[a.role]))
         return done[a]
     for i, node in enumerate(form):
         if node.op == "astype":
-            call = relax.op.astype(done[node.args[0]], "int8" if node.name == "out" else "int32")
+            call = relax.op.astype(done[node.args[0]], node.dtype or ("int8" if node.name == "out" else "int32"))
         else:
             call = getattr(relax.op, node.op)(*(arg(a) for a in node.args))
         done[node.name] = call if i == len(form) - 1 else emit_call(call)
@@ -280,8 +298,11 @@ def read_linear(root, value_of) -> tuple:
     """(accumulator call, per-channel vectors, Requant) of a conv2d/matmul's requantisation.
     FormMismatch (a CompileError) where no form matches or the constants are no Requant's."""
     form, inputs, v, _ = _first_form(LINEAR_FORMS, root, value_of, "requantisation")
+    requant: Requant
     if form is POW2:
         requant, vectors = PowerOfTwo(v["shift"], v["lo"], v["hi"]), (v["bias"],)
+    elif form is MULTIPLY_SHIFT:
+        requant, vectors = MultiplyShift(v["shift"], v["zero_point"], v["lo"], v["hi"]), (v["bias"], v["m"])
     else:
         names = {n.name for n in form}
         requant = _scaled_requant(v, v["k"], "tie" in names, "step_sum" in names)

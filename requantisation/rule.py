@@ -1,8 +1,10 @@
-"""The two requantisations an accelerator op ends with, as one typed union.
+"""The requantisations an accelerator op ends with, as one typed union.
 
 `PowerOfTwo`: y = clip((acc + bias) >> shift, lo, hi), the rounding folded into the bias (the
 quantisers of graph.quantize, hand-written layers). `fixed_point.ScaledRequant`: a real
-per-channel multiplier in int32 fixed point with a zero point (quantize_static's float scales).
+per-channel multiplier in int32 fixed point with a zero point (quantize_static's float scales),
+as base-ISA ALU instructions. `multiply_shift.MultiplyShift`: the same multiplier as one REQ
+instruction (docs/isa-extensions.md), 64-bit exact.
 Every op takes a `Requant`; nothing else is accepted where one is expected.
 """
 from __future__ import annotations
@@ -16,6 +18,8 @@ from vta_sim.isa import ALU_SHIFT_CAP
 
 from .bounds import INT8_MAX, INT8_MIN
 from .fixed_point import ChannelParams, ScaledRequant, requantize_ref
+from .multiply_shift import MultiplyShift
+from .multiply_shift import requantize_ref as multiply_shift_ref
 
 #: The largest right shift the ALU performs as asked (vta_sim.isa, the spec's shift cap).
 MAX_SHIFT = ALU_SHIFT_CAP
@@ -49,7 +53,7 @@ class PowerOfTwo:
 
 
 #: What every op's requantisation argument is.
-Requant = PowerOfTwo | ScaledRequant
+Requant = PowerOfTwo | ScaledRequant | MultiplyShift
 
 
 def as_requant(shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> Requant:
@@ -57,9 +61,9 @@ def as_requant(shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> Requant:
     or a `Requant` that carries its own bounds."""
     if isinstance(shift, (int, np.integer)):
         return PowerOfTwo(int(shift), lo, hi)
-    if not isinstance(shift, (PowerOfTwo, ScaledRequant)):
+    if not isinstance(shift, (PowerOfTwo, ScaledRequant, MultiplyShift)):
         raise CompileError(f"requantisation {shift!r}: expected a shift (int), a "
-                           "requantisation.PowerOfTwo or a requantisation.ScaledRequant")
+                           "requantisation.PowerOfTwo, ScaledRequant or MultiplyShift")
     if (lo, hi) != (INT8_MIN, INT8_MAX):
         raise CompileError(f"clip bounds lo = {lo}, hi = {hi} given beside {shift!r}: they belong "
                            "inside the requantisation")
@@ -67,8 +71,12 @@ def as_requant(shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> Requant:
 
 
 def reference(acc: np.ndarray, requant: Requant, channel: tuple = (), axis: int = 1) -> np.ndarray:
-    """The int8 output of int64 accumulators (bias added) under either requantisation; `channel`
-    holds a ScaledRequant's per-channel vectors (a_min, a_max, m_hi, m_lo), channel on `axis`."""
+    """The int8 output of int64 accumulators (bias added) under any requantisation; `channel`
+    holds a ScaledRequant's per-channel vectors (a_min, a_max, m_hi, m_lo) or a MultiplyShift's
+    (m,), channel on `axis`."""
+    if isinstance(requant, MultiplyShift):
+        (m,) = channel
+        return multiply_shift_ref(acc, requant, m, axis=axis)
     if isinstance(requant, ScaledRequant):
         return requantize_ref(acc, requant, ChannelParams(*channel), axis=axis)
     return np.clip(acc.astype(np.int64) >> requant.shift, requant.lo, requant.hi).astype(np.int8)

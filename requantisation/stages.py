@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from .fixed_point import ScaledRequant
+from .multiply_shift import MultiplyShift
 from .rule import PowerOfTwo, Requant
 
 
@@ -17,16 +18,18 @@ class Stage(NamedTuple):
     """One requantisation step, one ALU instruction per output tile: block `name` = op(stage `x`,
     `y`), written in place into x's ACC storage. `y` is an immediate (int) or a tensor: a
     per-channel input (one ACC entry per channel block, like the bias) or an earlier stage. op
-    "copy" puts stage `y` into a fresh ACC region (a scratch): a reset, then ADD tensor."""
+    "copy" puts stage `y` into a fresh ACC region (a scratch): a reset, then ADD tensor. op "req"
+    is REQ with the multipliers `y` and `imm` = (shift, zero point)."""
 
     name: str
     op: str
     x: str | None
     y: int | str | None
+    imm: tuple = ()
 
 
 #: Per-channel int32 kernel inputs the epilogues read (after data and weight, in this order).
-VECTORS = ("bias", "a_min", "a_max", "m_hi", "m_lo", "s_bias", "s_min", "s_max")
+VECTORS = ("bias", "a_min", "a_max", "m_hi", "m_lo", "s_bias", "s_min", "s_max", "m")
 
 
 def epilogue(requant: Requant | None = None) -> tuple:
@@ -37,6 +40,9 @@ def epilogue(requant: Requant | None = None) -> tuple:
     if isinstance(r, PowerOfTwo):
         return (Stage("bias_add", "add", "acc", "bias"), Stage("shr", "shr", "bias_add", r.shift),
                 Stage("clip_lo", "max", "shr", r.lo), Stage("clip_hi", "min", "clip_lo", r.hi))
+    if isinstance(r, MultiplyShift):
+        req = (Stage("bias_add", "add", "acc", "bias"), Stage("req", "req", "bias_add", "m", (r.shift, r.zero_point)))
+        return req + (clip("req", r.lo, r.hi) if r.clips else ())
     if not isinstance(r, ScaledRequant):
         raise TypeError(f"epilogue of {r!r}: expected a requantisation.Requant")
     # clamp, copy to a scratch, the two products: the copy is read before `mul_hi` overwrites

@@ -7,12 +7,12 @@ Both put the int32 accumulator and every epilogue stage in the ACC scope under o
 from __future__ import annotations
 
 from vta_sim.errors import CompileError
-from intrinsics.tensor_intrin import (SCOPES, alu_intrin, alu_update_intrin, gemm_intrin, reset_intrin,
-                                       tensorize_loop)
+from intrinsics.tensor_intrin import (SCOPES, alu_intrin, alu_update_intrin, gemm_intrin, req_intrin,
+                                       reset_intrin, tensorize_loop)
 from vta_sim.config import Config
 from vta_sim.runtime import MAX_KERNEL_UOPS
 from vta_sim.isa import ALU_OPS
-from vta_sim.timing import ALU_IMM_INTERVAL, DmaCost, alu_interval
+from vta_sim.timing import ALU_IMM_INTERVAL, REQ_EXTRA_LATENCY, REQ_KEEP_INTERVAL, DmaCost, alu_interval
 
 from requantisation.stages import epilogue, scratch_regions, vector_inputs
 
@@ -42,6 +42,8 @@ def schedule_epilogue(sch, cfg: Config, tile_loop, requant) -> None:
         block = sch.get_sblock(st.name)
         if st.op == "copy":
             _tensorize_copy(sch, cfg, block, tile_loop)
+        elif st.op == "req":
+            sch.tensorize(tensorize_loop(sch, block, cfg), req_intrin(cfg, *st.imm))
         else:
             sch.tensorize(tensorize_loop(sch, block, cfg),
                           alu_intrin(cfg, st.op, st.y if isinstance(st.y, int) else None))
@@ -146,6 +148,8 @@ def _stage_interval(stage) -> int:
     """Cycles per entry of one epilogue stage's ALU instruction (a copy is an ADD of a tensor)."""
     if isinstance(stage.y, int):
         return ALU_IMM_INTERVAL
+    if stage.op == "req":     # its multipliers stay in their register along a channel block
+        return REQ_KEEP_INTERVAL
     return alu_interval(0, ALU_OPS["add" if stage.op == "copy" else stage.op])
 
 
@@ -155,7 +159,8 @@ def epilogue_cycles(cfg: Config, entries: float, requant=None) -> float:
     stages = epilogue(requant)
     per_entry = 1 + sum(_stage_interval(st) for st in stages) + scratch_regions(stages)
     instructions = 1 + len(stages) + scratch_regions(stages)      # a copy is a reset and an ADD
-    return per_entry * entries + instructions * cfg.ALU_PIPELINE
+    deeper = REQ_EXTRA_LATENCY * sum(st.op == "req" for st in stages)
+    return per_entry * entries + instructions * cfg.ALU_PIPELINE + deeper
 
 
 def epilogue_acc(requant, tile_entries: int, channel_blocks: int) -> int:

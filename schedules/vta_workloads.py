@@ -15,7 +15,7 @@ import numpy as np
 from tvm import te, tirx
 
 from vta_sim.errors import CompileError
-from intrinsics.tensor_intrin import ALU_EXPRS
+from intrinsics.tensor_intrin import ALU_EXPRS, req_expr
 from requantisation.bounds import INT8_MAX, INT8_MIN
 from requantisation.rule import PowerOfTwo, as_requant, reference
 from requantisation.stages import epilogue, vector_inputs
@@ -50,13 +50,21 @@ def requantize(acc, vectors: dict, vector_index, stages):
             operand = (lambda v: lambda i: v(*vector_index(i)))(vectors[st.y])
         else:
             operand = (lambda t: lambda i: t(*i))(done[st.y])
-        done[st.name] = _alu_stage(done[st.x], st.op, operand, st.name)
+        if st.op == "req":
+            done[st.name] = _req_stage(done[st.x], operand, st.imm, st.name)
+        else:
+            done[st.name] = _alu_stage(done[st.x], st.op, operand, st.name)
     last = done[stages[-1].name]
     return te.compute(acc.shape, lambda *i: last(*i).astype("int8"), name="out")
 
 
 def _alu_stage(x, op: str, operand, name: str):
     return te.compute(x.shape, lambda *i: ALU_EXPRS[op](x(*i), operand(i)), name=name)
+
+
+def _req_stage(x, operand, imm: tuple, name: str):
+    shift, zero_point = imm
+    return te.compute(x.shape, lambda *i: req_expr(x(*i), operand(i), shift, zero_point), name=name)
 
 
 def _constant(value: int):

@@ -3,13 +3,14 @@ emitted, matched and read back as one description (graph.qdq, graph.partition, g
 import dataclasses
 import math
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 from tvm import relax
 from tvm.relax.dpl import is_const, is_op, wildcard
 
-from requantisation import PowerOfTwo, ScaledRequant, as_requant, reference
+from requantisation import MultiplyShift, PowerOfTwo, ScaledRequant, as_requant, reference
 from requantisation import relax as rq_relax
 from requantisation.add import (AddParams, RescaleParams, ScaledAddParams, add_ref, choose_rescale, rescale_ref,
                                 scaled_add_ref)
@@ -95,9 +96,27 @@ def _stepped(c: int) -> ChannelParams:
                          s_min=np.zeros(c, np.int32), s_max=on.astype(np.int32))
 
 
+class _Multipliers(NamedTuple):
+    """REQ's per-channel vector, with ChannelParams' `arrays`."""
+    m: np.ndarray
+
+    def arrays(self) -> tuple:
+        return (self.m,)
+
+
+def _multipliers(c: int) -> _Multipliers:
+    """Multipliers of 2^29..2^31 (M = 1/128..1/32 at shift 36), every fourth exactly 2^30 (M =
+    1/64: accumulators 32 apart from a multiple of 64 are ties)."""
+    m = RNG.integers(1 << 29, (1 << 31) - 1, c)
+    m[::4] = 1 << 30
+    return _Multipliers(m.astype(np.int32))
+
+
 LINEAR = [(PowerOfTwo(9, 0, 127), None), (_scaled(False), _channel(16)), (_scaled(True, 0, 0, 14), _quarter(16)),
-          (dataclasses.replace(_scaled(False), step=True), _stepped(16))]
-LINEAR_IDS = ["pow2", "fixed", "fixed-ties-even", "fixed-step"]
+          (dataclasses.replace(_scaled(False), step=True), _stepped(16)),
+          (MultiplyShift(36, -3), _multipliers(16)), (MultiplyShift(35, 5, -20, 100), _multipliers(16)),
+          (MultiplyShift(0, 0), _Multipliers(np.full(16, 1, np.int32)))]
+LINEAR_IDS = ["pow2", "fixed", "fixed-ties-even", "fixed-step", "req", "req-clipped", "req-unshifted"]
 ADDS = [AddParams(2, 0, 3, -128, 127), AddParams(0, 0, 0, 0, 127),
         ScaledAddParams(-128, 5, 40000, 9000, ScaledRequant(SPLIT, 2, 17, 4, -128, 127))]
 
@@ -174,6 +193,8 @@ def _evaluate(form, inputs: dict, values: dict) -> np.ndarray:
     def arg(a):
         if isinstance(a, rq_relax.Vec):
             return np.asarray(values[a.role], np.int64).reshape(1, -1, 1, 1)
+        if isinstance(a, rq_relax.Imm):
+            return np.int64(values[a.role])
         if isinstance(a, (rq_relax.Imm, rq_relax.Bound)):
             return values[a.role]
         return done[a]

@@ -89,7 +89,7 @@ def plan(g: QdqGraph, block: QdqBlock) -> linear.LinearPlan:
     op = relax.op.nn.conv2d(x, relax.const(weight), strides=[stride, stride], padding=[pad] * 4, groups=c)
     # MnasNet's x.mean([2, 3]) keeps no dims: the pool's (N, C, 1, 1) is reshaped to its shape
     squeeze = None if op_name(pool) != "relax.mean" or pool.attrs.keepdims else [int(d) for d in pool.ty.shape]
-    return linear.LinearPlan(x, op, weight, np.full(c, -count * zx, np.int32), requant, params, zx,
+    return linear.LinearPlan(x, op, weight, np.full(c, -count * zx, np.int32), requant, params.arrays(), zx,
                              False, False, conv2d.accumulate, conv2d.VECTOR_SHAPE, squeeze)
 
 

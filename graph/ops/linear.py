@@ -2,12 +2,13 @@
 requantisation, planned from the QDQ block and emitted as graph.qdq's integer form
 
     astype_i8(clip(((x_q (*) W_q : int32) + bias') >> shift, lo, hi))          power of two
-    requantisation.relax's fixed-point form (clamp, two-part multiply, rounding shift, + zp_y)
+    requantisation.relax's multiply-shift form (REQ: 64-bit product, rounding shift, + zp_y, clip)
 
 With power-of-two multipliers s_x s_w / s_y = 2^-shift and no zero points the requantisation is
 `(acc + bias') >> shift` with `bias' = round(b / (s_x s_w)) + 2^(shift-1)` (round to nearest
 folded into the bias). Float scales, per-channel weight scales and zero points take the
-fixed-point form (requantisation.linear.choose); an input zero point folds `-zp_x * sum(W)`
+multiply-shift form (requantisation.multiply_shift.choose: one REQ instruction per output
+tile on the accelerator, docs/isa-extensions.md); an input zero point folds `-zp_x * sum(W)`
 into the bias and pads explicitly with zp_x; uint8 tensors are read as int8 - 128 on the CPU
 side. A ReLU between the op and its quantize raises the clip's floor.
 """
@@ -22,10 +23,9 @@ from tvm.ir.expr import Constant
 
 from vta_sim.errors import CompileError
 from requantisation import Requant
-from requantisation import linear as rq_linear
+from requantisation import multiply_shift
 from requantisation import relax as rq_relax
 from requantisation.bounds import INT8_MAX, INT8_MIN
-from requantisation.fixed_point import ChannelParams
 from requantisation.rule import PowerOfTwo, rounding_constant
 
 from .base import Emitter, QdqBlock, Refusal
@@ -43,7 +43,7 @@ class LinearPlan:
     weight: np.ndarray            # int8, in the op's layout
     bias: np.ndarray              # int32 bias' per output channel
     requant: Requant
-    params: ChannelParams | None  # the fixed-point form's per-channel vectors
+    channel: tuple[np.ndarray, ...]  # the requantisation's per-channel vectors after the bias
     pad_value: int                # the input's zero point: what padding holds
     x_uint8: bool
     y_uint8: bool
@@ -118,19 +118,19 @@ def plan(g: QdqGraph, block: QdqBlock, out_axis: int, accumulate: Accumulate, ve
     lo = max(INT8_MIN, zy) if block.relu is not None else INT8_MIN
     multipliers = sx * sw / sy
     shift = common_pow2_shift(multipliers)
-    params = None
+    channel: tuple[np.ndarray, ...] = ()
     if shift is not None and zy == 0:
         requant: Requant = PowerOfTwo(shift, lo, INT8_MAX)
         acc_bias = acc_bias + rounding_constant(shift)
     else:
-        reach = -INT8_MIN * np.abs(weight.astype(np.int64)).sum(axis=reduce)
         try:
-            requant, params, acc_bias = rq_linear.choose(multipliers, acc_bias, reach, zy, lo)
+            requant, m = multiply_shift.choose(multipliers, zy, lo, INT8_MAX)
         except CompileError as exc:
             raise Refusal(f"its requantisation multipliers cannot be encoded: {exc}") from None
+        channel = (m,)
     if np.abs(acc_bias).max(initial=0) >= 2 ** 31:
         raise Refusal("its bias does not fit int32 at scale s_x*s_w")
-    return LinearPlan(x, op, weight, acc_bias.astype(np.int32), requant, params, zx, x_uint8, y_uint8,
+    return LinearPlan(x, op, weight, acc_bias.astype(np.int32), requant, channel, zx, x_uint8, y_uint8,
                       accumulate, vector_shape)
 
 
@@ -151,7 +151,7 @@ def emit(em: Emitter, p: LinearPlan) -> relax.Expr:
     if p.x_uint8:
         x = em.emit(relax.op.astype(_shifted(x, -UINT8_OFFSET), "int8"))
     acc = em.emit(p.accumulate(em, x, relax.const(p.weight, "int8"), p))
-    vectors = (np.asarray(p.bias),) + (() if p.params is None else p.params.arrays())
+    vectors = (np.asarray(p.bias),) + p.channel
     form, values = rq_relax.linear_values(p.requant, vectors)
     out = em.root(rq_relax.emit(form, {"acc": acc}, values, em.emit, p.vector_shape))
     if p.squeeze is not None:

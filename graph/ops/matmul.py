@@ -3,8 +3,8 @@ its leading dims, on the GEMM core.
 
 QDQ block:  quantize(relu?(matmul(dq(a), dq(b))))  with a (..., M, K), b (..., K, N) ->
             requantised(matmul(a_q, b_q : int32)), the requantisation by s_a s_b / s_y: power of
-            two where it is one and the zero points are 0, else the fixed-point form
-            (requantisation.fixed_point.choose, one multiplier for every channel)
+            two where it is one and the zero points are 0, else the multiply-shift form
+            (requantisation.multiply_shift.choose, one multiplier for every channel: REQ)
             Both operands take zero point 0: with zero points the product needs each row's and
             column's sum of activations (neither is a constant to fold into a bias).
 Pattern:    matmul(a, b) of two non-constant operands + a requantisation form
@@ -22,10 +22,9 @@ from tvm import relax
 from tvm.relax.dpl import is_op, wildcard
 
 from vta_sim.errors import CompileError
-from requantisation import Requant, fixed_point, rule
+from requantisation import Requant, multiply_shift, rule
 from requantisation import relax as rq_relax
 from requantisation.bounds import INT8_MAX, INT8_MIN
-from requantisation.fixed_point import ChannelParams
 from requantisation.relax import linear_pattern, read_linear
 from requantisation.rule import PowerOfTwo, rounding_constant
 from schedules.op_kernel import OpKernel
@@ -39,10 +38,6 @@ from .dense import DenseSpec
 from .linear import common_pow2_shift
 from .qdq_read import QdqGraph, dq_input, known_shape, output_scale, single_use, static_shape
 from .relax_read import ValueOf
-
-#: |a b| per product of two int8 values, times K: the accumulator's reach
-PRODUCT_REACH = -INT8_MIN * -INT8_MIN
-
 
 @dataclass(frozen=True)
 class MatmulSpec:
@@ -125,7 +120,7 @@ class MatmulPlan:
     b: relax.Expr
     bias: np.ndarray              # int32 per output column: the rounding constant or 0
     requant: Requant
-    params: ChannelParams | None
+    channel: tuple[np.ndarray, ...]   # the requantisation's per-channel vectors after the bias
 
 
 def _matmul_of_activations(g: QdqGraph, call: Any) -> bool:
@@ -149,7 +144,7 @@ def plan(g: QdqGraph, block: QdqBlock) -> MatmulPlan:
         raise Refusal(f"its operands have zero points {za} and {zb}: a matmul of two activations takes "
                       "symmetric operands on the accelerator (quantise with --quantizer pow2 or "
                       "onnxruntime-symmetric)")
-    (*lead_a, _, k), (*lead_b, _, n) = known_shape(a), known_shape(b)
+    (*lead_a, _, _), (*lead_b, _, n) = known_shape(a), known_shape(b)
     if lead_a != lead_b:
         raise Refusal(f"leading dims {tuple(lead_a)} and {tuple(lead_b)} differ: broadcasting matmuls stay "
                       "on the CPU")
@@ -158,18 +153,17 @@ def plan(g: QdqGraph, block: QdqBlock) -> MatmulPlan:
     multiplier = sa * sb / sy
     shift = common_pow2_shift(np.array([multiplier])) if zy == 0 else None
     if shift is not None:
-        return MatmulPlan(a, b, np.full(n, rounding_constant(shift), np.int32), PowerOfTwo(shift, lo, INT8_MAX), None)
+        return MatmulPlan(a, b, np.full(n, rounding_constant(shift), np.int32), PowerOfTwo(shift, lo, INT8_MAX), ())
     try:
-        requant, params = fixed_point.choose(np.full(n, multiplier), zy, lo, INT8_MAX,
-                                             acc_bound=np.full(n, k * PRODUCT_REACH))
+        requant, m = multiply_shift.choose(np.full(n, multiplier), zy, lo, INT8_MAX)
     except CompileError as exc:
         raise Refusal(f"its requantisation multiplier cannot be encoded: {exc}") from None
-    return MatmulPlan(a, b, np.zeros(n, np.int32), requant, params)
+    return MatmulPlan(a, b, np.zeros(n, np.int32), requant, (m,))
 
 
 def emit(em: Emitter, p: MatmulPlan) -> relax.Expr:
     acc = em.emit(relax.op.matmul(em.visit(p.a), em.visit(p.b), out_dtype="int32"))
-    vectors = (p.bias,) + (() if p.params is None else p.params.arrays())
+    vectors = (p.bias,) + p.channel
     form, values = rq_relax.linear_values(p.requant, vectors)
     return em.root(rq_relax.emit(form, {"acc": acc}, values, em.emit, (-1,)))
 
