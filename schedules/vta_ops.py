@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from vta_sim.errors import CompileError
-from requantisation import PowerOfTwo, Requant, ScaledRequant
+from requantisation import MultiplyShift, PowerOfTwo, Requant, ScaledRequant
 from requantisation.stages import epilogue, vector_inputs
 from vta_sim import packing as pk
 from vta_sim.config import Config
@@ -76,10 +76,11 @@ def _compiled(cfg: Config, op: TiledOp, s, vthreads: int, tiles, requant) -> tup
 
 def _channel_inputs(op: str, requant, channels: int) -> dict:
     """The per-channel int32 inputs after data and weight: the bias, and with a ScaledRequant
-    a_min, a_max, m_hi, m_lo (requantisation.ChannelParams), each of length `channels`."""
-    if not isinstance(requant, (PowerOfTwo, ScaledRequant)):
-        raise CompileError(f"{op}: requant {requant!r} is neither a requantisation.PowerOfTwo nor a "
-                           "requantisation.ScaledRequant")
+    a_min, a_max, m_hi, m_lo (requantisation.ChannelParams), with a MultiplyShift m, each of
+    length `channels`."""
+    if not isinstance(requant, (PowerOfTwo, ScaledRequant, MultiplyShift)):
+        raise CompileError(f"{op}: requant {requant!r} is not a requantisation.Requant (PowerOfTwo, "
+                           "ScaledRequant or MultiplyShift)")
     return {v: ((channels,), "int32") for v in vector_inputs(epilogue(requant))}
 
 

@@ -116,7 +116,7 @@ def test_a_scale_that_is_not_a_power_of_two_runs_in_fixed_point(small):
     model = _with_scale(qdq, conv_w.removesuffix("_dq") + "_scale", 0.01)
     result = run_model(ModelCase("odd_scale", model, x), "1x8x8")
     assert all(r["target"] == "vta" and r["verified"] for r in result.layers)
-    assert result.runs[0].region.spec.requant.__class__.__name__ == "ScaledRequant"
+    assert result.runs[0].region.spec.requant.__class__.__name__ == "MultiplyShift"
     assert result.logits_identical and result.verified
 
 
