@@ -63,6 +63,9 @@ def resolve_alu(op: str, imm: int | None) -> tuple[str, int | None]:
         imm = transform(int(imm))
     elif op not in ALU_OPS:
         raise EncodingError(f"unknown ALU op {op!r}; accepted: {', '.join([*ALU_OPS, *ALU_PSEUDO_OPS])}")
+    elif op == "req" and imm is not None:
+        raise EncodingError(f"req takes no immediate operand (got {imm}): its multipliers are the tensor operand, "
+                            "its immediate field the shift and zero point (isa.req_imm)")
     if imm is not None and not IMM_MIN <= int(imm) <= IMM_MAX:
         raise EncodingError(f"ALU immediate {imm} does not fit the signed {IMM_BITS}-bit field "
                             f"[{IMM_MIN}, {IMM_MAX}]")

@@ -33,8 +33,9 @@ ERRORS = {
     "OPCODE": (1, EncodingError),           # illegal opcode (5-7)
     "MEM_TYPE": (2, EncodingError),         # memory type the instruction's module does not take
     "DEP_FLAG": (3, EncodingError),         # dependency flag that is illegal in the module
-    "ALU_OPCODE": (4, EncodingError),       # illegal ALU opcode (5-7)
-    "MALFORMED": (5, ProgramError),         # UOP load not 1 row/unpadded, padded STORE, unused bits, uop_bgn > uop_end
+    "ALU_OPCODE": (4, EncodingError),       # illegal ALU opcode (6-7; 5 is REQ, docs/isa-extensions.md)
+    "MALFORMED": (5, ProgramError),         # UOP load not 1 row/unpadded, padded STORE, unused bits, uop_bgn > uop_end,
+                                            # REQ with use_imm or reserved immediate bits
     "SRAM_RANGE": (6, MemoryAccessError),   # LOAD/STORE/uop range outside its SRAM
     "FINISH": (7, ProgramError),            # FINISH not last, or the last instruction is not FINISH
     "INSN_ADDR": (8, ProgramError),         # insn_addr not 16-byte aligned, or insn_count = 0
