@@ -1,7 +1,9 @@
 """The quantised residual add's requantisation: y = clip(((a << sa) + (b << sb) + round) >> shift,
-lo, hi), or with zero points and any scales (ScaledAddParams) the fixed-point form
-y = clip(round((a - za) M_a + (b - zb) M_b) + zy, lo, hi), as TFLite's quantised ADD does;
-and its one-operand form (RescaleParams), which moves a Concat input into the output's scale.
+lo, hi), or with zero points and any scales y = clip(round((a - za) M_a + (b - zb) M_b) + zy,
+lo, hi), as TFLite's quantised ADD does; and its one-operand form, which moves a Concat input
+into the output's scale. The scaled forms come two ways: `ReqSumParams` ends in one REQ
+instruction (docs/isa-extensions.md), what the graph level chooses; `ScaledAddParams` /
+`RescaleParams` are the base ISA's fixed-point sequence.
 
 `program()` gives the ALU work: the int8 operands' loads into ACC (LOAD ACC_8BIT sign-extends
 them into int32 entries) and the stages, ending with `stages.tail`. The schedule is
@@ -18,7 +20,9 @@ from vta_sim.errors import CompileError
 
 from . import fixed_point
 from .bounds import INT32_MAX, INT32_MIN, INT8_MAX, INT8_MIN
+from . import multiply_shift
 from .fixed_point import ScaledRequant, round_shift
+from .multiply_shift import MultiplyShift
 from .rule import rounding_constant
 from .stages import Stage, clip, tail
 
@@ -95,6 +99,80 @@ class RescaleParams(_ScaledClamp):
         return _scaled_program((("a", self.zero, self.m),), self.requant)
 
 
+#: REQ sums: the operands' ratio in factors below 2^FACTOR_BITS (16-bit signed ALU immediates),
+#: the scale in REQ's 31-bit multiplier. |sum| <= 2 * 255 * 2^15 < 2^24: no int32 overflow.
+FACTOR_BITS = 15
+
+
+@dataclass(frozen=True)
+class ReqSumParams:
+    """y = REQ(sum_i (x_i - zeros[i]) factors[i], m): clip(round(sum * m / 2^shift) + zp, lo, hi).
+
+    Two operands: an add, each real multiplier M_i = factors[i] m / 2^shift, the ratio of the two
+    in 15-bit factors (the best of its approximations with such denominators); one operand: a rescale, factor 1, the whole multiplier in m (31 bits).
+    ALU work per entry: an ACC_8BIT load, ADD -zero and MUL factor (immediates) per operand, the
+    sum's ADD, one REQ whose multiplier entry `m` (a kernel input) stays in its register."""
+    zeros: tuple[int, ...]
+    factors: tuple[int, ...]
+    m: int
+    requant: MultiplyShift
+
+    @property
+    def lo(self) -> int:
+        return self.requant.lo
+
+    @property
+    def hi(self) -> int:
+        return self.requant.hi
+
+    def program(self) -> tuple:
+        loads, stages, terms = [], [], []
+        for name, zero, factor in zip("ab", self.zeros, self.factors):
+            loads.append((f"{name}_acc", name))
+            term = f"{name}_acc"
+            if zero:
+                stages.append(Stage(f"{name}_zp", "add", term, -zero))
+                term = stages[-1].name
+            if factor != 1:
+                stages.append(Stage(f"{name}_mul", "mul", term, factor))
+                term = stages[-1].name
+            terms.append(term)
+        if len(terms) == 2:
+            stages.append(Stage("sum", "add", terms[0], terms[1]))
+            terms = ["sum"]
+        r = self.requant
+        stages.append(Stage("req", "req", terms[0], "m", (r.shift, r.zero_point)))
+        return tuple(loads), tuple(stages) + (clip("req", r.lo, r.hi) if r.clips else ())
+
+
+def choose_req_sum(multipliers, zeros, zero_point: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> ReqSumParams:
+    """The REQ form of round(sum_i (x_i - zeros[i]) M_i) + zero_point, clipped: one or two int8
+    operands. CompileError where a multiplier is not a finite number >= 0 or all are 0."""
+    mult = np.asarray(multipliers, np.float64).reshape(-1)
+    if not np.all(np.isfinite(mult)) or np.any(mult < 0) or not mult.any():
+        raise CompileError(f"multipliers {mult.tolist()}: need finite values >= 0, not all 0")
+    if mult.size == 1:
+        factors, scale = (1,), float(mult[0])
+    else:
+        # the larger operand's factor c in [2^14, 2^15): the one whose partner round(r c) is
+        # nearest to r c, the ratio's best approximation with such denominators
+        big = float(mult.max())
+        ratios = mult / big
+        c = np.arange(1 << (FACTOR_BITS - 1), 1 << FACTOR_BITS)
+        err = np.abs(np.round(np.outer(ratios, c)) - np.outer(ratios, c)).max(axis=0)
+        best = int(c[int(np.argmin(err))])
+        factors = tuple(int(round(r * best)) for r in ratios)
+        scale = big / best
+    requant, (m,) = multiply_shift.choose([scale], zero_point, lo, hi)
+    return ReqSumParams(tuple(int(z) for z in zeros), factors, int(m), requant)
+
+
+def req_sum_ref(xs, p: ReqSumParams) -> np.ndarray:
+    """REQ's sum in int64: the contract's rounding on sum_i (x_i - zero_i) factor_i."""
+    total = sum((x.astype(np.int64) - z) * f for x, z, f in zip(xs, p.zeros, p.factors))
+    return multiply_shift.requantize_ref(total, p.requant, np.array([p.m]), axis=0)
+
+
 def choose_rescale(zero: int, multiplier: float, zero_point: int, lo: int = INT8_MIN,
                    hi: int = INT8_MAX) -> RescaleParams:
     """The cheapest rescale of an int8 operand that gives the real multiplier's result,
@@ -143,6 +221,9 @@ def _scaled_program(operands, requant: ScaledRequant) -> tuple:
 
 def check_params(p) -> None:
     """Refuse what the ALU cannot compute exactly in int32 with 16-bit immediates."""
+    if isinstance(p, ReqSumParams):
+        _check_req_sum(p)
+        return
     if isinstance(p, ScaledAddParams):
         _check_scaled(p.requant, (("zero_a", p.zero_a, p.m_a), ("zero_b", p.zero_b, p.m_b)))
         return
@@ -150,7 +231,8 @@ def check_params(p) -> None:
         _check_scaled(p.requant, (("zero", p.zero, p.m),))
         return
     if not isinstance(p, AddParams):
-        raise CompileError(f"add parameters {p!r}: expected AddParams, ScaledAddParams or RescaleParams")
+        raise CompileError(f"add parameters {p!r}: expected AddParams, ScaledAddParams, RescaleParams "
+                           "or ReqSumParams")
     for name in ("shift_a", "shift_b", "shift"):
         if not isinstance(getattr(p, name), (int, np.integer)):
             raise CompileError(f"{name} = {getattr(p, name)!r}: must be an integer")
@@ -169,6 +251,21 @@ def check_params(p) -> None:
     if not INT8_MIN <= p.lo <= p.hi <= INT8_MAX:
         raise CompileError(f"clip [{p.lo}, {p.hi}]: need {INT8_MIN} <= lo <= hi <= {INT8_MAX} "
                            "(the result is stored as int8)")
+
+
+def _check_req_sum(p: ReqSumParams) -> None:
+    """One or two operands with int8 zero points, factors that are ALU immediates, m a REQ
+    multiplier, and no partial sum outside int32."""
+    if not 1 <= len(p.zeros) == len(p.factors) <= 2:
+        raise CompileError(f"zeros {p.zeros}, factors {p.factors}: one or two operands, a factor each")
+    for zero, factor in zip(p.zeros, p.factors):
+        if not INT8_MIN <= zero <= INT8_MAX or not 0 <= factor < 1 << FACTOR_BITS:
+            raise CompileError(f"zero point {zero}, factor {factor}: need an int8 zero point and "
+                               f"0 <= factor < {1 << FACTOR_BITS}")
+    if not 0 <= p.m < 1 << multiply_shift.MULTIPLIER_BITS:
+        raise CompileError(f"REQ multiplier {p.m}: need 0 <= m < 2^{multiply_shift.MULTIPLIER_BITS}")
+    if OPERAND_REACH * sum(p.factors) > INT32_MAX:
+        raise CompileError(f"factors {p.factors}: their sum over int8 operands leaves int32")
 
 
 def _check_scaled(r: ScaledRequant, operands) -> None:

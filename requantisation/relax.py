@@ -16,7 +16,10 @@ Forms (the numpy rule is fixed_point.round_shift; the ALU's is stages.tail):
                    [with a step: tail(p) adds min(max(acc + bias + s_bias, s_min), s_max) after its shift]
     add, pow2:     astype(clip(((a << ka) + (b << kb) + rnd) >> shift, lo, hi))
     add, scaled:   tail((a - za) m_a + (b - zb) m_b)
+    add, REQ:      req((a - za) c_a + (b - zb) c_b)
     rescale:       tail((a - za) m_a)            (a Concat input moved into the output's scale)
+    rescale, REQ:  req(a - za)
+    req(x):        astype(clip(((int64(x) * m + rnd) >> shift) + zp, lo, hi))     (m a vector or a scalar)
     tail(p):       u = p >> t [u += parity, ties to even]; astype(clip(((u + rnd) >> (s-t)) + zp, lo, hi))
 
 The tail always has its pre-shift and zero point (0 or not), so each form has one pattern.
@@ -33,7 +36,7 @@ from tvm.relax.dpl import is_const, is_op, wildcard
 
 from vta_sim.errors import CompileError
 
-from .add import AddParams, RescaleParams, ScaledAddParams
+from .add import AddParams, ReqSumParams, RescaleParams, ScaledAddParams
 from .fixed_point import SPLIT, ChannelParams, ScaledRequant
 from .multiply_shift import MultiplyShift
 from .rule import PowerOfTwo, Requant, rounding_constant
@@ -83,11 +86,15 @@ POW2 = (Node("bias_add", "add", ("acc", Vec("bias"))), Node("shr", "right_shift"
         *_stored("shr"))
 
 
-MULTIPLY_SHIFT = (Node("bias_add", "add", ("acc", Vec("bias"))), Node("wide", "astype", ("bias_add",), "int64"),
-                  Node("product", "multiply", ("wide", Vec("m", "int64"))),
-                  Node("round", "add", ("product", Imm("rounding", "int64"))),
-                  Node("shr", "right_shift", ("round", Imm("shift", "int64"))),
-                  Node("zp", "add", ("shr", Imm("zero_point", "int64"))), *_stored("zp"))
+def _req_tail(x: str, m: Imm | Vec) -> tuple:
+    """REQ after value x: round(int64(x) * m / 2^shift) + zp, clipped, as int8."""
+    return (Node("wide", "astype", (x,), "int64"), Node("product", "multiply", ("wide", m)),
+            Node("round", "add", ("product", Imm("rounding", "int64"))),
+            Node("shr", "right_shift", ("round", Imm("shift", "int64"))),
+            Node("zp", "add", ("shr", Imm("zero_point", "int64"))), *_stored("zp"))
+
+
+MULTIPLY_SHIFT = (Node("bias_add", "add", ("acc", Vec("bias"))), *_req_tail("bias_add", Vec("m", "int64")))
 
 
 def _scaled(ties_even: bool, step: bool = False) -> tuple:
@@ -113,12 +120,18 @@ ADD_SCALED = (*_widened("a"), Node("za", "add", ("wa", Imm("minus_zero_a"))), No
               *_widened("b"), Node("zb", "add", ("wb", Imm("minus_zero_b"))), Node("mb", "multiply", ("zb", Imm("m_b"))),
               Node("sum", "add", ("ma", "mb")), *_tail("sum", False))
 
+ADD_REQ = (*_widened("a"), Node("za", "add", ("wa", Imm("minus_zero_a"))), Node("ma", "multiply", ("za", Imm("c_a"))),
+           *_widened("b"), Node("zb", "add", ("wb", Imm("minus_zero_b"))), Node("mb", "multiply", ("zb", Imm("c_b"))),
+           Node("sum", "add", ("ma", "mb")), *_req_tail("sum", Imm("m", "int64")))
+RESCALE_REQ = (*_widened("a"), Node("za", "add", ("wa", Imm("minus_zero_a"))), *_req_tail("za", Imm("m", "int64")))
+
 RESCALE = (*_widened("a"), Node("za", "add", ("wa", Imm("minus_zero_a"))), Node("ma", "multiply", ("za", Imm("m_a"))),
            *_tail("ma", False))
 
 #: The forms after a conv2d/matmul accumulator and of the residual add, as the pattern tries them.
 LINEAR_FORMS = (POW2, MULTIPLY_SHIFT, _scaled(False), _scaled(True), _scaled(False, True), _scaled(True, True))
-ADD_FORMS = (ADD_POW2, ADD_SCALED)
+ADD_FORMS = (ADD_POW2, ADD_REQ, ADD_SCALED)
+RESCALE_FORMS = (RESCALE_REQ, RESCALE)
 
 
 # ------------------------------------------------------------------ values of a typed form
@@ -135,8 +148,7 @@ def linear_values(requant: Requant, vectors: tuple) -> tuple:
         return POW2, {"bias": bias, "shift": requant.shift, "lo": requant.lo, "hi": requant.hi}
     if isinstance(requant, MultiplyShift):
         bias, m = vectors
-        return MULTIPLY_SHIFT, {"bias": bias, "m": m, "rounding": requant.rounding, "shift": requant.shift,
-                                "zero_point": requant.zero_point, "lo": requant.lo, "hi": requant.hi}
+        return MULTIPLY_SHIFT, {"bias": bias, "m": m, **_req_values(requant)}
     assert isinstance(requant, ScaledRequant)
     bias, *channel = vectors
     c = ChannelParams(*channel)
@@ -146,8 +158,16 @@ def linear_values(requant: Requant, vectors: tuple) -> tuple:
         "k": requant.k, **_tail_values(requant)}
 
 
-def add_values(p: AddParams | ScaledAddParams) -> tuple:
+def _req_values(r: MultiplyShift) -> dict:
+    return {"rounding": r.rounding, "shift": r.shift, "zero_point": r.zero_point, "lo": r.lo, "hi": r.hi}
+
+
+def add_values(p: AddParams | ScaledAddParams | ReqSumParams) -> tuple:
     """(form, values) of the residual add."""
+    if isinstance(p, ReqSumParams):
+        (za, zb), (ca, cb) = p.zeros, p.factors
+        return ADD_REQ, {"minus_zero_a": -za, "minus_zero_b": -zb, "c_a": ca, "c_b": cb, "m": p.m,
+                         **_req_values(p.requant)}
     if isinstance(p, ScaledAddParams):
         return ADD_SCALED, {"minus_zero_a": -p.zero_a, "minus_zero_b": -p.zero_b, "m_a": p.m_a, "m_b": p.m_b,
                             **_tail_values(p.requant)}
@@ -155,9 +175,11 @@ def add_values(p: AddParams | ScaledAddParams) -> tuple:
                       "rounding": rounding_constant(p.shift), "lo": p.lo, "hi": p.hi}
 
 
-def rescale_values(p: RescaleParams) -> dict:
-    """The values of the RESCALE form (a Concat input moved into the output's scale)."""
-    return {"minus_zero_a": -p.zero, "m_a": p.m, **_tail_values(p.requant)}
+def rescale_values(p: RescaleParams | ReqSumParams) -> tuple:
+    """(form, values) of a Concat input moved into the output's scale."""
+    if isinstance(p, ReqSumParams):
+        return RESCALE_REQ, {"minus_zero_a": -p.zeros[0], "m": p.m, **_req_values(p.requant)}
+    return RESCALE, {"minus_zero_a": -p.zero, "m_a": p.m, **_tail_values(p.requant)}
 
 
 # ------------------------------------------------------------------ emit
@@ -209,14 +231,21 @@ def linear_pattern(acc: Any) -> Any:
 
 
 def rescale_pattern() -> Any:
-    """The RESCALE form on any operand."""
-    return pattern(RESCALE, {"a": wildcard()})
+    """Any rescale form on any operand."""
+    out = None
+    for form in RESCALE_FORMS:
+        p = pattern(form, {"a": wildcard()})
+        out = p if out is None else out | p
+    return out
 
 
 def add_pattern() -> Any:
-    """Either residual-add form, on any two operands."""
-    forms = [pattern(form, {"a": wildcard(), "b": wildcard()}) for form in ADD_FORMS]
-    return forms[0] | forms[1]
+    """Any residual-add form, on any two operands."""
+    out = None
+    for form in ADD_FORMS:
+        p = pattern(form, {"a": wildcard(), "b": wildcard()})
+        out = p if out is None else out | p
+    return out
 
 
 # ------------------------------------------------------------------ read back
@@ -315,8 +344,12 @@ def read_add(root, value_of) -> tuple:
     """((a, b) operand exprs, AddParams or ScaledAddParams, the sum's call) of a residual add;
     FormMismatch (a CompileError) where neither form matches."""
     form, inputs, v, calls = _first_form(ADD_FORMS, root, value_of, "residual-add")
+    params: AddParams | ScaledAddParams | ReqSumParams
     if form is ADD_POW2:
         params = AddParams(v["shift_a"], v["shift_b"], v["shift"], v["lo"], v["hi"])
+    elif form is ADD_REQ:
+        params = ReqSumParams((-v["minus_zero_a"], -v["minus_zero_b"]), (v["c_a"], v["c_b"]), v["m"],
+                              MultiplyShift(v["shift"], v["zero_point"], v["lo"], v["hi"]))
     else:
         params = ScaledAddParams(-v["minus_zero_a"], -v["minus_zero_b"], v["m_a"], v["m_b"],
                                  _scaled_requant(v, SPLIT, False))
@@ -325,8 +358,14 @@ def read_add(root, value_of) -> tuple:
 
 
 def read_rescale(root, value_of) -> tuple:
-    """(operand expr, RescaleParams) of a RESCALE block; FormMismatch where it is not one."""
-    inputs, v, _ = read(RESCALE, root, value_of)
-    params = RescaleParams(-v["minus_zero_a"], v["m_a"], _scaled_requant(v, SPLIT, False))
-    _check(v, rescale_values(params))
+    """(operand expr, ReqSumParams or RescaleParams) of a rescale block; FormMismatch where it is
+    not one."""
+    form, inputs, v, _ = _first_form(RESCALE_FORMS, root, value_of, "rescale")
+    params: ReqSumParams | RescaleParams
+    if form is RESCALE_REQ:
+        params = ReqSumParams((-v["minus_zero_a"],), (1,), v["m"],
+                              MultiplyShift(v["shift"], v["zero_point"], v["lo"], v["hi"]))
+    else:
+        params = RescaleParams(-v["minus_zero_a"], v["m_a"], _scaled_requant(v, SPLIT, False))
+    _check(v, rescale_values(params)[1])
     return inputs["a"], params

@@ -10,7 +10,9 @@ store. Stages that would do nothing (a zero shift) are left out. lo = 0 is a ReL
 The op is element-wise, so its packed layout is a flat list of ACC entries (NCHW packed per
 block, batch and channels padded with zeros, then padded to whole tiles); the tiles are runs of
 entries, each loaded operand `tile` entries in ACC (the scaled form loads each operand twice,
-for the high and low parts of its multiplier: docs/ops.md).
+for the high and low parts of its multiplier: docs/ops.md). A REQ form (ReqSumParams) ends in
+one REQ instruction whose multiplier entry `m` (one ACC entry, a kernel input the pack adds) is
+loaded once per tile and stays in REQ's operand register.
 """
 from __future__ import annotations
 
@@ -18,8 +20,8 @@ import numpy as np
 from tvm import s_tir, te
 
 from intrinsics.build import compile_vta
-from intrinsics.tensor_intrin import ALU_EXPRS, SCOPES, alu_intrin, tensorize_loop
-from requantisation.add import AddParams, check_params
+from intrinsics.tensor_intrin import ALU_EXPRS, SCOPES, alu_intrin, req_expr, req_intrin, tensorize_loop
+from requantisation.add import AddParams, ReqSumParams, check_params
 from requantisation.bounds import INT8_MAX, INT8_MIN
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
@@ -50,7 +52,15 @@ def workload(cfg: Config, entries: int, p) -> list:
     inputs = {name: te.placeholder(shape, "int8", name=name) for name in operands(p)}
     loads, stages = p.program()
     done = {block: _widen(inputs[src], block) for block, src in loads}
+    if isinstance(p, ReqSumParams):
+        inputs["m"] = done["m"] = te.placeholder((1, cfg.BATCH, cfg.BLOCK_OUT), "int32", name="m")
     for st in stages:
+        if st.op == "req":
+            m, (shift, zero_point) = done[st.y], st.imm
+            x = done[st.x]
+            done[st.name] = te.compute(shape, lambda e, b, o: req_expr(x(e, b, o), m(0, b, o), shift, zero_point),  # noqa: B023
+                                       name=st.name)
+            continue
         done[st.name] = _alu_stage(done[st.x], st.op, done[st.y] if isinstance(st.y, str) else st.y, st.name)
     last = done[stages[-1].name]
     out = te.compute(shape, lambda *i: last(*i).astype("int8"), name="out")
@@ -85,6 +95,11 @@ def schedule(cfg: Config, entries: int, tile: int, p, vthreads: int = 1):
         sch.compute_at(block, tile_loop)
     for st in stages:
         block = sch.get_sblock(st.name)
+        if st.op == "req":     # its multiplier entry into ACC once per tile
+            m = sch.cache_read(block, 1, SCOPES["acc"])
+            sch.compute_at(m, tile_loop)
+            sch.tensorize(tensorize_loop(sch, block, cfg), req_intrin(cfg, *st.imm))
+            continue
         sch.tensorize(tensorize_loop(sch, block, cfg),
                       alu_intrin(cfg, st.op, None if isinstance(st.y, str) else st.y))
     return sch.mod
@@ -122,9 +137,12 @@ def eltwise_kernel(cfg: Config, shape: tuple, p, vthreads: int = VTHREADS) -> Op
     kernel = compile_vta(schedule(cfg, padded, tile, p, vthreads), cfg)
     names = operands(p)
 
+    # a REQ form's multiplier entry: m in every lane
+    extra = (np.full((1, *entry), p.m, np.int32),) if isinstance(p, ReqSumParams) else ()
+
     def pack(*xs):
         if len(xs) != len(names):
             raise CompileError(f"expected {len(names)} operand(s) ({', '.join(names)}), got {len(xs)}")
-        return tuple(flat(x, f"operand {name}") for x, name in zip(xs, names))
+        return tuple(flat(x, f"operand {name}") for x, name in zip(xs, names)) + extra
     return OpKernel("add" if len(names) == 2 else "rescale", kernel, pack=pack, unpack=unflat, tiles={"tile_entries": tile, "tiles": tiles,
                                                   "vthreads": vthreads})

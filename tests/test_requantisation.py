@@ -12,8 +12,9 @@ from tvm.relax.dpl import is_const, is_op, wildcard
 
 from requantisation import MultiplyShift, PowerOfTwo, ScaledRequant, as_requant, reference
 from requantisation import relax as rq_relax
-from requantisation.add import (AddParams, RescaleParams, ScaledAddParams, add_ref, choose_rescale, rescale_ref,
-                                scaled_add_ref)
+from requantisation.add import (AddParams, ReqSumParams, RescaleParams, ScaledAddParams, add_ref, check_params,
+                                choose_req_sum, choose_rescale, req_sum_ref, rescale_ref, scaled_add_ref)
+from vta_sim.errors import CompileError
 from requantisation.fixed_point import SPLIT, ChannelParams
 from requantisation.stages import epilogue, tail
 
@@ -118,7 +119,9 @@ LINEAR = [(PowerOfTwo(9, 0, 127), None), (_scaled(False), _channel(16)), (_scale
           (MultiplyShift(0, 0), _Multipliers(np.full(16, 1, np.int32)))]
 LINEAR_IDS = ["pow2", "fixed", "fixed-ties-even", "fixed-step", "req", "req-clipped", "req-unshifted"]
 ADDS = [AddParams(2, 0, 3, -128, 127), AddParams(0, 0, 0, 0, 127),
-        ScaledAddParams(-128, 5, 40000, 9000, ScaledRequant(SPLIT, 2, 17, 4, -128, 127))]
+        ScaledAddParams(-128, 5, 40000, 9000, ScaledRequant(SPLIT, 2, 17, 4, -128, 127)),
+        choose_req_sum([0.73, 0.41], (-3, 17), -128), choose_req_sum([1.9, 0.05], (0, -128), 5, -20, 100)]
+ADD_IDS = ["pow2", "pow2-unshifted", "scaled", "req", "req-clipped"]
 
 
 def _emitted(inputs: dict, emit_body):
@@ -149,7 +152,7 @@ def test_a_linear_form_reads_back_as_the_requantisation_it_was_emitted_from(requ
     assert all(np.array_equal(a, b) for a, b in zip(got_vectors, vectors)) and len(got_vectors) == len(vectors)
 
 
-@pytest.mark.parametrize("params", ADDS, ids=["pow2", "pow2-unshifted", "scaled"])
+@pytest.mark.parametrize("params", ADDS, ids=ADD_IDS)
 def test_an_add_form_reads_back_and_its_pattern_matches(params):
     form, values = rq_relax.add_values(params)
     func, value_of, root = _emitted({"a": ((1, 8, 2, 2), "int8"), "b": ((1, 8, 2, 2), "int8")},
@@ -215,11 +218,12 @@ def test_a_linear_form_computes_the_rule(requant, channel):
     np.testing.assert_array_equal(_evaluate(form, {"acc": acc}, values), want)
 
 
-@pytest.mark.parametrize("params", ADDS, ids=["pow2", "pow2-unshifted", "scaled"])
+@pytest.mark.parametrize("params", ADDS, ids=ADD_IDS)
 def test_an_add_form_computes_the_rule(params):
     form, values = rq_relax.add_values(params)
     a, b = (RNG.integers(-128, 128, (1, 8, 4, 4)) for _ in range(2))
     want = (scaled_add_ref(a, b, params) if isinstance(params, ScaledAddParams)
+            else req_sum_ref((a, b), params) if isinstance(params, ReqSumParams)
             else add_ref(a, b, params.shift_a, params.shift_b, params.shift, params.lo, params.hi))
     np.testing.assert_array_equal(_evaluate(form, {"a": a, "b": b}, values), want)
 
@@ -227,6 +231,7 @@ def test_an_add_form_computes_the_rule(params):
 # ------------------------------------------------------------------ the Concat input's rescale
 RESCALES = [RescaleParams(-128, 40000, ScaledRequant(SPLIT, 2, 17, -128, -128, 127)),   # both parts
             RescaleParams(5, 3 << SPLIT, ScaledRequant(SPLIT, 0, 15, 0, 0, 127))]      # high part only, ReLU
+REQ_RESCALES = [choose_req_sum([0.7316], (-128,), -128), choose_req_sum([37.5], (5,), 0, 0, 127)]
 
 
 def _exact_rescale(a: int, p: RescaleParams) -> int:
@@ -244,17 +249,18 @@ def test_the_rescale_program_and_rule_are_exact_on_every_int8(params):
     assert rescale_ref(a, params).tolist() == want
 
 
-@pytest.mark.parametrize("params", RESCALES, ids=["two-parts", "high-part-relu"])
+@pytest.mark.parametrize("params", RESCALES + REQ_RESCALES, ids=["two-parts", "high-part-relu", "req", "req-relu"])
 def test_a_rescale_form_reads_back_computes_the_rule_and_only_its_pattern_matches(params):
-    values = rq_relax.rescale_values(params)
+    form, values = rq_relax.rescale_values(params)
     func, value_of, root = _emitted({"a": ((1, 8, 2, 2), "int8")},
-                                    lambda bb, a: rq_relax.emit(rq_relax.RESCALE, {"a": a}, values, bb.emit))
+                                    lambda bb, a: rq_relax.emit(form, {"a": a}, values, bb.emit))
     var2val = relax.analysis.get_var2val(func)
     assert rq_relax.rescale_pattern().match(root, var2val) and not rq_relax.add_pattern().match(root, var2val)
     a, got = rq_relax.read_rescale(root, value_of)
     assert got == params and a.same_as(func.params[0])
     x = RNG.integers(-128, 128, (1, 8, 4, 4))
-    np.testing.assert_array_equal(_evaluate(rq_relax.RESCALE, {"a": x}, values), rescale_ref(x, params))
+    want = req_sum_ref((x,), params) if isinstance(params, ReqSumParams) else rescale_ref(x, params)
+    np.testing.assert_array_equal(_evaluate(form, {"a": x}, values), want)
 
 
 @pytest.mark.parametrize("zero, mult, zp, lo", [(-128, 0.7316, -128, -128), (-128, 1.0, -128, -128),
@@ -269,3 +275,43 @@ def test_a_chosen_rescale_gives_the_real_multiplier_on_every_int8(zero, mult, zp
     assert rescale_ref(np.arange(-128, 128), p).tolist() == want
     if mult < 1:
         assert p.m < 1 << SPLIT and len(p.program()[0]) == 1
+
+
+@pytest.mark.parametrize("zero, mult, zp, lo", [(-128, 0.7316, -128, -128), (-128, 1.0, -128, -128),
+                                                (3, 0.01234, -7, -128), (-20, 0.99999, 5, 5),
+                                                (0, 0.5, 0, -128), (-128, 37.5, -128, -128)])
+def test_a_req_rescale_gives_the_real_multiplier_on_every_int8(zero, mult, zp, lo):
+    """One operand: the whole multiplier in REQ's 31 bits, against Fraction arithmetic on all 256
+    operands, and the program is a load, the zero point's ADD and one REQ."""
+    p = choose_req_sum([mult], (zero,), zp, lo)
+    want = [min(max(math.floor((a - zero) * Fraction(mult) + Fraction(1, 2)) + zp, lo), 127)
+            for a in range(-128, 128)]
+    assert req_sum_ref((np.arange(-128, 128),), p).tolist() == want
+    loads, stages = p.program()
+    assert len(loads) == 1 and [st.op for st in stages if st.op != "max" and st.op != "min"] == \
+        (["add"] if zero else []) + ["req"]
+
+
+@pytest.mark.parametrize("ma, mb, za, zb, zy", [(0.7316, 0.4121, -3, 17, -128), (1.9137, 0.0513, -128, -128, 5),
+                                                (2.7131e-3, 3.1047, 100, -100, -20), (0.6029, 1.13e-5, 0, 0, -128)])
+def test_a_req_add_is_within_one_lsb_of_the_real_sum_and_rarely_off(ma, mb, za, zb, zy):
+    """Two operands: their ratio in 15-bit factors, so outputs near a tie may differ by 1 from
+    the real multipliers' (Fraction arithmetic over every pair of int8 values; multipliers of
+    no short decimal, whose exact ties a float's last bit would decide)."""
+    p = choose_req_sum([ma, mb], (za, zb), zy)
+    a, b = np.meshgrid(np.arange(-128, 128), np.arange(-128, 128))
+    got = req_sum_ref((a, b), p).astype(np.int64)
+    fa, fb = Fraction(ma), Fraction(mb)
+    real = np.array([[min(max(math.floor((x - za) * fa + (y - zb) * fb + Fraction(1, 2)) + zy, -128), 127)
+                      for x in range(-128, 128)] for y in range(-128, 128)])
+    assert np.abs(got - real).max() <= 1 and (got != real).mean() < 1e-3
+
+
+@pytest.mark.parametrize("change, match", [({"zeros": (200, 0)}, "int8 zero point"),
+                                           ({"factors": (1 << 15, 1)}, "factor"),
+                                           ({"m": 1 << 31}, "REQ multiplier"),
+                                           ({"zeros": (0, 0, 0), "factors": (1, 1, 1)}, "one or two operands")])
+def test_a_req_sum_refuses_what_req_and_the_alu_cannot_compute(change, match):
+    p = dataclasses.replace(choose_req_sum([0.5, 0.5], (0, 0), 0), **change)
+    with pytest.raises(CompileError, match=match):
+        check_params(p)

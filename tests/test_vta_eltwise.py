@@ -8,7 +8,7 @@ import pytest
 
 from vta_sim.errors import CompileError
 from requantisation import fixed_point as fp
-from requantisation.add import OPERAND_REACH, ScaledAddParams, add_ref, scaled_add_ref
+from requantisation.add import OPERAND_REACH, ScaledAddParams, add_ref, choose_req_sum, req_sum_ref, scaled_add_ref
 from schedules.vta_eltwise import add_kernel, eltwise_kernel
 
 
@@ -155,3 +155,20 @@ def test_scaled_add_refusals(cfg, change, match):
 
     with pytest.raises(CompileError, match=match):
         eltwise_kernel(cfg, (1, 8, 1, 1), dataclasses.replace(_scaled(0.5, 0.5, 0, 0, 0), **change))
+
+
+@pytest.mark.parametrize("shape, mults, zeros, zy, lo, vthreads", [
+    ((1, 8, 4, 4), [0.73, 0.41], (-3, 17), -128, -128, 2),
+    ((3, 10, 5, 7), [1.9, 0.05], (-128, -128), 5, -20, 2),     # padded batch and channels, a clip
+    ((1, 16, 20, 21), [2.7e-3, 3.1], (100, -100), -20, -128, 1),  # several tiles
+    ((1, 8, 9, 9), [0.7316], (-128,), -128, -128, 2),           # a rescale: one operand
+])
+def test_req_sums_match_the_reference(cfg, shape, mults, zeros, zy, lo, vthreads):
+    """The REQ form of the add and the rescale (requantisation.add.ReqSumParams), bit-exact."""
+    p = choose_req_sum(mults, zeros, zy, lo)
+    xs = [_int8(shape, 5 + i) for i in range(len(mults))]
+    kept = [x.copy() for x in xs]
+    kernel = eltwise_kernel(cfg, shape, p, vthreads)
+    y, result = kernel(*xs)
+    np.testing.assert_array_equal(y, req_sum_ref(xs, p))
+    assert all(np.array_equal(x, k) for x, k in zip(xs, kept)) and result.cycles > 0

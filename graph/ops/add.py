@@ -19,10 +19,9 @@ import numpy as np
 from tvm import relax
 
 from vta_sim.errors import CompileError
-from requantisation import add as rq_add
-from requantisation import fixed_point
 from requantisation import relax as rq_relax
-from requantisation.add import AddParams, ScaledAddParams, add_ref, check_params, scaled_add_ref
+from requantisation.add import (AddParams, ReqSumParams, ScaledAddParams, add_ref, check_params, choose_req_sum,
+                                req_sum_ref, scaled_add_ref)
 from requantisation.bounds import INT8_MAX, INT8_MIN
 from schedules import vta_eltwise
 from schedules.op_kernel import OpKernel
@@ -37,12 +36,14 @@ from .relax_read import ValueOf
 @dataclass(frozen=True)
 class AddSpec:
     shape: tuple[Any, ...]              # (n, c, h, w), or any shape: the add runs on flat tiles
-    params: AddParams | ScaledAddParams
+    params: AddParams | ScaledAddParams | ReqSumParams
     op: str = field(default="add", init=False)
     macs = 0
 
     def describe(self) -> str:
         p, dims = self.params, "x".join(map(str, self.shape[1:]))
+        if isinstance(p, ReqSumParams):
+            return f"(a{-p.zeros[0]:+d})Ma+(b{-p.zeros[1]:+d})Mb {dims}"
         if isinstance(p, ScaledAddParams):
             return f"(a{-p.zero_a:+d})Ma+(b{-p.zero_b:+d})Mb {dims}"
         return f"(a<<{p.shift_a}) + (b<<{p.shift_b}) >> {p.shift} {dims}"
@@ -61,6 +62,8 @@ class AddSpec:
 
     def reference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         p = self.params
+        if isinstance(p, ReqSumParams):
+            return req_sum_ref((a, b), p)
         if isinstance(p, ScaledAddParams):
             return scaled_add_ref(a, b, p)
         return add_ref(a, b, p.shift_a, p.shift_b, p.shift, p.lo, p.hi)
@@ -70,7 +73,7 @@ class AddSpec:
 class AddPlan:
     a: relax.Expr
     b: relax.Expr
-    params: AddParams | ScaledAddParams
+    params: AddParams | ScaledAddParams | ReqSumParams
 
 
 def is_layer(g: QdqGraph, call: relax.Call) -> bool:
@@ -90,14 +93,13 @@ def plan(g: QdqGraph, block: QdqBlock) -> AddPlan:
             ka = -pow2_exponent(sa / sy, "operand scale / output scale")
             kb = -pow2_exponent(sb / sy, "operand scale / output scale")
             low = min(ka, kb, 0)
-            params: AddParams | ScaledAddParams = AddParams(ka - low, kb - low, -low, lo, INT8_MAX)
+            params: AddParams | ReqSumParams = AddParams(ka - low, kb - low, -low, lo, INT8_MAX)
             check_params(params)
             return AddPlan(a, b, params)
         except (Refusal, CompileError):
             pass
     try:
-        r, (m_a, m_b) = fixed_point.choose_sum([sa / sy, sb / sy], rq_add.OPERAND_REACH, zy, lo, INT8_MAX)
-        params = ScaledAddParams(za, zb, m_a, m_b, r)
+        params = choose_req_sum([sa / sy, sb / sy], (za, zb), zy, lo, INT8_MAX)
         check_params(params)
     except CompileError as exc:
         raise Refusal(f"its scales do not fit the integer add: {exc}") from None

@@ -1,10 +1,10 @@
 """concat: a channel Concat of int8 tensors, written in place.
 
-QDQ block:  quantize(relu?(concat([dq(x_i)], axis=1)))  ->  concat(x_i or astype_i8(clip(
-            round_shift((x_i - z_i) m_i) + zy)))): inputs of another scale or zero point moved
-            into the output's (requantisation.add.choose_rescale: the real multiplier's result on
-            every int8 value); a ReLU after the Concat raises the clip's floor
-Pattern:    concat of a tuple of (RESCALE block | anything), one per arity in the model
+QDQ block:  quantize(relu?(concat([dq(x_i)], axis=1)))  ->  concat(x_i or REQ(x_i - z_i, m_i)):
+            inputs of another scale or zero point moved into the output's by one REQ
+            (requantisation.add.choose_req_sum with one operand: the multiplier in 31 bits); a
+            ReLU after the Concat raises the clip's floor
+Pattern:    concat of a tuple of (rescale block | anything), one per arity in the model
 Spec:       ConcatSpec(shapes, rescales): its output is one DRAM tensor whose channel-block slices
             the producers store (graph.inplace); its parts are RescaleSpec kernels
 """
@@ -21,7 +21,7 @@ from tvm.relax.dpl import is_op, is_tuple, wildcard
 from vta_sim.errors import CompileError
 from requantisation import add as rq_add
 from requantisation import relax as rq_relax
-from requantisation.add import RescaleParams, rescale_ref
+from requantisation.add import ReqSumParams, RescaleParams, req_sum_ref, rescale_ref
 from requantisation.bounds import INT8_MAX, INT8_MIN
 from requantisation.relax import FormMismatch, read_rescale, rescale_pattern
 from schedules import vta_eltwise
@@ -40,13 +40,14 @@ class RescaleSpec:
     """One Concat input moved into the Concat's scale (requantisation.add.RescaleParams) on the
     ALU: a part of a ConcatSpec, compiled and cached as a kernel of its own."""
     shape: tuple[Any, ...]              # (n, c, h, w)
-    params: RescaleParams
+    params: ReqSumParams | RescaleParams
     op: str = field(default="rescale", init=False)
     macs = 0
 
     def describe(self) -> str:
         p, (_, c, h, w) = self.params, self.shape
-        return f"(a{-p.zero:+d})M {c}x{h}x{w}"
+        zero = p.zeros[0] if isinstance(p, ReqSumParams) else p.zero
+        return f"(a{-zero:+d})M {c}x{h}x{w}"
 
     def input_shapes(self) -> list[Any]:
         return [self.shape]
@@ -58,7 +59,12 @@ class RescaleSpec:
         return vta_eltwise.eltwise_kernel(cfg, self.shape, self.params)
 
     def reference(self, a: np.ndarray) -> np.ndarray:
-        return rescale_ref(a, self.params)
+        return rescaled(a, self.params)
+
+
+def rescaled(a: np.ndarray, p: ReqSumParams | RescaleParams) -> np.ndarray:
+    """A Concat input moved into the output's scale, in numpy int64."""
+    return req_sum_ref((a,), p) if isinstance(p, ReqSumParams) else rescale_ref(a, p)
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,7 @@ class ConcatSpec:
     into them on the ALU (`RescaleSpec`), storing its slice, and its cycles are the Concat's.
     Every slice but the last must start on a channel block (`misfit`)."""
     shapes: tuple[Any, ...]             # (n, c_i, h, w) per input, in order
-    rescales: tuple[Any, ...]           # RescaleParams per input, or None: already in the output's scale
+    rescales: tuple[Any, ...]           # ReqSumParams per input, or None: already in the output's scale
     op: str = field(default="concat", init=False)
     macs = 0
 
@@ -105,7 +111,7 @@ class ConcatSpec:
         return self.assemble(cfg, {part: part.kernel(cfg, vthreads) for part in self.parts})
 
     def reference(self, *arrays: np.ndarray) -> np.ndarray:
-        return np.concatenate([x if r is None else rescale_ref(x, r) for x, r in zip(arrays, self.rescales)],
+        return np.concatenate([x if r is None else rescaled(x, r) for x, r in zip(arrays, self.rescales)],
                               axis=1)
 
 
@@ -170,14 +176,14 @@ def plan(g: QdqGraph, block: QdqBlock) -> ConcatPlan:
                       "the accelerator writes channel slices of NCHW tensors")
     sy, zy = output_scale(g, block.q)
     lo = max(INT8_MIN, zy) if block.relu is not None else INT8_MIN
-    inputs: list[tuple[Any, RescaleParams | None]] = []
+    inputs: list[tuple[Any, ReqSumParams | None]] = []
     for f in fields.fields:
         x, sx, zx, _ = dq_input(g, f, "input", zero_point_ok=True)
         if (sx, zx, lo) == (sy, zy, INT8_MIN):
             inputs.append((x, None))
             continue
         try:
-            params = rq_add.choose_rescale(zx, sx / sy, zy, lo, INT8_MAX)
+            params = rq_add.choose_req_sum([sx / sy], (zx,), zy, lo, INT8_MAX)
             rq_add.check_params(params)
         except CompileError as exc:
             raise Refusal(f"an input's scale does not fit the rescale: {exc}") from None
@@ -191,7 +197,8 @@ def emit(em: Emitter, p: ConcatPlan) -> relax.Expr:
     for x, params in p.inputs:
         x = em.visit(x)
         if params is not None:
-            x = em.emit(rq_relax.emit(rq_relax.RESCALE, {"a": x}, rq_relax.rescale_values(params), em.emit))
+            form, values = rq_relax.rescale_values(params)
+            x = em.emit(rq_relax.emit(form, {"a": x}, values, em.emit))
         items.append(x)
     return em.root(relax.op.concat(items, axis=p.axis))
 
