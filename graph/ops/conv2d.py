@@ -136,7 +136,7 @@ def im2col_pays(cfg: Config, s: ConvShape, requant: Requant, vthreads: int) -> b
 
     def cycles(op: Any, shape: Any) -> float:
         try:
-            return op.estimate_cycles(cfg, shape, op.choose_tiles(cfg, shape, vthreads, requant), requant)
+            return float(op.estimate_cycles(cfg, shape, op.choose_tiles(cfg, shape, vthreads, requant), requant))
         except CompileError:
             return float("inf")
     conv_input = s.n * -(-s.ic // bi) * bi * s.h * s.w
