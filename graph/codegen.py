@@ -85,7 +85,13 @@ class Region:
         self.build.log.append(LayerRun(self, result, verified, seconds, result_array))
         if self.build.progress:
             self.build.progress(len(self.build.log), self.build.expected_runs,
-                                f"{self.spec.op} {self.spec.describe()}: {result.cycles:,} cycles")
+                                f"{self.spec.op} {self.describe()}: {result.cycles:,} cycles")
+
+    def describe(self) -> str:
+        """The spec's shape, and how the host lays it out for its kernel where it does (a conv
+        run as a dense over im2col rows: "... im2col")."""
+        layout = getattr(self.kernel, "layout", "")
+        return f"{self.spec.describe()} {layout}" if layout else self.spec.describe()
 
 
 @dataclass

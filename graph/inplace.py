@@ -35,8 +35,12 @@ class Slot:
 
     def fits(self, kernel) -> str | None:
         """Why `kernel` (an OpKernel) cannot store its output into this slice (None: it can).
-        Every kernel's packed output is the packed NCHW layout, padded only by adding entries
+        Every kernel's packed output but a host-laid-out one's (OpKernel.layout: a conv as
+        im2col rows) is the packed NCHW layout, padded only by adding entries
         (remainder tiles, rows, blocks), so it is the slice exactly when the sizes agree."""
+        if getattr(kernel, "layout", ""):
+            return (f"its kernel stores {kernel.layout} rows (a row per output pixel), not the packed "
+                    "NCHW layout")
         if self.shape[0] > 1:
             return (f"batch of {self.shape[0]} blocks: the slice is {self.shape[0]} runs of the tensor and a "
                     "program stores one contiguous output")

@@ -32,7 +32,7 @@ def layer_rows(layers: list, runs: list, cfg: Config) -> list:
             source = run.region.kernel.tile_source
             if source is not None:
                 row["tiles_from"] = source.describe()
-            row.update(shape=spec.describe(), cycles=cycles, verified=run.verified,
+            row.update(shape=run.region.describe(), cycles=cycles, verified=run.verified,
                        utilization=spec.macs / cfg.macs_per_cycle / cycles if spec.macs else None,
                        dram_bytes=int(sum(stats.get(k, 0) for k in BYTES_KEYS)),
                        compile_s=run.region.kernel.compile_s, sim_s=run.seconds,

@@ -40,6 +40,8 @@ class OpKernel:
     macs: int = 0                             # multiply-accumulates of the plain op (0: none)
     tiles: object = None                      # the tiling chosen, for reports
     tile_source: TileSource | None = None     # where the tiles came from, for reports
+    layout: str = ""                          # how the host lays the op out for another kernel,
+                                              # for reports ("im2col": a conv as a dense)
 
     @property
     def compile_s(self) -> float:

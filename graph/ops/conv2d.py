@@ -2,10 +2,15 @@
 
 QDQ block:  quantize(relu?(conv2d(dq(x), dq(W)) (+ bias)))  ->  graph.ops.linear's integer form
 Pattern:    conv2d(pad?(x), W) + a requantisation form (requantisation.relax.linear_pattern)
-Spec:       ConvSpec(ConvShape, Requant, pad_value); kernel schedules.vta_ops.conv2d_kernel
+Spec:       ConvSpec(ConvShape, Requant, pad_value); kernel schedules.vta_ops.conv2d_kernel, or
+            for a conv with few input channels (a network's first layer) the dense kernel on
+            the host's im2col of the input where the cycle model says that is cheaper
+            (`im2col_pays`; the im2col is host work).
 """
 from __future__ import annotations
 
+import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +24,9 @@ from schedules import vta_ops
 from schedules import vta_workloads as wl
 from schedules.op_kernel import OpKernel
 from schedules.vta_conv2d import CONV2D, ConvShape
+from schedules.vta_dense import DENSE, DenseShape
 from vta_sim.config import Config
+from vta_sim.errors import CompileError
 from vta_sim.isa import MAX_PAD
 
 from . import linear
@@ -53,14 +60,89 @@ class ConvSpec(HostPadded):
         return self.pad_value if self.pad_value or self.shape.pad > MAX_PAD else None
 
     def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        if self.im2col(cfg, vthreads):
+            return None
         return layout_refusal(lambda: CONV2D.choose_tiles(cfg, self.kernel_shape(), vthreads, self.requant))
 
+    def im2col(self, cfg: Config, vthreads: int) -> bool:
+        """Whether the kernel runs as a dense over the host's im2col of the input (`im2col_pays`)."""
+        return im2col_pays(cfg, self.kernel_shape(), self.requant, vthreads)
+
     def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
+        if self.im2col(cfg, vthreads):
+            return self.im2col_kernel(cfg, vthreads)
         return self.host_padded(vta_ops.conv2d_kernel_for(cfg, self.kernel_shape(), self.requant, vthreads))
+
+    def im2col_kernel(self, cfg: Config, vthreads: int) -> OpKernel:
+        """The conv as schedules.vta_ops.dense_kernel on (n*oh*ow, ic*k*k) rows: the host pads
+        the input with `pad_value` and gathers each output pixel's receptive field, (ic, kh, kw)
+        in the weight's OIHW order, into one row (`im2col`; host work, not accelerator cycles);
+        the weight is viewed as (oc, ic*k*k) in the same order, the bias and the requantisation's
+        per-channel vectors pass unchanged, and the (n*oh*ow, oc) output goes back to NCHW.
+        The dense kernel pads the columns to whole blocks, so the reduction fills the core."""
+        s, d = self.shape, im2col_shape(self.shape)
+        kernel = vta_ops.dense_kernel(cfg, d.m, d.k, d.n, self.requant, vthreads=vthreads)
+        pack, unpack = kernel.pack, kernel.unpack
+
+        def pack_im2col(x: np.ndarray, w: np.ndarray, *rest: np.ndarray) -> tuple[Any, ...]:
+            return pack(im2col(x, s, self.pad_value), np.asarray(w).reshape(s.oc, d.k), *rest)
+
+        def unpack_nchw(y: np.ndarray) -> np.ndarray:
+            return np.ascontiguousarray(unpack(y).reshape(s.n, s.oh, s.ow, s.oc).transpose(0, 3, 1, 2))
+        return dataclasses.replace(kernel, op=self.op, pack=pack_im2col, unpack=unpack_nchw, layout="im2col")
 
     def reference(self, x: np.ndarray, w: np.ndarray, b: np.ndarray, *channel: np.ndarray) -> np.ndarray:
         s = self.kernel_shape()
         return rule.reference(wl.conv2d_acc(self.padded(x), w, b, s.pad, s.stride, s.groups), self.requant, channel)
+
+
+def im2col_shape(s: ConvShape) -> DenseShape:
+    """The dense an (ungrouped) conv is as im2col: a row per output pixel, a column per (ic, kh, kw)."""
+    return DenseShape(s.n * s.oh * s.ow, s.ic * s.k * s.k, s.oc)
+
+
+def im2col(x: np.ndarray, s: ConvShape, pad_value: int = 0) -> np.ndarray:
+    """NCHW `x` -> (n*oh*ow, ic*k*k): row (b, y, x) holds the receptive field of that output
+    pixel, the input padded with `pad_value`, columns in (ic, kh, kw) order. Host work: the
+    rows repeat each input element about k*k/stride^2 times."""
+    p, k, st = s.pad, s.k, s.stride
+    xp = np.pad(np.asarray(x), ((0, 0), (0, 0), (p, p), (p, p)), constant_values=pad_value)
+    win = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))
+    win = win[:, :, :(s.oh - 1) * st + 1:st, :(s.ow - 1) * st + 1:st]      # (n, ic, oh, ow, k, k)
+    return np.ascontiguousarray(win.transpose(0, 2, 3, 1, 4, 5)).reshape(s.n * s.oh * s.ow, s.ic * k * k)
+
+
+@functools.lru_cache(maxsize=256)
+def im2col_pays(cfg: Config, s: ConvShape, requant: Requant, vthreads: int) -> bool:
+    """Whether conv `s` (the shape the conv kernel would compute: ConvSpec.kernel_shape) is
+    cheaper as a dense over the host's im2col of its input.
+
+    The conv kernel reduces over input-channel blocks one tap at a time: a conv with 3 input
+    channels (an RGB image) fills 3 of the 8 lanes of every GEMM cycle, k*k times. As im2col
+    the reduction is (ic, kh, kw) packed, ceil(ic*k*k / BLOCK_IN) blocks instead of
+    ceil(ic / BLOCK_IN)*k*k (7x7x3: 19 blocks, not 49). The price is a larger input: the host
+    writes about k*k/stride^2 copies of each element, which the dense kernel then loads.
+
+    The cycle model decides: each kernel's estimated cycles with its best tiles (the ones
+    choose_tiles would pick), the dense one charged one bus beat per extra byte the host writes
+    beyond the conv's own (block-padded) input. Only ungrouped convs whose packed reduction has
+    fewer blocks are considered (otherwise the GEMM work cannot shrink); a conv that does not fit
+    the buffers at all takes im2col where the dense fits."""
+    if s.groups != 1:
+        return False
+    d, bi = im2col_shape(s), cfg.BLOCK_IN
+    if -(-d.k // bi) >= -(-s.ic // bi) * s.k * s.k:
+        return False
+
+    def cycles(op: Any, shape: Any) -> float:
+        try:
+            return float(op.estimate_cycles(cfg, shape, op.choose_tiles(cfg, shape, vthreads, requant), requant))
+        except CompileError:
+            return float("inf")
+    conv_input = s.n * -(-s.ic // bi) * bi * s.h * s.w
+    extra = max(0, d.m * -(-d.k // bi) * bi - conv_input)
+    dense = cycles(DENSE, d) + extra / cfg.bus_bytes
+    return dense < cycles(CONV2D, s)
 
 
 def accumulate(em: Emitter, x: relax.Expr, weight: relax.Expr, p: linear.LinearPlan) -> relax.Expr:
