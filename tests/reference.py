@@ -109,6 +109,11 @@ class Reference:
                             for o in range(wt.shape[0]):
                                 total = sum(int(x[bb, k]) * int(wt[o, k]) for k in range(x.shape[1]))
                                 self.acc[a][bb, o] = wrap32(int(self.acc[a][bb, o]) + total)
+                    elif f["alu_opcode"] == 5:   # REQ (docs/isa-extensions.md), imm = shift | zp << 6
+                        x, m = self.acc[a].copy(), self.acc[s].copy()
+                        shift, zp = f["imm"] & 63, low8(f["imm"] >> 6)
+                        for idx in np.ndindex(x.shape):
+                            self.acc[a][idx] = req(int(x[idx]), int(m[idx]), shift, zp)
                     else:
                         x, y = self.acc[a].copy(), (None if f["use_imm"] else self.acc[s].copy())
                         for idx in np.ndindex(x.shape):
@@ -128,6 +133,14 @@ def alu(op: int, x: int, y: int) -> int:
         n = min(abs(y), 31)
         return x >> n if y >= 0 else wrap32(x << n)
     return wrap32(x * y)
+
+
+def req(x: int, m: int, shift: int, zp: int) -> int:
+    """REQ's lane, as the contract writes it: floor((x*m + 2^(n-1)) / 2^n) (n >= 1; x*m for n = 0)
+    plus zp, clamped to int8."""
+    p = x * m
+    v = p if shift == 0 else (p + 2 ** (shift - 1)) // 2 ** shift
+    return min(max(v + zp, -128), 127)
 
 
 def run_reference(cfg, image, insn_addr, insn_count) -> np.ndarray:

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from programs import Layout, chain, image_with, load, store, uop_words
 from test_fuzz import runtime_programs
 from schedules.measure import run_vta
-from vta_sim import Config, Simulator, VTAError, timing
+from vta_sim import Config, Simulator, VTAError, isa, timing
+from vta_sim.config import MEM_ACC, MEM_UOP
 from vta_sim.blocked_gemm import blocked_gemm, random_operands
 from vta_sim.errors import ConfigError
 from vta_sim.runtime import Runtime
@@ -151,3 +153,76 @@ def test_trace_comes_from_the_reference():
     assert traced.trace is not None and len(traced.trace.events) == count
     assert (traced.cycles, traced.stats) == (plain.cycles, plain.stats)
     assert dataclasses.is_dataclass(traced.trace.events[0])
+
+
+# ------------------------------------------------------------------------------ REQ (ALU opcode 5)
+def _req_image(cfg, uops, fields, imm, data, reset=0, use_imm=0, repeat=1):
+    """ACC loaded with `data` (int32), the micro-ops, `repeat` REQs over them, OUT of 64 entries stored."""
+    lay = Layout()
+    n_acc = len(data) // (cfg.BATCH * cfg.BLOCK_OUT)
+    base = lay.put(np.asarray(data, dtype="<i4").tobytes(), cfg.buffers["acc"].entry_bytes)
+    u = lay.put(uop_words(cfg, uops), 4)
+    ob = cfg.buffers["out"].entry_bytes
+    out = lay.reserve(64 * ob, ob)
+    req = isa.AluInsn(uop_bgn=0, uop_end=len(uops), **fields, reset=reset, alu_opcode=isa.ALU_REQ,
+                      use_imm=use_imm, imm=imm)
+    insns = chain(compute_part=[load(MEM_ACC, 0, base, 1, n_acc), load(MEM_UOP, 0, u, 1, len(uops))] + [req] * repeat,
+                  store_part=[store(0, out, 1, 64)])
+    return image_with(cfg, insns, bytes(lay.data))
+
+
+@st.composite
+def req_programs(draw):
+    """REQ nests over random micro-ops (many break the hazard rule, some reach outside ACC), any
+    shift and zero point, sometimes reset, use_imm or reserved bits; data over all of int32."""
+    cfg = Config.load(draw(st.sampled_from(["1x8x8", "8x8x8"])))
+    uops = draw(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 80)), min_size=0, max_size=5))
+    fields = dict(iter_out=draw(st.integers(0, 4)), iter_in=draw(st.integers(1, 3)),
+                  dst_factor_out=draw(st.integers(0, 9)), dst_factor_in=draw(st.integers(0, 9)),
+                  src_factor_out=draw(st.integers(0, 9)), src_factor_in=draw(st.integers(0, 9)))
+    raw = draw(st.integers(0, (1 << 14) - 1)) | (draw(st.sampled_from([0, 0, 0, 0, 1, 2, 3])) << 14)
+    imm = raw - (1 << 16) if raw >= 1 << 15 else raw
+    lanes = cfg.BATCH * cfg.BLOCK_OUT
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    data = rng.integers(-2**31, 2**31, 128 * lanes)
+    data[rng.integers(0, data.size, 20)] = rng.choice([-2**31, 2**31 - 1, 0, 1, -1], 20)
+    use_imm = int(draw(st.integers(0, 9)) == 0)
+    return cfg, _req_image(cfg, [(d, s, 0) for d, s in uops], fields, imm, data, reset=int(draw(st.booleans())),
+                           use_imm=use_imm, repeat=draw(st.integers(1, 2)))
+
+
+@SETTINGS
+@given(case=req_programs())
+def test_random_req_programs(case):
+    """Both engines: the same bits, cycles and statistics, or the same refusal."""
+    cfg, (image, addr, count) = case
+    assert_same(cfg, image, addr, count)
+
+
+def test_req_programs_that_run_and_refuse_agree_in_both_engines(cfg):
+    lanes = cfg.BATCH * cfg.BLOCK_OUT
+    data = np.random.default_rng(5).integers(-2**31, 2**31, 128 * lanes)
+    good = [([(0, 100), (1, 100), (2, 101)], dict(iter_out=3, iter_in=2, dst_factor_out=6, dst_factor_in=3,
+                                                  src_factor_out=2), isa.req_imm(s, zp)) for s, zp in
+            ((0, 0), (1, -128), (31, 127), (47, 5), (63, -1))]
+    bad = [([(0, 100), (0, 101)], dict(iter_out=1), isa.req_imm(3, 3)),          # dst repeats
+           ([(0, 100), (100, 5)], dict(iter_out=1), isa.req_imm(3, 3)),          # dst read as src
+           ([(0, 100)], dict(iter_out=1), isa.req_imm(3, 3) | 1 << 14)]          # reserved bits
+    outcomes = [assert_same(cfg, *_req_image(cfg, [(d, s, 0) for d, s in u], f, imm, data, repeat=2))
+                for u, f, imm in good + bad]
+    assert all(isinstance(o[0], int) for o in outcomes[:len(good)])
+    assert [o[0] for o in outcomes[len(good):]] == ["HazardError", "HazardError", "ProgramError"]
+    assert len({o[0] for o in outcomes[:len(good)]}) == 1       # the same nest, the same cycles
+
+
+@pytest.mark.parametrize("name", ["REQ_READ_INTERVAL", "REQ_KEEP_INTERVAL", "REQ_EXTRA_LATENCY"])
+def test_req_timing_comes_from_timing(monkeypatch, name):
+    """REQ's latencies are read from vta_sim.timing at each run, never re-typed in C."""
+    cfg = Config.default()
+    data = np.zeros(128 * cfg.BATCH * cfg.BLOCK_OUT, dtype=np.int64)
+    prog = _req_image(cfg, [(0, 100), (1, 100), (2, 101)], dict(iter_out=3, dst_factor_out=3, src_factor_out=2),
+                      isa.req_imm(4, 1), data)
+    before = assert_same(cfg, *prog)
+    monkeypatch.setattr(timing, name, getattr(timing, name) + 2)
+    after = assert_same(cfg, *prog)
+    assert after[0] != before[0]

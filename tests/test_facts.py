@@ -89,9 +89,10 @@ def test_a_run_reports_exactly_the_statistics_of_the_register_map():
 
 
 def test_the_compilers_alu_expressions_cover_exactly_the_isa_ops_and_pseudo_ops():
-    assert set(ti.ALU_EXPRS) == set(isa.ALU_OPS) | set(isa.ALU_PSEUDO_OPS)
+    # REQ (docs/isa-extensions.md) is no binary expression of x and y: the compiler does not offer it yet
+    assert set(ti.ALU_EXPRS) == (set(isa.ALU_OPS) - {"req"}) | set(isa.ALU_PSEUDO_OPS)
     assert isa.resolve_alu("shl", 3) == ("shr", -3)
-    with pytest.raises(EncodingError, match="accepted: min, max, add, shr, mul, shl"):
+    with pytest.raises(EncodingError, match="accepted: min, max, add, shr, mul, req, shl"):
         isa.resolve_alu("div", 1)
 
 

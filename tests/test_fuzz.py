@@ -68,16 +68,31 @@ def _load(draw, rt, buf, window):
     rt.load_2d(buf, offset, x, y, stride, draw(st.integers(0, window - entries)), pad=pads)
 
 
+def _req_kernel(draw):
+    """A REQ kernel its hazard rule accepts: distinct dsts in [0, 24), srcs in [24, 40)."""
+    k = UopKernel()
+    dsts = draw(st.lists(st.integers(0, 7), min_size=1, max_size=3, unique=True))
+    with contextlib.ExitStack() as stack:
+        if draw(st.booleans()):
+            stack.enter_context(k.loop(draw(st.integers(1, 3)), dst=8, src=draw(st.integers(0, 3))))
+        for d in dsts:
+            k.uop(d, draw(st.integers(24, 33)), 0)
+    return k
+
+
 def _compute(draw, rt, bufs):
-    kind = draw(st.sampled_from(["gemm", "gemm", "gemm_reset", "alu", "alu", "alu", "alu_reset", "acc", "acc8"]))
-    if kind in ("acc", "acc8"):
+    kind = draw(st.sampled_from(["gemm", "gemm", "gemm_reset", "alu", "alu", "alu", "alu_reset", "req", "acc",
+                                 "acc8"]))
+    if kind == "req":
+        rt.alu(_req_kernel(draw), "req", shift=draw(st.integers(0, 63)), zero_point=draw(st.integers(-128, 127)))
+    elif kind in ("acc", "acc8"):
         _load(draw, rt, bufs[kind], N_ACC)
     elif kind.startswith("gemm"):
         rt.gemm(_kernel(draw, True), reset=kind == "gemm_reset")
     elif kind == "alu_reset":
         rt.alu_reset(_kernel(draw, False))
     else:
-        op = draw(st.sampled_from(sorted(ALU_OPS)))
+        op = draw(st.sampled_from(sorted(set(ALU_OPS) - {"req"})))
         rt.alu(_kernel(draw, False), op, draw(st.one_of(st.none(), ALU_IMMS)))
 
 

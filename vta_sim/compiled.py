@@ -45,6 +45,8 @@ def _delays() -> dict[str, int | tuple[int, ...]]:
     return {"fetch_decode": timing.FETCH_DECODE, "fetch_next": timing.FETCH_NEXT, "queue_delay": timing.QUEUE_DELAY, "token_delay": timing.TOKEN_DELAY,
             "issue_delay": timing.ISSUE_DELAY, "begin_delay": timing.BEGIN_DELAY, "request_delay": timing.REQUEST_DELAY,
             "alu_imm_interval": timing.ALU_IMM_INTERVAL,
+            "req_read_interval": timing.REQ_READ_INTERVAL, "req_keep_interval": timing.REQ_KEEP_INTERVAL,
+            "req_extra_latency": timing.REQ_EXTRA_LATENCY,
             "alu_tensor_interval": tuple(timing.ALU_TENSOR_INTERVAL.get(op, 0)
                                          for op in range(layout.PARAMS["alu_tensor_interval"])),
             "port_priority": tuple(timing.PORT_PRIORITY.get(agent, 0) for agent in range(layout.PARAMS["port_priority"]))}

@@ -52,6 +52,22 @@ def _entries(idx: np.ndarray, depth: int) -> Entries:
     return entries
 
 
+def _offsets(chunks: Iterable[_Chunk]) -> Iterator[tuple[_Chunk, int]]:
+    """Each chunk with the position of its first iteration in the loop nest."""
+    offset = 0
+    for chunk in chunks:
+        yield chunk, offset
+        offset += chunk.a.size
+
+
+def _ijk(insn: isa.LoopInsn, k: int) -> str:
+    """The loop position (i, j, u) of iteration k of a loop nest."""
+    n_uops = insn.uop_end - insn.uop_bgn
+    pair, u = divmod(k, n_uops)
+    i, j = divmod(pair, insn.iter_in)
+    return f"(i={i}, j={j}, u={insn.uop_bgn + u})"
+
+
 def _chunk(a: np.ndarray, s: np.ndarray, w: np.ndarray, depth: int, gemm_reads: bool) -> _Chunk:
     if not gemm_reads:
         return _Chunk(a, s, w, _entries(a, depth), None, None)
@@ -227,11 +243,78 @@ class Machine:
             self.stats["gemm_counter"] += chunk.a.size
         self._write_acc(chunk.dst, vc, "GEMM")
 
-    def execute_alu(self, insn: isa.AluInsn, vc: VectorClock) -> None:
+    def execute_alu(self, insn: isa.AluInsn, vc: VectorClock) -> int | None:
+        """Applies an ALU instruction; for REQ returns how many iterations read their
+        multipliers (timing.req_cycles), else None."""
+        if insn.alu_opcode == isa.ALU_REQ:
+            return self._execute_req(insn, vc)
         if insn.iterations == 0:
-            return
+            return None
         for chunk in self._loop_indices(insn, "acc"):
             self._alu_chunk(insn, chunk, vc)
+        return None
+
+    def _execute_req(self, insn: isa.AluInsn, vc: VectorClock) -> int:
+        """REQ (docs/isa-extensions.md): ACC[a] = clamp(round(ACC[a] * ACC[s] / 2^n) + zp), lane
+        by lane, all iterations at once (the hazard rule, checked first, makes them independent).
+        Returns the number of iterations that read ACC[s]: the first, and each whose s differs from
+        the iteration's before it (the loop order i, j, u)."""
+        if insn.iterations == 0:
+            return 0
+        acc, depth = self.sram["acc"], self.sram["acc"].shape[0]
+        reads, last = 0, -1
+        read = np.zeros(depth, dtype=bool)         # the entries any iteration reads as s
+        firsts: list[np.ndarray] = []              # a of the first depth + 1 iterations
+        kept = 0
+        for chunk in self._loop_indices(insn, "acc"):
+            s = chunk.s
+            reads += int(s[0] != last) + int(np.count_nonzero(s[1:] != s[:-1]))
+            last = int(s[-1])
+            if insn.reset:
+                acc[chunk.dst] = 0
+                self._write_acc(chunk.dst, vc, "ALU REQ")
+                continue
+            read[s] = True
+            if kept <= depth:
+                firsts.append(chunk.a[:depth + 1 - kept])
+                kept += firsts[-1].size
+        if insn.reset:
+            return reads
+        self._check_req_hazard(insn, np.concatenate(firsts), read)
+        (chunk,) = self._loop_indices(insn, "acc")   # at most depth(ACC) iterations now: one chunk
+        shift, zp, _ = isa.req_fields(insn.imm)
+        p = acc[chunk.a].astype(np.int64) * acc[chunk.s].astype(np.int64)   # exact: |p| <= 2^62
+        v = p if shift == 0 else (p >> shift) + ((p >> (shift - 1)) & 1)
+        acc[chunk.a] = np.clip(v + zp, isa.REQ_OUT_MIN, isa.REQ_OUT_MAX).astype(np.int32)
+        self.stats["alu_counter"] += chunk.a.size
+        self._write_acc(chunk.dst, vc, "ALU REQ")
+        return reads
+
+    def _check_req_hazard(self, insn: isa.AluInsn, a: np.ndarray, read: np.ndarray) -> None:
+        """REQ's hazard rule: every iteration's a differs from the a of every earlier iteration
+        and from the s of every iteration (its pipeline forwards nothing). `a`: the dst of the
+        first depth(ACC) + 1 iterations (where the first offender lies, if any: a nest of more
+        iterations than ACC entries repeats a dst), `read`: the entries any iteration reads.
+        Raises HazardError naming the first iteration that breaks the rule."""
+        _, first_at = np.unique(a, return_index=True)
+        repeated = np.ones(a.size, dtype=bool)
+        repeated[first_at] = False
+        bad = np.flatnonzero(repeated | read[a])
+        if not bad.size:
+            return
+        k = int(bad[0])
+        entry = int(a[k])
+        if repeated[k]:
+            why = f"which iteration {_ijk(insn, int(np.flatnonzero(a == entry)[0]))} before it also writes"
+        else:
+            other = next(int(np.flatnonzero(c.s == entry)[0]) + offset
+                         for c, offset in _offsets(self._loop_indices(insn, "acc")) if (c.s == entry).any())
+            why = "which it also reads as its multipliers (src)" if other == k else \
+                f"which iteration {_ijk(insn, other)} reads as its multipliers (src)"
+        raise HazardError(
+            f"REQ iteration {_ijk(insn, k)} writes ACC[{entry}], {why}: REQ's pipeline forwards nothing, "
+            f"so every iteration's dst must differ from the dst of every earlier iteration and from the "
+            f"src of every iteration")
 
     def _alu_chunk(self, insn: isa.AluInsn, chunk: _Chunk, vc: VectorClock) -> None:
         acc = self.sram["acc"]

@@ -22,12 +22,11 @@ from .errors import EncodingError
 OP_LOAD, OP_STORE, OP_GEMM, OP_FINISH, OP_ALU = range(5)
 OPCODE_NAMES = {OP_LOAD: "LOAD", OP_STORE: "STORE", OP_GEMM: "GEMM", OP_FINISH: "FINISH", OP_ALU: "ALU"}
 # ALU opcodes (spec section 5): the code is the position in ALU_NAMES.
-ALU_NAMES = dict(enumerate(("MIN", "MAX", "ADD", "SHR", "MUL")))
-ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL = ALU_NAMES
 #: REQ (docs/isa-extensions.md): requantise with per-lane multipliers from the tensor operand;
 #: its immediate packs the right shift (REQ_SHIFT_BITS, unsigned) and the zero point
 #: (REQ_ZP_BITS, signed), the bits above them reserved (0).
-ALU_REQ = 5
+ALU_NAMES = dict(enumerate(("MIN", "MAX", "ADD", "SHR", "MUL", "REQ")))
+ALU_MIN, ALU_MAX, ALU_ADD, ALU_SHR, ALU_MUL, ALU_REQ = ALU_NAMES
 REQ_SHIFT_BITS = 6
 REQ_ZP_BITS = 8
 REQ_ZP_MIN, REQ_ZP_MAX = -(1 << (REQ_ZP_BITS - 1)), (1 << (REQ_ZP_BITS - 1)) - 1
@@ -64,6 +63,9 @@ def resolve_alu(op: str, imm: int | None) -> tuple[str, int | None]:
         imm = transform(int(imm))
     elif op not in ALU_OPS:
         raise EncodingError(f"unknown ALU op {op!r}; accepted: {', '.join([*ALU_OPS, *ALU_PSEUDO_OPS])}")
+    elif op == "req" and imm is not None:
+        raise EncodingError(f"req takes no immediate operand (got {imm}): its multipliers are the tensor operand, "
+                            "its immediate field the shift and zero point (isa.req_imm)")
     if imm is not None and not IMM_MIN <= int(imm) <= IMM_MAX:
         raise EncodingError(f"ALU immediate {imm} does not fit the signed {IMM_BITS}-bit field "
                             f"[{IMM_MIN}, {IMM_MAX}]")
@@ -390,7 +392,12 @@ def disasm(insn: Insn) -> str:
     elif isinstance(insn, LoopInsn):
         if isinstance(insn, AluInsn):
             name = ALU_NAMES.get(insn.alu_opcode, f"op{insn.alu_opcode}")
-            head = f"ALU    {name:<8}" + (f" imm={insn.imm}" if insn.use_imm else " tensor")
+            if insn.alu_opcode == ALU_REQ:   # the immediate field packs REQ's parameters
+                shift, zp, reserved = req_fields(insn.imm)
+                head = (f"ALU    {name:<8} tensor shift={shift} zp={zp}" + (" use_imm=1" if insn.use_imm else "")
+                        + (f" reserved={reserved:#x}" if reserved else ""))
+            else:
+                head = f"ALU    {name:<8}" + (f" imm={insn.imm}" if insn.use_imm else " tensor")
         else:
             head = "GEMM  "
         body = (f"{head}{' reset' if insn.reset else ''} uop=[{insn.uop_bgn},{insn.uop_end}) "

@@ -303,10 +303,19 @@ class Runtime:
         bgn, end = self._resident(kernel)
         return self._emit(isa.GemmInsn(reset=int(reset), uop_bgn=bgn, uop_end=end, **kernel.loop_fields(True)))
 
-    def alu(self, kernel: UopKernel, op: str, imm: int | None = None) -> isa.Insn:
-        """Element-wise ACC[dst] = op(ACC[dst], imm or ACC[src]); op in min/max/add/shr/mul."""
+    def alu(self, kernel: UopKernel, op: str, imm: int | None = None, *, shift: int | None = None,
+            zero_point: int | None = None) -> isa.Insn:
+        """Element-wise ACC[dst] = op(ACC[dst], imm or ACC[src]); op in min/max/add/shr/mul.
+
+        op "req" (docs/isa-extensions.md) requantises: ACC[dst] = clamp(round(ACC[dst] * ACC[src]
+        / 2^shift) + zero_point, -128, 127), its multipliers always the tensor operand ACC[src];
+        give `shift` (0..63) and `zero_point` (-128..127, default 0), not `imm`."""
         if op not in ALU_OPS:
             raise RuntimeAPIError(f"unknown ALU op {op!r}; accepted: {', '.join(ALU_OPS)}")
+        if op == "req":
+            return self._req(kernel, imm, shift, zero_point)
+        if shift is not None or zero_point is not None:
+            raise RuntimeAPIError(f"shift= and zero_point= belong to op 'req', not {op!r} (its operand is imm=)")
         try:
             op, imm = isa.resolve_alu(op, imm)
         except EncodingError as exc:
@@ -314,6 +323,21 @@ class Runtime:
         bgn, end = self._resident(kernel)
         return self._emit(isa.AluInsn(uop_bgn=bgn, uop_end=end, alu_opcode=ALU_OPS[op],
                                       use_imm=int(imm is not None), imm=int(imm or 0),
+                                      **kernel.loop_fields(False)))
+
+    def _req(self, kernel: UopKernel, imm: int | None, shift: int | None, zero_point: int | None) -> isa.Insn:
+        if imm is not None:
+            raise RuntimeAPIError(f"op 'req' takes no imm= (got {imm}): its multipliers are the tensor "
+                                  "operand ACC[src]; give shift= and zero_point=")
+        if shift is None:
+            raise RuntimeAPIError("op 'req' needs shift= (the right shift after the product, "
+                                  f"0..{(1 << isa.REQ_SHIFT_BITS) - 1})")
+        try:
+            field = isa.req_imm(int(shift), int(zero_point or 0))
+        except EncodingError as exc:
+            raise RuntimeAPIError(str(exc)) from None
+        bgn, end = self._resident(kernel)
+        return self._emit(isa.AluInsn(uop_bgn=bgn, uop_end=end, alu_opcode=isa.ALU_REQ, use_imm=0, imm=field,
                                       **kernel.loop_fields(False)))
 
     def alu_reset(self, kernel: UopKernel) -> isa.Insn:

@@ -115,12 +115,25 @@ def _check_insn(cfg: Config, insn: isa.Insn, dram_bytes: int) -> str:
         if isinstance(insn, isa.AluInsn) and insn.alu_opcode not in isa.ALU_NAMES:
             raise EncodingError(f"illegal ALU opcode {insn.alu_opcode} (legal: "
                                 + ", ".join(f"{v}={k}" for k, v in isa.ALU_NAMES.items()) + ")")
+        if isinstance(insn, isa.AluInsn) and insn.alu_opcode == isa.ALU_REQ:
+            _check_req(insn)
         depth = cfg.buffers["uop"].depth
         if insn.uop_end > depth:
             raise MemoryAccessError(f"uop_end={insn.uop_end} is outside UOP (depth {depth})")
         if insn.uop_bgn > insn.uop_end:
             raise ProgramError(f"uop_bgn={insn.uop_bgn} > uop_end={insn.uop_end}")
     return module
+
+
+def _check_req(insn: isa.AluInsn) -> None:
+    """REQ's encoding refusals (docs/isa-extensions.md, section 7): the RTL's MALFORMED."""
+    shift, zp, reserved = isa.req_fields(insn.imm)
+    if insn.use_imm:
+        raise ProgramError(f"malformed REQ: use_imm=1, but REQ takes its multipliers from the tensor operand "
+                           f"ACC[src] and its immediate field is shift={shift}, zero_point={zp}; use_imm must be 0")
+    if reserved:
+        raise ProgramError(f"malformed REQ: reserved immediate bits 15:14 (instruction bits 127:126) must be 0, "
+                           f"got {reserved:#x} (imm={insn.imm & 0xFFFF:#06x}: shift={shift}, zero_point={zp})")
 
 
 def _check_mem(cfg: Config, insn: isa.MemInsn, dram_bytes: int) -> None:
@@ -189,15 +202,15 @@ class Simulator:
         image = as_image(dram)
         insns, modules = check_program(cfg, image, insn_addr, insn_count)
         machine = Machine(cfg, image)
-        execute: dict[int, Callable[[Any, Sequence[int]], None]] = {isa.OP_LOAD: machine.execute_load, isa.OP_STORE: machine.execute_store,
+        execute: dict[int, Callable[[Any, Sequence[int]], int | None]] = {isa.OP_LOAD: machine.execute_load, isa.OP_STORE: machine.execute_store,
                    isa.OP_GEMM: machine.execute_gemm, isa.OP_ALU: machine.execute_alu}
 
-        def run_one(index: int, insn: isa.Insn, module: int, vc: list[int]) -> None:
+        def run_one(index: int, insn: isa.Insn, module: int, vc: list[int]) -> int | None:
             fn = execute.get(insn.opcode)
             if fn is None:
-                return
+                return None
             try:
-                fn(insn, vc)
+                return fn(insn, vc)
             except VTAError as exc:
                 raise type(exc)(exc.reason, index=index, disasm=isa.disasm(insn)) from None
 

@@ -103,8 +103,20 @@ REQ_EXTRA_LATENCY = 4   # the RTL's REQ pipeline depth (hw/header.py RTL_REQ_DEP
 
 
 def alu_interval(use_imm: int, alu_opcode: int) -> int:
-    """Cycles per micro-op iteration of an ALU instruction."""
+    """Cycles per micro-op iteration of an ALU instruction of the base ISA (REQ's depend on its
+    src indices: req_cycles)."""
+    if alu_opcode == isa.ALU_REQ:
+        raise ValueError("REQ has no fixed cycles per iteration: an iteration that reads its multipliers "
+                         f"costs {REQ_READ_INTERVAL}, one that keeps them {REQ_KEEP_INTERVAL} (timing.req_cycles)")
     return ALU_IMM_INTERVAL if use_imm else ALU_TENSOR_INTERVAL[alu_opcode]
+
+
+def req_cycles(cfg: Config, iterations: int, reads: int) -> int:
+    """Cycles of a REQ instruction from its begin to its last write (docs/isa-extensions.md):
+    `reads` of its `iterations` read ACC[s] (the first, and each whose s differs from the one
+    before it), the others keep the multipliers."""
+    return (cfg.ALU_PIPELINE + REQ_EXTRA_LATENCY + reads * REQ_READ_INTERVAL
+            + (iterations - reads) * REQ_KEEP_INTERVAL)
 
 
 @dataclass
@@ -129,7 +141,8 @@ Segment = tuple[bool, int]
 #: An instruction issued and waiting to begin: (index, enqueue, issue cycle, token wait, vc).
 _Issued = tuple[int, int, int, int, list[int]]
 #: Called as each instruction starts: (index, instruction, module number, its vector clock).
-Execute = Callable[[int, isa.Insn, int, list[int]], None]
+#: Returns, for a REQ, how many of its iterations read ACC[s] (req_cycles), else None.
+Execute = Callable[[int, isa.Insn, int, list[int]], int | None]
 
 
 class _Running:
@@ -204,8 +217,9 @@ class Engine:
         table = _FLAG_QUEUE[num]
         return tuple(q for f in isa.FLAGS if f.startswith(kind) and getattr(insn, f) and (q := table[f]) is not None)
 
-    def _segments(self, insn: isa.Insn) -> tuple[tuple[Segment, ...], int]:
-        """The instruction's work as ((needs read port, cycles), ...) and their total cycles.
+    def _segments(self, insn: isa.Insn, req_reads: int | None = None) -> tuple[tuple[Segment, ...], int]:
+        """The instruction's work as ((needs read port, cycles), ...) and their total cycles
+        (`req_reads`: what `execute` returned for a REQ).
 
         A LOAD/STORE's costs depend on its DRAM addresses only modulo the burst boundary, so
         they are cached under that reduced key (compiled programs repeat a few row patterns).
@@ -230,6 +244,11 @@ class Engine:
             return hit
         if isinstance(insn, isa.GemmInsn):
             cycles = cfg.GEMM_PIPELINE + insn.iterations
+        elif isinstance(insn, isa.AluInsn) and insn.alu_opcode == isa.ALU_REQ:
+            if req_reads is None:
+                raise AssertionError("a REQ's cycles need the number of its iterations that read ACC[s], "
+                                     "which the functional machine's execute returns")
+            cycles = req_cycles(cfg, insn.iterations, req_reads)
         elif isinstance(insn, isa.AluInsn):
             cycles = cfg.ALU_PIPELINE + insn.iterations * alu_interval(insn.use_imm, insn.alu_opcode)
         else:
@@ -385,8 +404,8 @@ class Engine:
         m.vc = [max(a, b) for a, b in zip(m.vc, vc)]
         m.seq += 1
         m.vc[m.num] = m.seq
-        self.execute(idx, insn, m.num, m.vc)
-        m.current = _Running(idx, enq, t, *self._segments(insn), self.pushes[idx], wait)
+        req_reads = self.execute(idx, insn, m.num, m.vc)
+        m.current = _Running(idx, enq, t, *self._segments(insn, req_reads), self.pushes[idx], wait)
         self._advance(m)
 
     def _retire(self, m: _Module, t: int) -> None:

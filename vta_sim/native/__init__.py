@@ -27,7 +27,8 @@ SOURCES = tuple(Path(__file__).resolve().parent / name for name in ("loops.c", "
 #: The library is `<build_root()>/<STEM>-<key>/<LIBRARY>`, the key a hash of the sources and options.
 STEM, LIBRARY = "libvta_loops", "libvta_loops.so"
 #: The ALU's shift cap comes from isa, as the RTL's comes from its generated header.
-#: engine.c's column, parameter and statistic layout and ISA numbers come from layout.py.
+#: engine.c's column, parameter and statistic layout and ISA numbers (REQ's fields among them) come
+#: from layout.py.
 CFLAGS = ["-O3", "-fPIC", "-shared", "-std=c99", f"-DVTA_ALU_SHIFT_CAP={isa.ALU_SHIFT_CAP}", *layout.defines()]
 
 
@@ -69,7 +70,7 @@ def build() -> Path:
 
 _LIB: ctypes.CDLL | None = None
 #: loops.c's VTA_ALU_* numbers of the ISA's ALU opcodes.
-ALU_CODES = {isa.ALU_MIN: 0, isa.ALU_MAX: 1, isa.ALU_ADD: 2, isa.ALU_SHR: 3, isa.ALU_MUL: 4}
+ALU_CODES = {isa.ALU_MIN: 0, isa.ALU_MAX: 1, isa.ALU_ADD: 2, isa.ALU_SHR: 3, isa.ALU_MUL: 4, isa.ALU_REQ: 5}
 
 
 def _lib() -> ctypes.CDLL:
@@ -106,12 +107,13 @@ def gemm(acc: np.ndarray, inp: np.ndarray, wgt: np.ndarray, a: np.ndarray, s: np
 
 def alu(acc: np.ndarray, a: np.ndarray, s: np.ndarray, opcode: int, imm: int | None) -> None:
     """acc[a[k]] = op(acc[a[k]], imm if given else acc[s[k]]) for k in order, lane by lane, in
-    place (`opcode` an isa.ALU_* opcode; SHR shifts left for a negative amount, at most 31).
+    place (`opcode` an isa.ALU_* opcode; SHR shifts left for a negative amount, at most 31; REQ
+    takes acc[s[k]] as its multipliers and `imm` as its immediate field, isa.req_imm).
 
     acc (depth, ...) int32 C-contiguous; a, s int64 indices, already range-checked."""
     _check((acc, np.int32), (a, np.int64), (s, np.int64))
     _lib().vta_alu(acc.ctypes.data, a.ctypes.data, s.ctypes.data, a.size, acc[0].size, ALU_CODES[opcode],
-                   int(imm is not None), imm or 0)
+                   int(imm is not None and opcode != isa.ALU_REQ), imm or 0)
 
 
 def run_program(params: np.ndarray, count: int, dram: np.ndarray, sram: dict[str, np.ndarray],

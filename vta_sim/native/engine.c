@@ -54,6 +54,8 @@ typedef struct {
     int64_t *stats;
     int64_t ia[CHUNK], is[CHUNK], iw[CHUNK];
     int64_t *stamp, *dsts, stamp_now;                  /* ACC entries a loop nest writes, once each */
+    int64_t *req_dst, *req_src, req_now;               /* REQ's hazard rule: ACC entries written / read */
+    int64_t req_reads;                                 /* iterations of the last REQ that read ACC[s] */
 } machine_t;
 
 enum { SH_INP, SH_WGT, SH_OUT };
@@ -161,12 +163,48 @@ static void flush(machine_t *m, const int64_t *c, int gemm, int64_t n)
     }
 }
 
+/* REQ (functional.py Machine._execute_req): counts the iterations that read ACC[s] (the first, and
+ * each whose s differs from the iteration's before it) into m->req_reads, and without reset applies
+ * the hazard rule: every iteration's dst differs from every earlier dst and from every src.
+ * Returns 1 when the rule is broken. */
+static int req_pass(machine_t *m, const int64_t *c)
+{
+    int64_t bgn = c[VTA_COL_UOP_BGN], end = c[VTA_COL_UOP_END], io = c[VTA_COL_ITER_OUT], ii = c[VTA_COL_ITER_IN];
+    const int64_t *ud = m->uop_f[0], *us = m->uop_f[1];
+    int64_t reads = 0, last = -1, stamp = ++m->req_now;
+    for (int64_t i = 0; i < io; i++)
+        for (int64_t j = 0; j < ii; j++) {
+            int64_t sa = i * c[VTA_COL_SRC_FACTOR_OUT] + j * c[VTA_COL_SRC_FACTOR_IN];
+            for (int64_t u = bgn; u < end; u++) {
+                int64_t s = us[u] + sa;
+                reads += s != last;
+                last = s;
+                if (!c[VTA_COL_RESET]) m->req_src[s] = stamp;
+            }
+        }
+    m->req_reads = reads;
+    if (c[VTA_COL_RESET]) return 0;                   /* a reset reads nothing */
+    if (io * ii * (end - bgn) > m->p[VTA_P_DEPTH_ACC]) return 1;   /* more iterations than entries: a dst repeats */
+    for (int64_t i = 0; i < io; i++)
+        for (int64_t j = 0; j < ii; j++) {
+            int64_t da = i * c[VTA_COL_DST_FACTOR_OUT] + j * c[VTA_COL_DST_FACTOR_IN];
+            for (int64_t u = bgn; u < end; u++) {
+                int64_t a = ud[u] + da;
+                if (m->req_dst[a] == stamp || m->req_src[a] == stamp) return 1;
+                m->req_dst[a] = stamp;
+            }
+        }
+    return 0;
+}
+
 static int exec_loop(machine_t *m, const int64_t *c, const int64_t *vc, int gemm)
 {
     int64_t bgn = c[VTA_COL_UOP_BGN], end = c[VTA_COL_UOP_END], io = c[VTA_COL_ITER_OUT], ii = c[VTA_COL_ITER_IN],
             lanes = m->p[VTA_P_ACC_LANES];
+    m->req_reads = 0;
     if (io * ii * (end - bgn) == 0) return 0;
     if (check_ranges(m, c, gemm)) return 1;
+    if (!gemm && c[VTA_COL_ALU_OPCODE] == VTA_ISA_ALU_REQ && req_pass(m, c)) return 1;
     const int64_t *ud = m->uop_f[0], *us = m->uop_f[1], *uw = m->uop_f[2];
     int reset = (int)c[VTA_COL_RESET];
     int64_t n = 0, nd = 0, stamp = ++m->stamp_now;
@@ -245,7 +283,8 @@ static int64_t bursts(const int64_t *p, int64_t addr, int64_t nbytes, int64_t la
     return total;
 }
 
-static void segments(const int64_t *p, const int64_t *c, module_t *mod)
+/* `req_reads`: the iterations of a REQ that read ACC[s] (exec_loop's m->req_reads) */
+static void segments(const int64_t *p, const int64_t *c, module_t *mod, int64_t req_reads)
 {
     int64_t op = c[VTA_COL_OPCODE], cycles = 1;
     mod->nseg = 0;
@@ -272,9 +311,14 @@ static void segments(const int64_t *p, const int64_t *c, module_t *mod)
         if (!cycles) cycles = 1;
     } else if (op == VTA_OP_GEMM || op == VTA_OP_ALU) {
         int64_t iters = c[VTA_COL_ITER_OUT] * c[VTA_COL_ITER_IN] * (c[VTA_COL_UOP_END] - c[VTA_COL_UOP_BGN]);
-        cycles = op == VTA_OP_GEMM ? p[VTA_P_GEMM_PIPELINE] + iters
-                                   : p[VTA_P_ALU_PIPELINE] + iters * (c[VTA_COL_USE_IMM] ? p[VTA_P_ALU_IMM_INTERVAL]
-                                                               : p[VTA_P_ALU_TENSOR_INTERVAL + c[VTA_COL_ALU_OPCODE]]);
+        if (op == VTA_OP_GEMM)
+            cycles = p[VTA_P_GEMM_PIPELINE] + iters;
+        else if (c[VTA_COL_ALU_OPCODE] == VTA_ISA_ALU_REQ)    /* timing.req_cycles */
+            cycles = p[VTA_P_ALU_PIPELINE] + p[VTA_P_REQ_EXTRA_LATENCY] + req_reads * p[VTA_P_REQ_READ_INTERVAL]
+                     + (iters - req_reads) * p[VTA_P_REQ_KEEP_INTERVAL];
+        else
+            cycles = p[VTA_P_ALU_PIPELINE] + iters * (c[VTA_COL_USE_IMM] ? p[VTA_P_ALU_IMM_INTERVAL]
+                                                      : p[VTA_P_ALU_TENSOR_INTERVAL + c[VTA_COL_ALU_OPCODE]]);
     }
     mod->nseg = 0;
     add_seg(mod, 0, cycles);
@@ -339,6 +383,11 @@ static int decode(const int64_t *p, const uint8_t *dram, int64_t n, int64_t *row
         if (op == VTA_OP_ALU) {
             c[VTA_COL_ALU_OP] = p[VTA_P_ALU_CODE + c[VTA_COL_ALU_OPCODE]];
             if (c[VTA_COL_ALU_OP] < 0) return 1;
+            /* REQ: use_imm must be 0, and the reserved bits above shift and zero point 0 (the
+             * signed imm then lies in [0, 2^(shift bits + zero-point bits))) */
+            if (c[VTA_COL_ALU_OPCODE] == VTA_ISA_ALU_REQ
+                && (c[VTA_COL_USE_IMM] || c[VTA_COL_IMM] < 0
+                    || c[VTA_COL_IMM] >= (INT64_C(1) << (VTA_REQ_SHIFT_BITS + VTA_REQ_ZP_BITS)))) return 1;
         }
         if (op == VTA_OP_ALU || op == VTA_OP_GEMM) {
             if (c[VTA_COL_UOP_END] > p[VTA_P_DEPTH_UOP] || c[VTA_COL_UOP_BGN] > c[VTA_COL_UOP_END]) return 1;
@@ -389,6 +438,8 @@ int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt
     }
     m.stamp = calloc(p[VTA_P_DEPTH_ACC], sizeof(int64_t));
     m.dsts = malloc(p[VTA_P_DEPTH_ACC] * sizeof(int64_t));
+    m.req_dst = calloc(p[VTA_P_DEPTH_ACC], sizeof(int64_t));
+    m.req_src = calloc(p[VTA_P_DEPTH_ACC], sizeof(int64_t));
     module_t mods[3];
     memset(mods, 0, sizeof mods);
     for (int k = 0; k < 3; k++) {
@@ -402,7 +453,7 @@ int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt
         tok[q] = malloc(tdepth * sizeof(token_t));
         last_pop[q] = -1;
     }
-    int fits = m.stamp && m.dsts;
+    int fits = m.stamp && m.dsts && m.req_dst && m.req_src;
     for (int k = 0; k < 3; k++) fits &= m.w_seq[k] && m.r_seq[k] && m.uop_f[k] && mods[k].qidx && mods[k].qenq;
     for (int q = 0; q < VTA_NQUEUES; q++) fits &= tok[q] != NULL;
     int64_t end = fits ? -1 : 0, err = fits ? 0 : VTA_ERR_MEMORY;   /* no room: skip the run, free */
@@ -508,7 +559,7 @@ int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt
                 stats[VTA_S_ERR_INDEX] = idx;
                 break;
             }
-            segments(p, c, bm);
+            segments(p, c, bm, m.req_reads);
             bm->idx = idx, bm->t = t, bm->seg = 0, bm->push = 0, bm->last_push = t;
             advance(p, bm);
         } else if (action == A_GRANT) {
@@ -544,7 +595,7 @@ int vta_run(const int64_t *p, int64_t n, uint8_t *dram, int8_t *inp, int8_t *wgt
         free(m.w_seq[k]), free(m.r_seq[k]), free(m.uop_f[k]);
     }
     for (int q = 0; q < VTA_NQUEUES; q++) free(tok[q]);
-    free(m.stamp), free(m.dsts), free(insns);
+    free(m.stamp), free(m.dsts), free(m.req_dst), free(m.req_src), free(insns);
     stats[VTA_S_CYCLES] = end;
     return (int)err;
 }

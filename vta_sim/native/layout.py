@@ -22,6 +22,7 @@ FORMATS = ("mem", "gemm", "alu", "finish")
 PARAMS = {"dma_read_latency": 1, "dma_write_latency": 1, "gemm_pipeline": 1, "alu_pipeline": 1,
           "fetch_decode": 1, "fetch_next": 1, "queue_delay": 1, "token_delay": 1, "issue_delay": 1, "begin_delay": 1, "request_delay": 1,
           "alu_imm_interval": 1,
+          "req_read_interval": 1, "req_keep_interval": 1, "req_extra_latency": 1,  # REQ (timing.req_cycles)
           "alu_tensor_interval": 8,  # cycles per iteration of a tensor ALU by opcode (timing.alu_interval)
           "cmd_queue_depth": 1, "token_depth": 1, "bus_bytes": 1, "burst_boundary": 1,
           "insn_addr": 1, "dram_bytes": 1,
@@ -73,4 +74,7 @@ def defines() -> list[str]:
     macros.update({f"VTA_{m.upper()}": i for i, m in enumerate(isa.MODULES)})
     macros["VTA_NQUEUES"] = len(isa.TOKEN_QUEUES)
     macros["VTA_INSN_BYTES"] = isa.INSN_BYTES
+    macros.update({"VTA_ISA_ALU_REQ": isa.ALU_REQ, "VTA_REQ_SHIFT_BITS": isa.REQ_SHIFT_BITS,
+                   "VTA_REQ_ZP_BITS": isa.REQ_ZP_BITS, "VTA_REQ_OUT_MIN": isa.REQ_OUT_MIN,
+                   "VTA_REQ_OUT_MAX": isa.REQ_OUT_MAX})
     return [f"-D{k}={v}" for k, v in macros.items()]

@@ -140,7 +140,36 @@ void vta_gemm(uint32_t *acc, const int8_t *inp, const int8_t *wgt, const int64_t
 #error "build through vta_sim.native: it defines VTA_ALU_SHIFT_CAP from vta_sim.isa"
 #endif
 
-enum { VTA_ALU_MIN, VTA_ALU_MAX, VTA_ALU_ADD, VTA_ALU_SHR, VTA_ALU_MUL };
+enum { VTA_ALU_MIN, VTA_ALU_MAX, VTA_ALU_ADD, VTA_ALU_SHR, VTA_ALU_MUL, VTA_ALU_REQ };
+
+#ifndef VTA_REQ_SHIFT_BITS
+#error "build through vta_sim.native: it defines REQ's field widths and clamp from vta_sim.isa"
+#endif
+
+/* REQ (docs/isa-extensions.md): p = x * m exact in 64 bits (|p| <= 2^62), a right shift by n
+ * that rounds to nearest with ties up ((p >> n) + bit n-1 of p; n = 0 keeps p), the zero point
+ * added and the sum clamped to the output element's range, all on the 64-bit value. */
+static inline int32_t req_lane(int32_t x, int32_t m, int shift, int64_t zp)
+{
+    int64_t p = (int64_t)x * (int64_t)m;
+    int64_t v = shift ? (p >> shift) + ((p >> (shift - 1)) & 1) : p;
+    v += zp;
+    return (int32_t)(v < VTA_REQ_OUT_MIN ? VTA_REQ_OUT_MIN : v > VTA_REQ_OUT_MAX ? VTA_REQ_OUT_MAX : v);
+}
+
+/* REQ's immediate field: shift in bits [0, VTA_REQ_SHIFT_BITS), the signed zero point above it. */
+static void req_loop(int32_t *acc, const int64_t *a, const int64_t *s, int64_t n, int64_t lanes, int32_t imm)
+{
+    uint32_t raw = (uint32_t)imm;
+    int shift = (int)(raw & ((1u << VTA_REQ_SHIFT_BITS) - 1));
+    int64_t zp = (int64_t)((raw >> VTA_REQ_SHIFT_BITS) & ((1u << VTA_REQ_ZP_BITS) - 1));
+    if (zp >> (VTA_REQ_ZP_BITS - 1)) zp -= (int64_t)1 << VTA_REQ_ZP_BITS;
+    for (int64_t k = 0; k < n; k++) {
+        int32_t *dst = acc + a[k] * lanes;
+        const int32_t *src = acc + s[k] * lanes;
+        for (int64_t l = 0; l < lanes; l++) dst[l] = req_lane(dst[l], src[l], shift, zp);
+    }
+}
 
 static inline int32_t alu_lane(int op, int32_t x, int32_t y)
 {
@@ -170,10 +199,12 @@ static inline int32_t alu_lane(int op, int32_t x, int32_t y)
         if (use_imm) { ALU_LOOP(OP, imm) } else { ALU_LOOP(OP, src[l]) }                 \
         break;
 
+/* For VTA_ALU_REQ, `imm` is REQ's immediate field (shift and zero point) and use_imm is ignored. */
 void vta_alu(int32_t *acc, const int64_t *a, const int64_t *s, int64_t n, int64_t lanes, int op, int use_imm,
              int32_t imm)
 {
     switch (op) {
+    case VTA_ALU_REQ: req_loop(acc, a, s, n, lanes, imm); break;
     ALU_CASE(VTA_ALU_MIN)
     ALU_CASE(VTA_ALU_MAX)
     ALU_CASE(VTA_ALU_ADD)
