@@ -121,9 +121,11 @@ module vta_alu_core (
             shr_c[i] = is_shr && !bb[31];
 `ifndef VTA_ECP5_CELLS
             ll_c[i * 32 +: 32] = 32'(a[15:0]) * 32'(bb[15:0]);
-            lh_c[i * 32 +: 32] = 32'($signed({1'b0, a[15:0]}) * $signed(bb[31:16]));
-            hl_c[i * 32 +: 32] = 32'($signed(a[31:16]) * $signed({1'b0, bb[15:0]}));
-            hh_c[i * 32 +: 32] = 32'($signed(a[31:16]) * $signed(bb[31:16]));
+            // each operand sign-extended to the product's 32 bits first (a cast of the product
+            // alone leaves the operands' width to the tool)
+            lh_c[i * 32 +: 32] = 32'($signed({1'b0, a[15:0]})) * 32'($signed(bb[31:16]));
+            hl_c[i * 32 +: 32] = 32'($signed(a[31:16])) * 32'($signed({1'b0, bb[15:0]}));
+            hh_c[i * 32 +: 32] = 32'($signed(a[31:16])) * 32'($signed(bb[31:16]));
 `endif
         end
 `ifdef VTA_ECP5_CELLS

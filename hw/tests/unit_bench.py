@@ -227,7 +227,8 @@ async def alu_core_req_matches_the_contract(dut):
         dut.a_n.value, dut.a_zp.value = n, zp & 0xFF
         sent.append(np.zeros(lanes, np.int64) if reset_flag else req_reference(x, m, n, zp))
         await FallingEdge(dut.clk)
-        if len(sent) > 4:
-            want = sent[-5]
+        if len(sent) >= 4:   # the fourth edge since trial - 3's operands
+            want = sent[-4]
             got = unpack(int(dut.a_zq.value), lanes, 32)
-            assert np.array_equal(got, want), f"REQ trial {trial - 4}: got {got[:4]} want {want[:4]}"
+            assert np.array_equal(got, want), (f"REQ trial {trial - 3}: lanes {np.flatnonzero(got != want)[:4]} got "
+                                                f"{got[got != want][:4]} want {want[got != want][:4]}")
