@@ -1,12 +1,14 @@
 // REQ in the ALU core (hw/rtl/vta_alu_core.v) on symbolic operands: for every x, m (int32 per lane),
-// n, zp and reset, zq four cycles later is what REQ's lanes (f_req_lanes: the contract, for every
-// product) give for the four 16 x 16 partial products of the halves identity (f_req_halves):
-// lo x lo unsigned, lo x hi and hi x lo with the low half unsigned and the high half signed,
-// hi x hi signed, taken from x and m's own halves one cycle after them, with n, zp and reset of
-// x and m's cycle. The reference's products are written from the identity and registered here;
-// Yosys merges them with the core's cells only where the core multiplies the same halves with the
-// same signs and widths, so what is checked is which halves meet, their signs, which lane and
-// which product each feeds, and the timing. k-induction with k = 5 covers all time.
+// n, zp and reset, the core feeds its REQ lanes (vta_req_lanes, which f_req_lanes proves equal to
+// the contract for every product) the four 16 x 16 partial products of the halves identity
+// (f_req_halves) one cycle after x and m: lo x lo unsigned, lo x hi and hi x lo with the low half
+// unsigned and the high half signed, hi x hi signed, each lane's from its own halves, with n, zp
+// and reset of x and m's cycle; and zq is the lanes' result. The reference's products are written
+// from the identity here; Yosys merges them with the core's cells only where the core multiplies
+// the same halves with the same signs and widths, so what is checked is which halves meet, their
+// signs, which lane and which product each feeds, and the timing (the lanes' inputs are peeked:
+// a second copy of the lanes beside the core's leaves the induction two unconstrained copies of
+// the shifter to compare). k-induction with k = 2 covers all time.
 `default_nettype none
 `include "vta_cfg.vh"
 module f_req_core (
@@ -20,7 +22,7 @@ module f_req_core (
 );
 `include "f_reset.svh"
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
-    wire [`VTA_ACC_BYTES*8-1:0] z, zr, zq, f_zq;
+    wire [`VTA_ACC_BYTES*8-1:0] z, zr, zq;
     vta_alu_core alu (.clk(clk), .reset(reset), .op(3'(`VTA_ALU_REQ)), .x(x), .y(y), .xm(x), .ym(y), .z(z), .zr(zr),
                       .n(n), .zp(zp), .zq(zq));
     reg [LANES*32-1:0] ll, lh, hl, hh, ll_r, lh_r, hl_r, hh_r;
@@ -36,12 +38,22 @@ module f_req_core (
             hh[l * 32 +: 32] = 32'($signed(x[l * 32 + 16 +: 16])) * 32'($signed(y[l * 32 + 16 +: 16]));
         end
     always @(posedge clk) {ll_r, lh_r, hl_r, hh_r, n_r, zp_r, rs_r} <= {ll, lh, hl, hh, n, zp, reset};
-    vta_req_lanes #(.LANES(LANES)) f_lanes (.clk(clk), .reset(rs_r), .n(n_r), .zp(zp_r), .ll(ll_r), .lh(lh_r),
-                                           .hl(hl_r), .hh(hh_r), .y(f_zq));
-    reg [3:0] f_past = 4'd0;
-    always @(posedge clk) f_past <= {f_past[2:0], 1'b1};
-    always @(*) if (f_past[3]) req_core_feeds_the_lanes: assert(zq == f_zq);
-    always @(posedge clk) if (f_live && !rst && f_past[3])
+    (* f_peek = "alu.req.ll" *) wire [LANES*32-1:0] p_ll;
+    (* f_peek = "alu.req.lh" *) wire [LANES*32-1:0] p_lh;
+    (* f_peek = "alu.req.hl" *) wire [LANES*32-1:0] p_hl;
+    (* f_peek = "alu.req.hh" *) wire [LANES*32-1:0] p_hh;
+    (* f_peek = "alu.req.n" *) wire [`VTA_REQ_SHIFT_BITS-1:0] p_n;
+    (* f_peek = "alu.req.zp" *) wire [`VTA_REQ_ZP_BITS-1:0] p_zp;
+    (* f_peek = "alu.req.reset" *) wire p_reset;
+    (* f_peek = "alu.req.y" *) wire [`VTA_ACC_BYTES*8-1:0] p_y;
+    reg f_past = 1'b0;
+    always @(posedge clk) f_past <= 1'b1;
+    always @(*) begin
+        if (f_past) req_core_feeds_the_lanes: assert(p_ll == ll_r && p_lh == lh_r && p_hl == hl_r && p_hh == hh_r &&
+                                                     p_n == n_r && p_zp == zp_r && p_reset == rs_r);
+        req_core_zq_is_the_lanes: assert(zq == p_y);
+    end
+    always @(posedge clk) if (f_live && !rst && f_past)
         req_core_cover_negative: cover($signed(zq[31:0]) < 0 && $signed(zq[63:32]) > 0);
 endmodule
 `default_nettype wire
