@@ -36,6 +36,12 @@ RTL_LEAST = (
 )
 
 
+#: Cycles the RTL's REQ writes its result later than the other ALU ops (its extra front stage, the
+#: multiplier queue's register, the 64-bit sum, the shift, the zero point and clamp: docs/hardware.md,
+#: "REQ"); vta_sim.timing.REQ_EXTRA_LATENCY may be larger (the instruction then ends later), never less.
+RTL_REQ_DEPTH = 4
+
+
 def check_supported(cfg: Config) -> None:
     """Refuse configurations the RTL's DMA does not implement (an entry narrower than the bus)."""
     bus = cfg.bus_bytes
@@ -49,6 +55,14 @@ def check_supported(cfg: Config) -> None:
         if getattr(cfg, key) < depth:
             raise ConfigError(f"configuration {cfg.name!r}: {key}={getattr(cfg, key)}, but {why}; "
                               f"use {key} >= {depth}")
+    if timing.REQ_EXTRA_LATENCY < RTL_REQ_DEPTH:
+        raise ConfigError(f"vta_sim.timing.REQ_EXTRA_LATENCY={timing.REQ_EXTRA_LATENCY}, but the RTL's REQ "
+                          f"pipeline writes its result {RTL_REQ_DEPTH} cycles after the other ALU ops' "
+                          f"(docs/hardware.md, \"REQ\"); use REQ_EXTRA_LATENCY >= {RTL_REQ_DEPTH}")
+    if (timing.REQ_READ_INTERVAL, timing.REQ_KEEP_INTERVAL) != (2, 1):
+        raise ConfigError(f"vta_sim.timing: REQ_READ_INTERVAL={timing.REQ_READ_INTERVAL}, "
+                          f"REQ_KEEP_INTERVAL={timing.REQ_KEEP_INTERVAL}, but the RTL's REQ reads ACC[s] "
+                          f"and ACC[a] on one port: 2 and 1 cycles per iteration")
     if bus < 4:
         raise ConfigError(f"configuration {cfg.name!r}: the RTL needs a bus of at least 32 bits "
                           f"(LOG_BUS_WIDTH >= 5), got {bus * 8}")
@@ -80,6 +94,15 @@ def _defines(cfg: Config) -> dict:
         # cycles per iteration of a tensor ALU, by opcode (vta_sim.timing; the RTL's ALU: 2 or 3)
         "ALU_TENSOR_INTERVAL(op)": "(" + "".join(f"(op) == {code} ? {n} : " for code, n in
                                                   sorted(timing.ALU_TENSOR_INTERVAL.items())) + "0)",
+        # REQ (docs/isa-extensions.md): its opcode, the immediate's fields, its timing (vta_sim)
+        "ALU_REQ": isa.ALU_REQ, "ALU_OPCODE_MAX": max(max(isa.ALU_NAMES), isa.ALU_REQ),
+        "REQ_SHIFT_LO": 0, "REQ_SHIFT_BITS": isa.REQ_SHIFT_BITS,
+        "REQ_ZP_LO": isa.REQ_SHIFT_BITS, "REQ_ZP_BITS": isa.REQ_ZP_BITS,
+        "REQ_RSV_LO": isa.REQ_SHIFT_BITS + isa.REQ_ZP_BITS,
+        "REQ_RSV_BITS": 16 - isa.REQ_SHIFT_BITS - isa.REQ_ZP_BITS,
+        "REQ_OUT_MIN": isa.REQ_OUT_MIN, "REQ_OUT_MAX": isa.REQ_OUT_MAX,
+        "REQ_READ_INTERVAL": timing.REQ_READ_INTERVAL, "REQ_KEEP_INTERVAL": timing.REQ_KEEP_INTERVAL,
+        "REQ_EXTRA_LATENCY": timing.REQ_EXTRA_LATENCY,
         "CTRL_START": registers.CTRL_START, "STATUS_RUNNING": registers.STATUS_RUNNING,
         "STATUS_DONE": registers.STATUS_DONE, "STATUS_ERROR": registers.STATUS_ERROR,
     }

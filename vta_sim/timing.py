@@ -99,7 +99,7 @@ ALU_TENSOR_INTERVAL = {isa.ALU_MIN: 2, isa.ALU_MAX: 2, isa.ALU_ADD: 2, isa.ALU_S
 #: is written REQ_EXTRA_LATENCY cycles later than the other ALU ops'.
 REQ_READ_INTERVAL = 2
 REQ_KEEP_INTERVAL = 1
-REQ_EXTRA_LATENCY = 2
+REQ_EXTRA_LATENCY = 4   # the RTL's REQ pipeline depth (hw/header.py RTL_REQ_DEPTH, docs/hardware.md "REQ")
 
 
 def alu_interval(use_imm: int, alu_opcode: int) -> int:

@@ -2,7 +2,9 @@
 // (../shared/spec/vta-isa.md section 5), reset giving 0, two cycles after its operands (the core's
 // three stages), and MIN/MAX/ADD's early result zr one cycle after them (0 for the other ops);
 // k-induction with k = 3 covers all time. MUL's reference is the wrapping int32 product
-// written by its 16-bit halves, lo x lo + (lo x hi + hi x lo) << 16 (hi x hi only reaches bit 32),
+// written by its 16-bit halves, lo x lo + (lo x hi + hi x lo) << 16 (hi x hi only reaches bit 32;
+// lo x hi and hi x lo as the core's cells take them, signed for REQ: their low 16 bits are the
+// unsigned products'),
 // taken on this cycle's operands and registered twice: its multipliers are then the core's own cells
 // (Yosys merges them), and what is checked is which halves meet, their widths, the sum, the
 // timing and reset. The halves identity itself is algebra no solver here closes on 32-bit words
@@ -21,7 +23,9 @@ module f_alu_lanes (
 `include "f_reset.svh"
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
     wire [`VTA_ACC_BYTES*8-1:0] z, zr;
-    vta_alu_core alu (.clk(clk), .reset(reset), .op(op), .x(x), .y(y), .xm(x), .ym(y), .z(z), .zr(zr));
+    wire [`VTA_ACC_BYTES*8-1:0] zq;   // REQ's (f_req_lanes)
+    vta_alu_core alu (.clk(clk), .reset(reset), .op(op), .x(x), .y(y), .xm(x), .ym(y), .z(z), .zr(zr),
+                      .n(`VTA_REQ_SHIFT_BITS'(0)), .zp(`VTA_REQ_ZP_BITS'(0)), .zq(zq));
     always @(*) assume(op <= `VTA_ALU_MUL);   // fetch refuses opcodes 5-7
     reg [`VTA_ACC_BYTES*8-1:0] xp, yp, xpp, ypp;   // the core's operands of the cycle before, two before
     reg [2:0] opp, oppp;
@@ -37,7 +41,8 @@ module f_alu_lanes (
     always @(*)
         for (l = 0; l < LANES; l = l + 1)
             f_mul[l * 32 +: 32] = 32'(32'(x[l * 32 +: 16]) * 32'(y[l * 32 +: 16])) +
-                                  {16'(x[l * 32 +: 16] * y[l * 32 + 16 +: 16]) + 16'(x[l * 32 + 16 +: 16] * y[l * 32 +: 16]), 16'd0};
+                                  {16'(32'($signed({1'b0, x[l * 32 +: 16]})) * 32'($signed(y[l * 32 + 16 +: 16])))
+                                   + 16'(32'($signed(x[l * 32 + 16 +: 16])) * 32'($signed({1'b0, y[l * 32 +: 16]}))), 16'd0};
     always @(posedge clk) {f_mulp, f_mulpp} <= {f_mul, f_mulp};
     function automatic [31:0] spec_lane(input [2:0] o, input signed [31:0] xs, input signed [31:0] ys,
                                         input [31:0] mul, input rs);

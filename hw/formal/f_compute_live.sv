@@ -2,7 +2,8 @@
 // UOP reads and pipeline), with any micro-ops and operands. An instruction issued at cycle i runs
 // its last cycle by i + ISSUE_DELAY + the timing model's duration (docs/timing.md): GEMM_PIPELINE
 // + n for a GEMM, ALU_PIPELINE + n with an immediate and ALU_PIPELINE + 2n with a tensor operand
-// (3n for SHR and MUL: `VTA_ALU_TENSOR_INTERVAL), n = iter_out * iter_in * max(0, uop_end - uop_bgn). Checked by BMC for every GEMM and ALU (any
+// (3n for SHR and MUL: `VTA_ALU_TENSOR_INTERVAL), ALU_PIPELINE + REQ_EXTRA_LATENCY + 2n for REQ (its
+// slowest: every iteration reads ACC[s]; the micro-ops choose), n = iter_out * iter_in * max(0, uop_end - uop_bgn). Checked by BMC for every GEMM and ALU (any
 // flags, reset bit, factors, op, immediate, token timing) with iter_out, iter_in <= 7 and
 // uop_end <= uop_bgn + 7 whose bound is at most MAXB = depth - 3 cycles: what the depth follows
 // to its end.
@@ -52,24 +53,29 @@ module f_compute_live (
 
     // the timing model's duration of the head, in cycles (docs/timing.md, "Per-instruction durations")
     wire tensor = alu && !`VTA_ALU_USE_IMM(head);
-    always @(*) if (alu) assume(`VTA_ALU_ALU_OPCODE(head) <= `VTA_ALU_MUL);   // fetch refuses 5-7
+    // fetch refuses opcodes 6-7, and REQ with use_imm or its reserved bits set
+    wire req = alu && `VTA_ALU_ALU_OPCODE(head) == 3'(`VTA_ALU_REQ);
+    always @(*) if (alu) assume(`VTA_ALU_ALU_OPCODE(head) <= `VTA_ALU_OPCODE_MAX);
+    always @(*) if (req) assume(!`VTA_ALU_USE_IMM(head) && (`VTA_ALU_IMM(head) >> `VTA_REQ_RSV_LO) == 0);
     wire [31:0] n = (fin > bgn) ? 32'(iter_out) * 32'(iter_in) * 32'(fin - bgn) : 32'd0;
-    wire [31:0] n_bound = `F_ISSUE_DELAY + (alu ? `VTA_ALU_PIPELINE : `VTA_GEMM_PIPELINE) + (tensor ? 32'(`VTA_ALU_TENSOR_INTERVAL(`VTA_ALU_ALU_OPCODE(head))) * n : n);
+    wire [31:0] n_bound = `F_ISSUE_DELAY + (req ? `VTA_ALU_PIPELINE + `VTA_REQ_EXTRA_LATENCY + `VTA_REQ_READ_INTERVAL * n
+        : (alu ? `VTA_ALU_PIPELINE : `VTA_GEMM_PIPELINE) + (tensor ? 32'(`VTA_ALU_TENSOR_INTERVAL(`VTA_ALU_ALU_OPCODE(head))) * n : n));
     always @(*) if (head_valid) assume(n_bound <= MAXB);
 
     // one instruction at a time, from its issue to the cycle after its last running cycle
 `include "f_live_bound.svh"
     reg [31:0] f_n;
-    reg f_alu, f_tensor, f_slow;
-    always @(posedge clk) if (issue) {f_n, f_alu, f_tensor, f_slow} <= {n, alu, tensor,
-        `VTA_ALU_TENSOR_INTERVAL(`VTA_ALU_ALU_OPCODE(head)) == 3};
+    reg f_alu, f_tensor, f_slow, f_req;
+    always @(posedge clk) if (issue) {f_n, f_alu, f_tensor, f_slow, f_req} <= {n, alu, tensor && !req,
+        `VTA_ALU_TENSOR_INTERVAL(`VTA_ALU_ALU_OPCODE(head)) == 3, req};
     // the bound is met exactly (it is the model's duration), by instructions of several iterations
     always @(posedge clk) if (f_live && !rst) begin
         cl_cover_gemm_at_bound: cover(f_at_bound && !f_alu && f_n >= 4);
         cl_cover_alu_tensor_at_bound: cover(f_at_bound && f_tensor && !f_slow && f_n >= 2);
         cl_cover_alu_slow_tensor_at_bound: cover(f_at_bound && f_tensor && f_slow && f_n >= 2);
-        cl_cover_alu_imm_at_bound: cover(f_at_bound && f_alu && !f_tensor && f_n >= 4);
+        cl_cover_alu_imm_at_bound: cover(f_at_bound && f_alu && !f_tensor && !f_req && f_n >= 4);
         cl_cover_empty_at_bound: cover(f_at_bound && f_n == 0);
+        cl_cover_req_at_bound: cover(f_at_bound && f_req && f_n >= 2);   // every iteration reads ACC[s]
     end
 endmodule
 `default_nettype wire

@@ -14,6 +14,12 @@
 // logic, the loop operand -> multiplier -> partial products -> add -> forward -> operand spanned
 // two cycles and two crossings of the DSP columns (about 20.5 ns placed, 93.8 MHz); it now spans
 // three (docs/hardware.md, "Revision 6").
+// REQ (docs/isa-extensions.md; docs/hardware.md, "REQ") shares MUL's partial products: lo x hi and
+// hi x lo are taken signed (the low half as an unsigned 17-bit operand, the high half signed), which
+// leaves their low 16 bits, all MUL reads, unchanged, and a fourth product per lane, hi x hi, joins
+// them; hw/rtl/vta_req_lanes.v sums the four to the exact 64-bit product, shifts, rounds, adds the
+// zero point and clamps, three more stages: zq is REQ's result four cycles after x, y, n, zp and
+// reset (z's two, plus two).
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_alu_core (
@@ -30,7 +36,10 @@ module vta_alu_core (
     input  wire [`VTA_ACC_BYTES*8-1:0] ym,
     /* verilator lint_on UNUSEDSIGNAL */
     output reg  [`VTA_ACC_BYTES*8-1:0] z,
-    output reg  [`VTA_ACC_BYTES*8-1:0] zr     // MIN/MAX/ADD's result a cycle early (else 0)
+    output reg  [`VTA_ACC_BYTES*8-1:0] zr,    // MIN/MAX/ADD's result a cycle early (else 0)
+    input  wire [`VTA_REQ_SHIFT_BITS-1:0] n,  // REQ's shift and zero point, taken with x and y
+    input  wire [`VTA_REQ_ZP_BITS-1:0]    zp,
+    output wire [`VTA_ACC_BYTES*8-1:0] zq     // REQ's result (reset: 0), four cycles after x, y
 );
     localparam LANES = `VTA_BATCH * `VTA_BLOCK_OUT;
     integer i;
@@ -56,14 +65,21 @@ module vta_alu_core (
     reg signed [31:0] sl, sr;                          // the first stage's shifts
     reg [31:0] t;                                      // the second's
     reg [15:0] cs_s, cs_c;                             // MUL's high half as carry-save
-    // the partial products, registered: lo x lo, and lo x hi and hi x lo's low 16 bits
+    // the partial products, registered: lo x lo, lo x hi, hi x lo (MUL reads their low 16 bits),
+    // hi x hi (REQ only); lo x hi, hi x lo and hi x hi signed, each exact in 32 bits
 `ifdef VTA_ECP5_CELLS
     wire [`VTA_ACC_BYTES*8-1:0] ll_a;                  // in the MULT18X18D output registers
-    wire [LANES*16-1:0] lh_a, hl_a;
+    wire [LANES*32-1:0] lh_w, hl_w, hh_w;
 `else
     reg [`VTA_ACC_BYTES*8-1:0] ll_c, ll_a;
-    reg [LANES*16-1:0] lh_c, hl_c, lh_a, hl_a;
+    reg [LANES*32-1:0] lh_c, hl_c, hh_c, lh_w, hl_w, hh_w;
 `endif
+    wire [LANES*16-1:0] lh_a, hl_a;
+    genvar gl;
+    generate for (gl = 0; gl < LANES; gl = gl + 1) begin : g_low
+        assign lh_a[gl * 16 +: 16] = lh_w[gl * 32 +: 16];
+        assign hl_a[gl * 16 +: 16] = hl_w[gl * 32 +: 16];
+    end endgenerate
     reg mul_a;          // MUL, not under reset
     // -v bit by bit, v[k] ^ (v[k-1:0] != 0), each bit a LUT of v's bits: written as -v it is a
     // carry chain in front of the shifter (y -> the chain -> x_a, 10.72 ns placed at 93.3 MHz)
@@ -105,22 +121,29 @@ module vta_alu_core (
             shr_c[i] = is_shr && !bb[31];
 `ifndef VTA_ECP5_CELLS
             ll_c[i * 32 +: 32] = 32'(a[15:0]) * 32'(bb[15:0]);
-            lh_c[i * 16 +: 16] = 16'(a[15:0] * bb[31:16]);
-            hl_c[i * 16 +: 16] = 16'(a[31:16] * bb[15:0]);
+            // each operand sign-extended to the product's 32 bits first (a cast of the product
+            // alone leaves the operands' width to the tool)
+            lh_c[i * 32 +: 32] = 32'($signed({1'b0, a[15:0]})) * 32'($signed(bb[31:16]));
+            hl_c[i * 32 +: 32] = 32'($signed(a[31:16])) * 32'($signed({1'b0, bb[15:0]}));
+            hh_c[i * 32 +: 32] = 32'($signed(a[31:16])) * 32'($signed(bb[31:16]));
 `endif
         end
 `ifdef VTA_ECP5_CELLS
-    wire [LANES*32-1:0] lh_p, hl_p;
+    /* verilator lint_off UNUSEDSIGNAL */   // the 17 x 17 products' top two bits (each fits 32)
+    wire [LANES*34-1:0] lh_p, hl_p;
+    /* verilator lint_on UNUSEDSIGNAL */
     genvar gi;
     generate for (gi = 0; gi < LANES; gi = gi + 1) begin : g_lane
         vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) ll (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 +: 16]),
             .p(ll_a[gi * 32 +: 32]));
-        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) lh (.clk(clk), .a(xm[gi * 32 +: 16]), .b(ym[gi * 32 + 16 +: 16]),
-            .p(lh_p[gi * 32 +: 32]));
-        vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) hl (.clk(clk), .a(xm[gi * 32 + 16 +: 16]), .b(ym[gi * 32 +: 16]),
-            .p(hl_p[gi * 32 +: 32]));
-        assign lh_a[gi * 16 +: 16] = lh_p[gi * 32 +: 16];
-        assign hl_a[gi * 16 +: 16] = hl_p[gi * 32 +: 16];
+        vta_ecp5_mul #(.W(17), .SIGNED(1), .IN_REG(0), .OUT_REG(1)) lh (.clk(clk), .a({1'b0, xm[gi * 32 +: 16]}),
+            .b({ym[gi * 32 + 31], ym[gi * 32 + 16 +: 16]}), .p(lh_p[gi * 34 +: 34]));
+        vta_ecp5_mul #(.W(17), .SIGNED(1), .IN_REG(0), .OUT_REG(1)) hl (.clk(clk), .a({xm[gi * 32 + 31], xm[gi * 32 + 16 +: 16]}),
+            .b({1'b0, ym[gi * 32 +: 16]}), .p(hl_p[gi * 34 +: 34]));
+        vta_ecp5_mul #(.W(16), .SIGNED(1), .IN_REG(0), .OUT_REG(1)) hh (.clk(clk), .a(xm[gi * 32 + 16 +: 16]),
+            .b(ym[gi * 32 + 16 +: 16]), .p(hh_w[gi * 32 +: 32]));
+        assign lh_w[gi * 32 +: 32] = lh_p[gi * 34 +: 32];
+        assign hl_w[gi * 32 +: 32] = hl_p[gi * 34 +: 32];
     end endgenerate
 `endif
     always @(posedge clk) begin
@@ -135,8 +158,15 @@ module vta_alu_core (
         pick_a <= pick_c;
     end
 `ifndef VTA_ECP5_CELLS
-    always @(posedge clk) {ll_a, lh_a, hl_a} <= {ll_c, lh_c, hl_c};
+    always @(posedge clk) {ll_a, lh_w, hl_w, hh_w} <= {ll_c, lh_c, hl_c, hh_c};
 `endif
+    // REQ: n, zp and reset taken with the products (x and y's cycle), then the lanes' three stages
+    reg [`VTA_REQ_SHIFT_BITS-1:0] n_a;
+    reg [`VTA_REQ_ZP_BITS-1:0] zp_a;
+    reg rs_a;
+    always @(posedge clk) {n_a, zp_a, rs_a} <= {n, zp, reset};
+    vta_req_lanes #(.LANES(LANES)) req (.clk(clk), .reset(rs_a), .n(n_a), .zp(zp_a), .ll(ll_a), .lh(lh_w), .hl(hl_w),
+                                       .hh(hh_w), .y(zq));
     reg [`VTA_ACC_BYTES*8-1:0] z_c;
     always @(*)
         for (i = 0; i < LANES; i = i + 1) begin

@@ -36,6 +36,16 @@
 // The instruction is done GEMM_PIPELINE (ALU_PIPELINE) cycles after its last issue slot, as
 // docs/timing.md models it; the last write is 8 (7) cycles after it, so GEMM_PIPELINE >= 8 and
 // ALU_PIPELINE >= 7 are exact (hw/header.py refuses less).
+// REQ (docs/isa-extensions.md; docs/hardware.md, "REQ") issues one iteration per cycle while its
+// multiplier queue has room (rq_ok: at most four iterations between S0 and the queue's head), and
+// S1 does not read ACC: it compares s with the iteration before's (the first always reads) and
+// queues {a, s, reads}. The queue's head takes the ACC read port, ACC[s] then ACC[a] when it reads
+// s (2 cycles), ACC[a] alone when not (1): ACC[s] lands in the operand register rq_m in S1r, ACC[a]
+// in S2 beside it, and the iteration runs through S2-S4 as the other ops do (MUL's partial products,
+// shared, and hi x hi in S3), then through the ALU core's REQ lanes (sum, shift, zero point and
+// clamp) and writes in S7, as GEMM does. The duration counts the cycles of the iterations as S1
+// finds them: `elapsed` holds for a cycle after each iteration that reads s. REQ forwards nothing
+// (the contract makes a program whose iteration reads an entry an earlier one wrote illegal).
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_compute (
@@ -189,6 +199,7 @@ module vta_compute (
 
     // ------------------------------------------------------------ GEMM / ALU loop (S0)
     reg                        is_alu, reset, tensor;
+    reg                        req, alu_nr, ty;   // REQ; an ALU but REQ; a tensor ALU but REQ
     reg [1:0]                  slot, slot_last;   // a tensor ALU issues at slot 0 of its interval
     reg [2:0]                  alu_op;
     reg [31:0]                 imm;
@@ -203,10 +214,12 @@ module vta_compute (
     wire [13:0] h_out = `VTA_GEMM_ITER_OUT(insn), h_in = `VTA_GEMM_ITER_IN(insn);
     wire h_alu = (h_op == `VTA_OP_ALU);
     wire h_tensor = h_alu && !`VTA_ALU_USE_IMM(insn);
+    wire h_req = h_alu && (`VTA_ALU_ALU_OPCODE(insn) == 3'(`VTA_ALU_REQ));
     wire h_some = (h_end > h_bgn) && (h_out != 0) && (h_in != 0);   // n != 0
-    wire [47:0] h_pipe = h_alu ? `VTA_ALU_PIPELINE : `VTA_GEMM_PIPELINE;
+    wire [47:0] h_pipe = h_req ? `VTA_ALU_PIPELINE + `VTA_REQ_EXTRA_LATENCY : h_alu ? `VTA_ALU_PIPELINE : `VTA_GEMM_PIPELINE;
 
-    wire issue = (kind == KIND_EXEC) && in_body && g_active && (slot == 2'd0);
+    reg rq_ok;     // REQ's queue has room for one more iteration (always, for the other instructions)
+    wire issue = (kind == KIND_EXEC) && in_body && g_active && (slot == 2'd0) && rq_ok;
     // the loop's last-iteration tests as registers, set with the counters they test (at the start
     // and at each issue): the compares' adders were in front of the counters' and the index
     // adders' enables (u -> u + 1 == u_end -> j, i, d_ij: 13.3 ns placed)
@@ -299,9 +312,23 @@ module vta_compute (
         (!reset && tensor && src >= `VTA_ACC_DEPTH));
     assign inp_raddr = `VTA_LI'(src);
     assign wgt_raddr = `VTA_LW'(wg);
-    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : is_alu ? `VTA_LA'(a) : `VTA_LA'(s3_a);
+    // REQ: the multiplier queue (four entries of {a, s, reads s}) between S1 and its ACC reads
+    localparam RQW = 2 * `VTA_LA + 1;
+    reg [RQW-1:0] rq_mem [0:3];
+    reg [1:0] rq_wp, rq_rp;
+    reg [2:0] rq_cnt, rq_fl;        // entries queued; iterations issued and not yet taken from it
+    reg [`VTA_LA-1:0] rq_addr, rq_apend;   // this cycle's read; ACC[a] to read after ACC[s]
+    reg rq_sread, rq_aread, rq_s1, rq_s2;  // this cycle reads ACC[s] / ACC[a]; ACC[s] read 1, 2 cycles ago
+    reg rq_first, rq_hold;
+    reg [31:0] rq_last_src;
+    reg [`VTA_ACC_BYTES*8-1:0] rq_m;       // the multipliers, ACC[s] as last read
+    wire [RQW-1:0] rq_head = rq_mem[rq_rp];
+    wire rq_push = s1_valid && req;
+    wire rq_rd = rq_first || (src != rq_last_src);
+    wire rq_pop = !rq_sread && (rq_cnt != 3'd0);
+    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : req ? rq_addr : is_alu ? `VTA_LA'(a) : `VTA_LA'(s3_a);
 
-    wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z;
+    wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z, alu_zq;
     reg  [`VTA_ACC_BYTES*8-1:0] acc_q, z_r, z_rr, z_rrr;   // GEMM: ACC[dst] as read (S6), the sums of S7-S9
     // S6's forward, chosen in S5 (the S6 iteration's entry against the three ahead of it, on the
     // index bits) so that only registered selects reach the adder
@@ -309,7 +336,7 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] acc_s6 = fw7 ? z_r : fw8 ? z_rr : fw9 ? z_rrr : acc_q;
     vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_s6),
                         .acc_out(gemm_z));
-    wire alu_we = s5_valid && is_alu;
+    wire alu_we = s5_valid && alu_nr;    // REQ writes in S7
     // S2's operands (the header's list): the ALU's write of this cycle (alu_z, registered in its
     // third stage), MIN/MAX/ADD's result in its first (zr, a tensor's one ahead), the write of the
     // cycle before (w6_z), else ACC as read (a tensor's ACC[dst] as taken in S1r, x_r). Each
@@ -319,9 +346,11 @@ module vta_compute (
     // same entry, so the operation applies once more.
     reg m1, m2, fz, f1, f2, fzy, f1y, f2y;
     wire [`VTA_ACC_BYTES*8-1:0] alu_zr;
-    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = fz ? alu_z : f1 ? alu_zr : f2 ? w6_z : tensor ? x_r : acc_rdata;
+    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = fz ? alu_z : f1 ? alu_zr : f2 ? w6_z : ty ? x_r : acc_rdata;
     wire [31:0] imm_m = (m1 && m2) ? imm_t : (m1 || m2) ? imm_d : imm;
-    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !tensor ? {LANES{imm_m}} : fzy ? alu_z : f1y ? alu_zr : f2y ? w6_z : acc_rdata;
+    // REQ's y is its multiplier register (chosen with the immediate, off ACC's path)
+    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !ty ? (req ? rq_m : {LANES{imm_m}}) : fzy ? alu_z : f1y ? alu_zr : f2y ? w6_z
+                                     : acc_rdata;
 `ifdef VTA_ECP5_CELLS
     // the multipliers' copy of S3's operands, loaded every cycle (so not merged with x2, y2, which
     // load with S2): the same values whenever S3 holds an iteration
@@ -334,19 +363,20 @@ module vta_compute (
     wire [`VTA_ACC_BYTES*8-1:0] x2m = x2, y2m = y2;
 `endif
     vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .xm(x2m), .ym(y2m), .z(alu_z),
-                      .zr(alu_zr));
+                      .zr(alu_zr), .n(imm[`VTA_REQ_SHIFT_LO +: `VTA_REQ_SHIFT_BITS]),
+                      .zp(imm[`VTA_REQ_ZP_LO +: `VTA_REQ_ZP_BITS]), .zq(alu_zq));
     // the iterations that will be in S3, S4 and S5 with the one in S1r (its entries a, src)
     wire at3 = s2_valid && is_alu, at4 = s3_valid && is_alu, at5 = s4_valid && is_alu, at6 = alu_we;
     wire [`VTA_LA-1:0] e_a = `VTA_LA'(s1r_a), e_src = `VTA_LA'(s1r_src);
     wire exec_we = alu_we || s7_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
     assign acc_waddr = s7_valid ? `VTA_LA'(s7_a) : exec_we ? `VTA_LA'(s5_a) : `VTA_LA'(dma_idx);
-    assign acc_wdata = alu_we ? alu_z : s7_valid ? z_r : (mt == `VTA_MEM_ACC) ? acc_dma : acc8;
+    assign acc_wdata = alu_we ? alu_z : s7_valid ? (req ? alu_zq : z_r) : (mt == `VTA_MEM_ACC) ? acc_dma : acc8;
     assign out_we = exec_we;
     genvar g;
     generate
         for (g = 0; g < LANES; g = g + 1) begin : g_out
-            assign out_wdata[g * 8 +: 8] = alu_we ? alu_z[g * 32 +: 8] : z_r[g * 32 +: 8];
+            assign out_wdata[g * 8 +: 8] = alu_we ? alu_z[g * 32 +: 8] : req ? alu_zq[g * 32 +: 8] : z_r[g * 32 +: 8];
         end
     endgenerate
 
@@ -377,24 +407,26 @@ module vta_compute (
             s7_valid <= 1'b0;
             s8_valid <= 1'b0;
             err <= 1'b0;
+            {req, alu_nr, ty, rq_ok, rq_sread, rq_aread, rq_s1, rq_s2, rq_hold} <= 0;
+            {rq_cnt, rq_fl} <= 0;
             {gemm_count, alu_count, busy_cycles} <= 0;
             insn_count <= 0;
         end else begin
             waiting <= port_req && !port_gnt;
             if (in_body && !waiting) busy_cycles <= busy_cycles + 1;
-            if (in_body) elapsed <= elapsed + 1;
+            if (in_body && !rq_hold) elapsed <= elapsed + 1;   // REQ: a cycle more per read of ACC[s]
             if (bad_index) err <= 1'b1;
 
             // pipeline registers
             s0b_valid <= issue;
             s1_valid <= s0b_valid;
-            s1b_valid <= s1_valid && tensor;
-            s1r_valid <= (s1_valid && is_alu && !tensor) || s1b_valid;
+            s1b_valid <= s1_valid && ty;
+            s1r_valid <= (s1_valid && is_alu && !tensor) || s1b_valid || rq_aread;
             s2_valid <= (s1_valid && !is_alu) || s1r_valid;
             s3_valid <= s2_valid;
             s4_valid <= s3_valid;
             s5_valid <= s4_valid;
-            s6_valid <= s5_valid && !is_alu;
+            s6_valid <= s5_valid && !alu_nr;
             s7_valid <= s6_valid;
             s8_valid <= s7_valid;
             if (s2_valid) begin
@@ -443,6 +475,35 @@ module vta_compute (
                 s1r_a <= s1b_a;
                 s1r_src <= s1b_src;
             end
+            if (rq_aread) s1r_a <= 32'(rq_addr);
+            // REQ: S1 queues the iteration, the head takes the read port
+            rq_hold <= rq_push && rq_rd;
+            if (rq_push) begin
+                rq_mem[rq_wp] <= {`VTA_LA'(a), `VTA_LA'(src), rq_rd};
+                rq_wp <= rq_wp + 2'd1;
+                rq_last_src <= src;
+                rq_first <= 1'b0;
+            end
+            rq_cnt <= rq_cnt + 3'(rq_push) - 3'(rq_pop);
+            rq_fl <= rq_fl + 3'(issue) - 3'(rq_pop);
+            rq_ok <= !req || (3'(rq_fl + 3'(issue) - 3'(rq_pop)) < 3'd4);
+            if (rq_sread) begin
+                rq_addr <= rq_apend;
+                rq_sread <= 1'b0;
+                rq_aread <= 1'b1;
+            end else if (rq_pop) begin
+                rq_rp <= rq_rp + 2'd1;
+                rq_addr <= rq_head[0] ? rq_head[1 +: `VTA_LA] : rq_head[1 + `VTA_LA +: `VTA_LA];
+                rq_apend <= rq_head[1 + `VTA_LA +: `VTA_LA];
+                rq_sread <= rq_head[0];
+                rq_aread <= !rq_head[0];
+            end else begin
+                rq_sread <= 1'b0;
+                rq_aread <= 1'b0;
+            end
+            rq_s1 <= rq_sread;
+            rq_s2 <= rq_s1;
+            if (rq_s2) rq_m <= acc_rdata;       // ACC[s], two cycles after its read (S1r of its iteration)
             if (s1r_valid) begin
                 if (tensor) x_r <= acc_rdata;
                 s2_a <= s1r_a;
@@ -510,6 +571,13 @@ module vta_compute (
                 dur_step <= 3'd0;
             end
             if (start) begin
+                req <= h_req;
+                alu_nr <= h_alu && !h_req;
+                ty <= h_tensor && !h_req;
+                rq_ok <= 1'b1;
+                {rq_cnt, rq_fl, rq_wp, rq_rp} <= 0;
+                {rq_sread, rq_aread, rq_hold} <= 0;
+                rq_first <= 1'b1;
                 mt <= h_mt;
                 insn_count <= insn_count + 1;
                 is_finish <= (h_op == `VTA_OP_FINISH);
@@ -520,7 +588,7 @@ module vta_compute (
                 reset <= `VTA_GEMM_RESET(insn);
                 tensor <= h_tensor;
                 slot <= 2'd0;
-                slot_last <= h_tensor ? 2'(`VTA_ALU_TENSOR_INTERVAL(`VTA_ALU_ALU_OPCODE(insn)) - 1) : 2'd0;
+                slot_last <= (h_tensor && !h_req) ? 2'(`VTA_ALU_TENSOR_INTERVAL(`VTA_ALU_ALU_OPCODE(insn)) - 1) : 2'd0;
                 alu_op <= `VTA_ALU_ALU_OPCODE(insn);
                 imm <= 32'($signed(`VTA_ALU_IMM(insn)));
                 u <= h_bgn;
@@ -546,7 +614,7 @@ module vta_compute (
                 d_oi <= 28'(h_out) * 28'(h_in);
                 d_u <= (h_end > h_bgn) ? h_end - h_bgn : {`VTA_GEMM_UOP_END_W{1'b0}};
                 d_pipe <= h_pipe;
-                d_ival <= h_tensor ? 2'(`VTA_ALU_TENSOR_INTERVAL(`VTA_ALU_ALU_OPCODE(insn))) : 2'd1;
+                d_ival <= (h_tensor && !h_req) ? 2'(`VTA_ALU_TENSOR_INTERVAL(`VTA_ALU_ALU_OPCODE(insn))) : 2'd1;
                 dur_ok <= 1'b0;
                 dur_hit <= 1'b0;
                 dur_step <= 3'd1;

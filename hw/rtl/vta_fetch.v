@@ -143,7 +143,11 @@ module vta_fetch (
                  (pads || (mt == `VTA_MEM_UOP && y != 1))) code = `VTA_ERR_MALFORMED;
         else if (is_mem && x != 0 && $signed({2'b00, entries_r}) > room_r)
             code = `VTA_ERR_SRAM_RANGE;
-        else if (op == `VTA_OP_ALU && `VTA_ALU_ALU_OPCODE(w) > `VTA_ALU_MUL) code = `VTA_ERR_ALU_OPCODE;
+        else if (op == `VTA_OP_ALU && `VTA_ALU_ALU_OPCODE(w) > `VTA_ALU_OPCODE_MAX) code = `VTA_ERR_ALU_OPCODE;
+        // REQ (docs/isa-extensions.md): its multipliers come from the tensor operand, and the
+        // immediate's bits above the shift and the zero point are reserved
+        else if (op == `VTA_OP_ALU && `VTA_ALU_ALU_OPCODE(w) == `VTA_ALU_REQ &&
+                 (`VTA_ALU_USE_IMM(w) || `VTA_ALU_IMM(w) >> `VTA_REQ_RSV_LO != 0)) code = `VTA_ERR_MALFORMED;
         else if (is_exec && 32'(uend) > `VTA_UOP_DEPTH) code = `VTA_ERR_SRAM_RANGE;
         else if (is_exec && 32'(ubgn) > 32'(uend)) code = `VTA_ERR_MALFORMED;
     end

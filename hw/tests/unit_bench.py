@@ -12,6 +12,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, Timer
 
 from hw.tests.top_bench import sram_array
+from vta_sim import isa
 from vta_sim.config import Config
 
 CFG = Config.load(os.environ.get("VTA_UNIT_CONFIG", "1x8x8"))
@@ -189,3 +190,45 @@ async def alu_core_matches_numpy(dut):
             await FallingEdge(dut.clk)
             got = unpack(int(dut.a_z.value), lanes, 32)
             assert np.array_equal(got, want), f"op {op} trial {trial}: x={x[:4]} y={y[:4]}"
+
+
+def req_reference(x, m, n: int, zp: int):
+    """docs/isa-extensions.md, REQ: the exact product, rounded right shift, zero point, int8 clamp."""
+    out = []
+    for xi, mi in zip(x, m):
+        p = int(xi) * int(mi)
+        v = p if n == 0 else (p >> n) + ((p >> (n - 1)) & 1)
+        out.append(min(max(v + zp, isa.REQ_OUT_MIN), isa.REQ_OUT_MAX))
+    return np.array(out, np.int64)
+
+
+@cocotb.test()
+async def alu_core_req_matches_the_contract(dut):
+    """REQ's lanes (zq) four cycles after their operands, fed a new set every cycle: int32 extremes,
+    every shift 0..63, zero points at both ends, reset."""
+    await reset(dut)
+    rng = np.random.default_rng(SEED + 5)
+    lanes = CFG.BATCH * CFG.BLOCK_OUT
+    extremes = np.array([-2**31, 2**31 - 1, 0, 1, -1, 2**30, -2**30 - 1, 12345], np.int64)
+    sent = []
+    for trial in range(64 * 3 + 8):
+        n = trial % 64
+        zp = [-128, 127, 0, int(rng.integers(-128, 128))][trial % 4]
+        if trial % 3 == 0:
+            x, m = rng.choice(extremes, lanes), rng.choice(extremes, lanes)
+        elif trial % 3 == 1:
+            x, m = rng.integers(-2**31, 2**31, lanes), rng.integers(-2**31, 2**31, lanes)
+        else:   # products near the shift's rounding point and the clamp's edges
+            x = rng.integers(-2**20, 2**20, lanes)
+            m = rng.integers(-2**12, 2**12, lanes)
+        reset_flag = trial % 17 == 5
+        dut.a_x.value, dut.a_y.value = pack(x, 32), pack(m, 32)
+        dut.a_op.value, dut.a_reset.value = isa.ALU_REQ, int(reset_flag)
+        dut.a_n.value, dut.a_zp.value = n, zp & 0xFF
+        sent.append(np.zeros(lanes, np.int64) if reset_flag else req_reference(x, m, n, zp))
+        await FallingEdge(dut.clk)
+        if len(sent) >= 4:   # the fourth edge since trial - 3's operands
+            want = sent[-4]
+            got = unpack(int(dut.a_zq.value), lanes, 32)
+            assert np.array_equal(got, want), (f"REQ trial {trial - 3}: lanes {np.flatnonzero(got != want)[:4]} got "
+                                                f"{got[got != want][:4]} want {want[got != want][:4]}")

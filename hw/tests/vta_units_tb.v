@@ -1,5 +1,5 @@
 // Unit-bench wrapper: the FIFO with its bypass (the read FIFO) and without (the instruction
-// queues) on the same inputs, the token queue, the GEMM core and the ALU core, and a four-entry
+// queues) on the same inputs, the token queue, the GEMM core and the ALU core (REQ's lanes with it), and a four-entry
 // SRAM with each read latency on the same inputs, with their ports brought out for
 // hw/tests/unit_bench.py.
 `default_nettype none
@@ -34,6 +34,9 @@ module vta_units_tb (
     input  wire [`VTA_ACC_BYTES*8-1:0] a_y,
     output wire [`VTA_ACC_BYTES*8-1:0] a_z,
     output wire [`VTA_ACC_BYTES*8-1:0] a_zr,
+    input  wire [`VTA_REQ_SHIFT_BITS-1:0] a_n,
+    input  wire [`VTA_REQ_ZP_BITS-1:0]    a_zp,
+    output wire [`VTA_ACC_BYTES*8-1:0] a_zq,
     input  wire        m_we,
     input  wire [1:0]  m_waddr,
     input  wire [7:0]  m_wdata,
@@ -50,7 +53,8 @@ module vta_units_tb (
     vta_token_queue #(.DEPTH(`VTA_TOKEN_DEPTH)) tokens (.clk(clk), .rst(rst), .push_req(t_push_req),
         .push_ok(t_push_ok), .avail(t_avail), .pop(t_pop), .count(t_count));
     vta_gemm_core gemm (.clk(clk), .reset(g_reset), .inp(g_inp), .wgt(g_wgt), .acc_in(g_acc_in), .acc_out(g_acc_out));
-    vta_alu_core alu (.clk(clk), .reset(a_reset), .op(a_op), .x(a_x), .y(a_y), .xm(a_x), .ym(a_y), .z(a_z), .zr(a_zr));
+    vta_alu_core alu (.clk(clk), .reset(a_reset), .op(a_op), .x(a_x), .y(a_y), .xm(a_x), .ym(a_y), .z(a_z), .zr(a_zr),
+                      .n(a_n), .zp(a_zp), .zq(a_zq));
     vta_sram #(.WIDTH(8), .AW(2), .RD_REG(0)) sram1 (.clk(clk), .we(m_we), .waddr(m_waddr), .wdata(m_wdata),
         .raddr(m_raddr), .rdata(m_rdata1));
     vta_sram #(.WIDTH(8), .AW(2), .RD_REG(1)) sram2 (.clk(clk), .we(m_we), .waddr(m_waddr), .wdata(m_wdata),

@@ -341,3 +341,98 @@ def random_program(cfg, seed: int, rounds: int | None = None):
         insns += loads + compute + stores
     insns.append(isa.FinishInsn(pop_next=1))
     return _prog(cfg, f"random_{seed}", insns, lay)
+
+
+# ------------------------------------------------------------------------------------------ REQ
+def _req_acc(rng, n_lanes: int, n: int, kind: str) -> np.ndarray:
+    """n ACC entries of int32 lanes: accumulators (about 2^20), multipliers (the compiler's
+    m_c < 2^31), or anything (full int32 with its extremes mixed in)."""
+    if kind == "acc":
+        v = rng.integers(-2**20, 2**20, size=(n, n_lanes))
+    elif kind == "mul":
+        v = rng.integers(2**28, 2**31, size=(n, n_lanes)) * rng.choice([1, 1, 1, -1], size=(n, n_lanes))
+    else:
+        v = rng.integers(-2**31, 2**31, size=(n, n_lanes))
+    extremes = np.array([-2**31, 2**31 - 1, 0, 1, -1, 2**30, -2**30], np.int64)
+    pick = rng.random((n, n_lanes)) < (0.3 if kind == "any" else 0.05)
+    v = np.where(pick, rng.choice(extremes, size=(n, n_lanes)), v)
+    return v.astype("<i4")
+
+
+def _req_prog(cfg, name, rng, compute, acc_entries, out_entries, acc_kinds, uops):
+    """LOAD ACC (entry ranges of `acc_kinds`: [(first, count, kind)]), LOAD UOP, `compute`, then
+    STORE of OUT[0, out_entries) so that every REQ result reaches DRAM."""
+    lanes = cfg.BATCH * cfg.BLOCK_OUT
+    ab, ob = cfg.buffers["acc"].entry_bytes, cfg.buffers["out"].entry_bytes
+    acc = np.zeros((acc_entries, lanes), "<i4")
+    for first, count, kind in acc_kinds:
+        acc[first:first + count] = _req_acc(rng, lanes, count, kind)
+    lay = Layout()
+    a = lay.put(acc.tobytes(), ab)
+    u = lay.put(uop_words(cfg, uops), 4)
+    o = lay.reserve(out_entries * ob, ob)
+    insns = chain(compute_part=[load(MEM_ACC, 0, a, 1, acc_entries), load(MEM_UOP, 0, u, 1, len(uops)), *compute],
+                  store_part=[store(0, o, 1, out_entries)])
+    return _prog(cfg, name, insns, lay)
+
+
+def req_programs(cfg):
+    """REQ (docs/isa-extensions.md) against vta_sim, bits and cycles: a requantisation epilogue
+    (s fixed within each channel block, changing between blocks), every shift 0..63 on full-range
+    int32 operands with zero points at both ends, s patterns that read, keep and alternate (the
+    multiplier queue full and empty), reset, an empty loop, REQs back to back and beside other
+    instructions that read what they wrote."""
+    rng = np.random.default_rng(29)
+    req = lambda **kw: isa.AluInsn(alu_opcode=isa.ALU_REQ, **kw)   # noqa: E731
+    out = []
+    # 1. epilogue: 6 blocks of 16 entries, one multiplier entry per block (230 + block)
+    uops = [(e, 230) for e in range(16)]
+    compute = [req(uop_bgn=0, uop_end=16, iter_out=6, dst_factor_out=16, src_factor_out=1, imm=isa.req_imm(31, -5)),
+               # the same shape with zero point extremes and other shifts on the next 96 entries
+               req(uop_bgn=0, uop_end=16, iter_out=3, dst_factor_out=32, src_factor_out=2, iter_in=2,
+                   dst_factor_in=16, src_factor_in=1, imm=isa.req_imm(30, 127)),
+               req(uop_bgn=0, uop_end=16, iter_out=2, dst_factor_out=16, src_factor_out=1, imm=isa.req_imm(33, -128))]
+    # the second and third REQ write entries 96.. and 192..: their micro-ops' dst offsets by loop bases
+    uops2 = [(96 + e, 230) for e in range(16)] + [(192 + e, 236) for e in range(16)]
+    compute[1] = compute[1].replace(uop_bgn=16, uop_end=32)
+    compute[2] = compute[2].replace(uop_bgn=32, uop_end=48)
+    out.append(_req_prog(cfg, "req_epilogue", rng, compute, 240, 224,
+                         [(0, 224, "acc"), (230, 10, "mul")], uops + uops2))
+    # 2. every shift 0..63: instruction k requantises entries 4k..4k+3 by multiplier entry 300 + k % 8
+    uops = [(4 * k, 300 + k % 8) for k in range(64)]
+    zps = [-128, 127, 0, 37, -1, 1]
+    compute = [req(uop_bgn=k, uop_end=k + 1, iter_out=4, dst_factor_out=1, imm=isa.req_imm(k, zps[k % len(zps)]))
+               for k in range(64)]
+    out.append(_req_prog(cfg, "req_every_shift", rng, compute, 308, 256, [(0, 256, "any"), (300, 8, "any")], uops))
+    # the same with the compiler's operand ranges (products about 2^50: the shifts that keep bits)
+    out.append(_req_prog(cfg, "req_every_shift_acc", rng, compute, 308, 256, [(0, 256, "acc"), (300, 8, "mul")],
+                         uops))
+    # 3. s patterns: r = reads ACC[s] (s differs from the iteration before), k = keeps it
+    M = 400
+    uops = [(0, M), (1, M), (2, M + 1), (3, M), (4, M), (5, M + 2), (6, M + 3), (7, M + 4), (8, M + 4),
+            (9, M + 4), (10, M + 4), (11, M + 4), (12, M + 5), (13, M + 6)]     # r k r r k r r r k k k k r r
+    n = len(uops)
+    compute = [
+        # the list three times over (i): the last micro-op's s (M + 6) then the first's (M): a read
+        req(uop_bgn=0, uop_end=n, iter_out=3, dst_factor_out=n, imm=isa.req_imm(29, 3)),
+        # s changes every iteration: all reads (the queue fills, issue waits)
+        req(uop_bgn=0, uop_end=1, iter_out=20, dst_factor_out=1, src_factor_out=1, imm=isa.req_imm(27, -7)).replace(
+            uop_bgn=n, uop_end=n + 1),
+        # s never changes: one read, then one iteration a cycle
+        req(uop_bgn=n + 1, uop_end=n + 2, iter_out=5, iter_in=6, dst_factor_out=6, dst_factor_in=1,
+            imm=isa.req_imm(31, 0)),
+        # reset: the same schedule, 0 written
+        req(reset=1, uop_bgn=0, uop_end=n, iter_out=2, dst_factor_out=n, imm=isa.req_imm(29, 3)).replace(
+            uop_bgn=n + 2, uop_end=n + 2 + n),
+        # an empty loop: ALU_PIPELINE + REQ_EXTRA_LATENCY cycles
+        req(uop_bgn=3, uop_end=3, imm=isa.req_imm(5, 5)),
+        # a MUL then an ADD that read REQ's results (other instructions), a REQ on the MUL's results
+        isa.AluInsn(uop_bgn=0, uop_end=4, iter_out=1, alu_opcode=isa.ALU_MUL, use_imm=1, imm=-3),
+        isa.AluInsn(uop_bgn=0, uop_end=4, alu_opcode=isa.ALU_ADD),
+        req(uop_bgn=0, uop_end=4, imm=isa.req_imm(0, -1)),
+    ]
+    uops += [(100, M + 10)]                                   # n: dst 100 + i, src M + 10 + i
+    uops += [(130, M + 20)]                                   # n + 1: dst 130 + 6 i + j, src M + 20
+    uops += [(170 + d, s) for d, s in uops[:n]]               # n + 2 ..: the reset REQ, dst 170 + 14 i + ...
+    out.append(_req_prog(cfg, "req_s_patterns", rng, compute, M + 40, 200, [(0, 200, "acc"), (M, 40, "mul")], uops))
+    return out

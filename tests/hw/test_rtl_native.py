@@ -6,7 +6,7 @@ import pytest
 from hw import native
 from hw.build import ECP5_CELLS
 from hw.backend import RTLBackend
-from rtl_programs import (alu_same_entry_program, blocked_gemm_program, chain_programs, gemm_same_entry_program, high_bits_programs,
+from rtl_programs import (alu_same_entry_program, blocked_gemm_program, chain_programs, gemm_same_entry_program, high_bits_programs, req_programs,
                           queue_full_program, random_program, single_instruction_programs, token_queue_full_programs)
 from test_rtl_top import error_programs
 from vta_sim import Config, Simulator
@@ -26,7 +26,8 @@ def programs(cfg):
                                                   "load_inp_pads2134", "load_acc8")]
     return (picked + chain_programs(cfg)[:2] + token_queue_full_programs(cfg)[:1] + [queue_full_program(cfg)]
             + [random_program(cfg, seed) for seed in range(2)] + [blocked_gemm_program(cfg)] + high_bits_programs(cfg)
-            + [gemm_same_entry_program(cfg, np.random.default_rng(5)), alu_same_entry_program(cfg, np.random.default_rng(6))])
+            + [gemm_same_entry_program(cfg, np.random.default_rng(5)), alu_same_entry_program(cfg, np.random.default_rng(6))]
+            + [p for p in req_programs(cfg) if p[0] in ("req_epilogue", "req_s_patterns")])
 
 
 def assert_same_as_simulator(cfg, progs):
@@ -47,13 +48,15 @@ def test_native_matches_the_simulator(cfg):
 def test_ecp5_cells_match_the_simulator():
     """The RTL as ECP5 synthesises it (VTA_ECP5_CELLS: the GEMM and ALU multipliers as MULT18X18D
     cells with their registers inside, simulated by hw/tests/MULT18X18D.v) runs GEMMs and every
-    ALU op (and the same-entry forwards) with the simulator's DRAM and CYCLES: the cells' operand widths, signedness, bit order
+    ALU op (and the same-entry forwards) and REQ with the simulator's DRAM and CYCLES: the cells' operand widths, signedness, bit order
     and registers are wired as the plain RTL's multipliers. On 1x8x8, the configuration placed."""
     cfg = Config.load("1x8x8")
     alu = [p for p in chain_programs(cfg) if p[0].startswith("alu_")]
     assert len(alu) == 9, [p[0] for p in alu]    # every op, imm and tensor; back-to-back on one entry
     same = alu_same_entry_program(cfg, np.random.default_rng(6))   # the doubled and tripled immediates
-    for name, image, addr, count in alu + [same] + high_bits_programs(cfg) + [blocked_gemm_program(cfg)]:
+    # REQ: lo x hi and hi x lo as signed 17 x 17 cells, hi x hi signed 16 x 16 (shared with MUL)
+    req = req_programs(cfg)
+    for name, image, addr, count in alu + [same] + high_bits_programs(cfg) + [blocked_gemm_program(cfg)] + req:
         ref = Simulator(cfg).run(image, insn_addr=addr, insn_count=count)
         result, dram = native.run(cfg, image, addr, count, timeout_cycles=10 * ref.cycles + 1000,
                                   cells=ECP5_CELLS)

@@ -12,7 +12,7 @@ from hw.backend import run_jobs
 from hw.sim_check import compare_run
 from hw.header import COUNTERS, ERROR_CODES
 from programs import image_with, load, store
-from rtl_programs import (blocked_gemm_program, chain_programs, random_program,
+from rtl_programs import (blocked_gemm_program, chain_programs, random_program, req_programs,
                           single_instruction_programs)
 from vta_sim import Config, Simulator, isa
 from vta_sim.registers import NO_INDEX
@@ -41,6 +41,14 @@ def test_single_instruction_programs_match_sim_exactly(cfg):
 
 def test_chains_and_double_buffered_gemm_are_bit_exact(cfg):
     run_and_check(cfg, chain_programs(cfg) + [blocked_gemm_program(cfg)])
+
+
+def test_req_programs_match_sim_exactly(cfg):
+    """REQ (docs/isa-extensions.md): OUT in DRAM, CYCLES and every statistic equal vta_sim's on the
+    epilogue, every shift, the s patterns (reads, keeps, the queue full), reset and an empty loop;
+    a base-ISA chain runs first and after, in the same simulation."""
+    base = chain_programs(cfg)[:2]
+    run_and_check(cfg, base[:1] + req_programs(cfg) + base[1:])
 
 
 def test_random_programs(cfg):
@@ -89,6 +97,12 @@ def error_programs(cfg):
                                 size=4096), "DEADLOCK"),
         ("no_finish", image_with(cfg, [gemm]), "FINISH"),
         ("finish_not_last", image_with(cfg, [F(), gemm, F()]), "FINISH"),
+        ("req_use_imm", image_with(cfg, [isa.AluInsn(uop_end=1, alu_opcode=isa.ALU_REQ, use_imm=1), F()]),
+         "MALFORMED"),
+        ("req_reserved_bits", image_with(cfg, [isa.AluInsn(uop_end=1, alu_opcode=isa.ALU_REQ,
+                                                            imm=isa.req_imm(3, -2) | -(1 << 15)), F()]), "MALFORMED"),
+        ("req_reserved_bit_14", image_with(cfg, [isa.AluInsn(uop_end=1, alu_opcode=isa.ALU_REQ, imm=1 << 14), F()]),
+         "MALFORMED"),
         ("gemm_index_past_acc", image_with(cfg, [isa.GemmInsn(uop_end=1, iter_out=3,
                                                                dst_factor_out=cfg.buffers["acc"].depth // 2), F()]),
          "INDEX"),
