@@ -49,11 +49,11 @@ def _pct(value) -> str:
 
 def table(rows: list) -> str:
     """The layer table (Gemmini-style): op, target, cycles, utilisation, module busy, DRAM bytes."""
-    head = (f"{'layer':<12}{'op':<9}{'target':<7}{'shape':<28}{'MACs':>13}{'cycles':>12}{'util %':>8}"
+    head = (f"{'layer':<12}{'op':<11}{'target':<7}{'shape':<28}{'MACs':>13}{'cycles':>12}{'util %':>8}"
             f"{'load %':>8}{'comp %':>8}{'store %':>8}{'DRAM bytes':>12}  verified  onnxruntime")
     out = [head, "-" * len(head)]
     for r in rows:
-        start = f"{r['name']:<12}{r['op']:<9}{r['target']:<7}"
+        start = f"{r['name']:<12}{r['op']:<11}{r['target']:<7}"
         if r["target"] == "cpu":
             out.append(f"{start}{r['macs']:>41,}  {r['reason']}")
             continue
