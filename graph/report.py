@@ -103,8 +103,9 @@ def summary(result) -> str:
         lines.append(f"  nothing ran on the accelerator: all {len(cpu)} layers stayed on the CPU"
                      + (f" ({'; '.join(reasons[:3])}{'; ...' if len(reasons) > 3 else ''})" if reasons else ""))
     else:
-        lines.append(f"  total cycles {j['total_cycles']:,}   ({j['total_cycles'] / j['batch']:,.0f} per frame, "
-                     f"{j['frames_per_second']:,.1f} frames/s at {j['clock_mhz']:g} MHz)")
+        unit = j.get("sample", "frame")
+        lines.append(f"  total cycles {j['total_cycles']:,}   ({j['total_cycles'] / j['batch']:,.0f} per {unit}, "
+                     f"{j['frames_per_second']:,.1f} {unit}s/s at {j['clock_mhz']:g} MHz)")
         lines.append(f"  clock: {j['clock_source']}")
     lines += [
         f"  compile {j['compile_s']:.1f} s (CPU reference build {j['cpu_compile_s']:.1f} s)   "

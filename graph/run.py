@@ -17,7 +17,7 @@ from vta_sim.config import Config, report_clock
 from . import inputs as model_inputs
 from . import layer_agreement, onnx_import
 from .build import CpuModel, VtaModel
-from .errors import GraphError, stage
+from .errors import GraphError, one_line, stage
 from .kernels import KernelCache
 from .qdq import lower_qdq
 from .quantize import quantizer_named
@@ -150,6 +150,7 @@ class ModelResult:
     onnxruntime: dict | None = None  # agreement with onnxruntime (compare_onnxruntime=True)
     logits_onnxruntime: np.ndarray | None = None
     host_s: float | None = None      # the host's share of the run (measure_host=True)
+    unit: str = "frame"              # what one sample is: "sequence" for a model of token ids
 
     @property
     def logits_identical(self) -> bool:
@@ -196,7 +197,7 @@ class ModelResult:
                 "cycles_per_frame": self.total_cycles / self.batch, "macs": self.macs,
                 "mac_fraction_vta": self.mac_fraction_vta,
                 "frames_per_second": self.frames_per_second, "clock_mhz": self.clock.mhz,
-                "clock_source": self.clock.source, "batch": self.batch,
+                "clock_source": self.clock.source, "batch": self.batch, "sample": self.unit,
                 "config": self.config.name, "backend": self.backend, "vthreads": self.vthreads,
                 "compile_s": self.compile_s, "cpu_compile_s": self.cpu_compile_s, "run_s": self.run_s,
                 **({} if self.onnxruntime is None else {
@@ -268,7 +269,14 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
     cfg = Config.load(config)
     batch = model_inputs.batch_of(feeds)
     with stage("importing the model into Relax"):
-        mod, _ = onnx_import.import_onnx(case.onnx, batch=batch)
+        try:
+            mod, _ = onnx_import.import_onnx(case.onnx, batch=batch)
+        except Exception as err:  # noqa: BLE001 - named below when the batch is the cause, else the stage's line
+            fixed = onnx_import.fixed_batch(case.onnx)
+            if fixed is None or fixed == batch:
+                raise
+            raise GraphError(f"the model fixes its batch at {fixed} and does not import at a batch of {batch} "
+                             f"({one_line(err)}); give {fixed} sample(s)") from err
     with stage("lowering its QDQ blocks to integer ops"):
         integer, decisions = lower_qdq(mod)
     with stage("partitioning and compiling it for VTA-8"):
@@ -287,6 +295,8 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
     result = ModelResult(case.name, cfg, backend, vthreads, batch, logits_cpu, logits_vta, case.labels,
                          layer_rows(vta.layers, runs, cfg), vta.compile_s, cpu.compile_s, run_s,
                          vta.partitioned, case.notes, runs)
+    if any(not np.issubdtype(x.dtype, np.floating) for x in feeds.values()):
+        result.unit = "sequence"     # token ids in: cycles and rates per sequence
     if measure_host:
         result.host_s = vta.host_seconds(feeds, runs)
     if compare_onnxruntime:

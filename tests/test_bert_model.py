@@ -1,0 +1,228 @@
+"""BERT-style encoders: int64 token ids and an attention mask as two inputs, the builtin `bert`
+(graph/models/bert.py, built on the encoder builtin's layers), its matmuls on VTA-8 and the rest
+on the CPU with reasons (issues "Transformers as users export them" and "Any ONNX file a user
+brings"). Small shapes throughout (bert.SMALL: 16 tokens, width 32)."""
+from collections import Counter
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from graph import inputs as model_inputs
+from graph.errors import GraphError
+from graph.models import bert
+from graph.onnx_import import in_model_batches, model_inputs as specs_of, onnxruntime_session
+from graph.quantize import quantizer_named
+from graph.run import BUILTIN, ModelCase, bert_case, run_model
+
+SHAPE = bert.SMALL
+
+
+@pytest.fixture(scope="module")
+def float_model():
+    return bert.float_model(SHAPE)
+
+
+@pytest.fixture(scope="module")
+def result():
+    """The small bert as onnxruntime's symmetric quantize_static writes it, one padded sequence,
+    on VTA-8 against its CPU build and onnxruntime."""
+    return run_model(bert_case(SHAPE, quantizer="onnxruntime-symmetric"), "1x8x8", compare_onnxruntime=True)
+
+
+def test_the_graph_is_a_bert_export_built_on_the_encoders_layers(float_model):
+    assert [(i.name, i.type.tensor_type.elem_type) for i in float_model.graph.input] == [
+        ("input_ids", TensorProto.INT64), ("attention_mask", TensorProto.INT64)]
+    ops = Counter(n.op_type for n in float_model.graph.node)
+    assert ops["MatMul"] == 8 * SHAPE.layers and ops["Softmax"] == SHAPE.layers and ops["Erf"] == SHAPE.layers
+    assert ops["Gather"] == 3 and ops["LayerNormalization"] == 2 * SHAPE.layers + 1
+    assert ops["Unsqueeze"] == 1 and ops["Cast"] == 1 and ops["Sub"] == 1
+    default = bert.float_model()
+    dims = [d.dim_value for d in default.graph.input[0].type.tensor_type.shape.dim]
+    table = next(i for i in default.graph.initializer if i.name == "word_emb")
+    assert dims == [1, 128] and list(table.dims) == [1000, 128]
+
+
+def test_onnxruntime_matches_the_numpy_reference(float_model):
+    """The graph computes what a BERT encoder does, padding masked out (an independent float64
+    forward pass over the same weights)."""
+    seqs = bert.sequences(3, SHAPE)
+    assert seqs["attention_mask"].min() == 0 and seqs["attention_mask"][:, 0].all()
+    session = onnxruntime_session(float_model)
+    got = np.concatenate([session.run(["logits"], {k: v[i:i + 1] for k, v in seqs.items()})[0] for i in range(3)])
+    ref = bert.reference(seqs, SHAPE)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())
+    padded = {k: v.copy() for k, v in seqs.items()}
+    padded["input_ids"][seqs["attention_mask"] == 0] = 7          # what padding holds does not matter
+    np.testing.assert_allclose(bert.reference(padded, SHAPE), ref, rtol=1e-9)
+
+
+def test_synthetic_inputs_take_each_inputs_dtype_and_range(float_model):
+    """Ids in [0, rows of the table the Gather indexes) (read through the quantised table's
+    DequantizeLinear too), 0/1 masks, both int64."""
+    qdq = quantizer_named("onnxruntime-symmetric")(float_model, bert.sequences(2, SHAPE))
+    for proto in (float_model, qdq):
+        specs = specs_of(proto, batch=3)
+        assert model_inputs.gather_bound(proto, "input_ids") == SHAPE.vocab
+        assert model_inputs.gather_bound(proto, "attention_mask") is None
+        feeds = model_inputs.synthetic(proto, specs, seed=1)
+        ids, mask = feeds["input_ids"], feeds["attention_mask"]
+        assert ids.dtype == mask.dtype == np.int64 and ids.shape == mask.shape == (3, SHAPE.tokens)
+        assert 0 <= ids.min() and ids.max() < SHAPE.vocab and len(np.unique(ids)) > SHAPE.tokens
+        assert set(np.unique(mask)) <= {0, 1} and mask[:, 0].all()
+
+
+def test_the_matmuls_run_on_vta_and_the_rest_on_the_cpu_with_reasons(result):
+    rows = result.layers
+    ops = Counter((r["op"], r["target"]) for r in rows)
+    assert ops[("dense", "vta")] == 6 * SHAPE.layers + 2            # Q, K, V, out, FFN x2; pooler, classifier
+    assert ops[("matmul", "vta")] == 2 * SHAPE.layers                # Q.K^T and weights.V
+    assert all(r["verified"] for r in rows if r["target"] == "vta")
+    for kind, count, words in (("gather", 3, "lookup by index"), ("softmax", SHAPE.layers, "exp"),
+                               ("layer_norm", 2 * SHAPE.layers + 1, "square root"), ("gelu", SHAPE.layers, "erf"),
+                               ("mask", 3, "mask")):
+        found = [r for r in rows if r["op"] == kind]
+        assert len(found) == count and all(r["target"] == "cpu" and words in r["reason"] for r in found), kind
+    masked = [r for r in rows if r["op"] == "add" and r["target"] == "cpu"]
+    assert len(masked) == SHAPE.layers and all("broadcasting add" in r["reason"] for r in masked)
+    assert result.mac_fraction_vta == 1.0 and result.unit == "sequence"
+
+
+def test_the_run_verifies_against_the_cpu_build_and_onnxruntime(result):
+    assert result.logits_identical and result.verified and result.batch == 1
+    assert result.onnxruntime["argmax_equal"] and result.onnxruntime["max_abs_lsb"] <= 1
+    adds = [r["onnxruntime"] for r in result.layers if r["op"] == "add" and r["target"] == "vta"]
+    assert len(adds) == 2 * SHAPE.layers + 1 and all(o["max_abs_lsb"] <= 1 for o in adds)
+
+
+def _two_input_model(batch: int, vocab: int = 10, tokens: int = 4, width: int = 8) -> onnx.ModelProto:
+    """ids (batch, T) int64 -> Gather of an embedding table -> MatMul, times the mask
+    (batch, T) int64 cast to float: two inputs, a fixed batch, as torch exports one."""
+    rng = np.random.default_rng(0)
+    table = helper.make_tensor("table", TensorProto.FLOAT, [vocab, width], rng.standard_normal(vocab * width))
+    w = helper.make_tensor("w", TensorProto.FLOAT, [width, width], rng.standard_normal(width * width) / 3)
+    axes = helper.make_tensor("axes", TensorProto.INT64, [1], [2])
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["emb"], axis=0),
+             helper.make_node("MatMul", ["emb", "w"], ["h"]),
+             helper.make_node("Unsqueeze", ["mask", "axes"], ["mask3"]),
+             helper.make_node("Cast", ["mask3"], ["maskf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["h", "maskf"], ["out"])]
+    graph = helper.make_graph(
+        nodes, "two_inputs",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, [batch, tokens]) for n in ("ids", "mask")],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [batch, tokens, width])], [table, w, axes])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_dict_batches_are_cut_alike():
+    data = {"ids": np.arange(10).reshape(5, 2), "mask": np.ones((5, 2), np.int64)}
+    chunks = in_model_batches(_two_input_model(2), data, 256)
+    assert [sorted(c) for c in chunks] == [["ids", "mask"]] * 2
+    assert [c["ids"].tolist() for c in chunks] == [[[0, 1], [2, 3]], [[4, 5], [6, 7]]]
+
+
+@pytest.mark.parametrize("quantizer", ["onnxruntime-symmetric", "pow2"])
+def test_two_int64_inputs_with_a_fixed_batch_calibrate_and_verify(quantizer):
+    """Calibration feeds both inputs, int64, in the file's batch of 2 (single samples would be
+    refused by onnxruntime: "Got: 1 Expected: 2"); the MatMul runs on VTA-8."""
+    model = _two_input_model(2)
+    calib = model_inputs.synthetic(model, specs_of(model, batch=6), seed=3)
+    qdq = quantizer_named(quantizer)(model, calib)
+    x = model_inputs.synthetic(qdq, specs_of(qdq, batch=2), seed=4)
+    assert x["ids"].dtype == np.int64 and x["ids"].max() < 10
+    result = run_model(ModelCase("two", qdq, x), "1x8x8")
+    assert result.verified and result.batch == 2
+    assert [r["target"] for r in result.layers if r["op"] == "dense"] == ["vta"]
+    assert [r["target"] for r in result.layers if r["op"] == "gather"] == ["cpu"]
+
+
+def test_calibration_refuses_float_data_for_integer_inputs():
+    model = _two_input_model(1)
+    with pytest.raises(GraphError, match="'ids' are float64; the model takes int64"):
+        quantizer_named("onnxruntime")(model, {"ids": np.zeros((2, 4)), "mask": np.ones((2, 4), np.int64)})
+
+
+# ----------------------------------------------------------------------------- the command line
+@pytest.fixture(scope="module")
+def bert_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bert") / "bert_small.onnx"
+    onnx.save(bert.float_model(SHAPE), str(path))
+    return path
+
+
+def test_cli_runs_bert_with_ids_and_mask_named_on_the_command_line(tmp_path, capsys):
+    """Two `--input NAME=FILE.npy`, int64, in the order opposite to the model's: quantised on
+    them, both inputs through, verified; the summary counts per sequence."""
+    import json
+
+    from vta_sim.cli import main
+
+    path = tmp_path / "bert.onnx"
+    onnx.save(bert.float_model(SHAPE), str(path))
+    seqs = bert.sequences(1, SHAPE, seed=5)
+    for name, value in seqs.items():
+        np.save(tmp_path / f"{name}.npy", value)
+    out = tmp_path / "r.json"
+    assert main(["model", str(path), "--quantizer", "onnxruntime-symmetric", "--quiet", "--json", str(out),
+                 "--input", f"attention_mask={tmp_path / 'attention_mask.npy'}",
+                 "--input", f"input_ids={tmp_path / 'input_ids.npy'}"]) == 0
+    j = json.loads(out.read_text())
+    assert j["verified"] and j["batch"] == 1 and j["sample"] == "sequence" and j["mac_fraction_vta"] == 1.0
+    assert "per sequence" in capsys.readouterr().out
+
+
+def test_an_npz_holds_every_input_by_name(bert_file, tmp_path):
+    from graph.run import load_case
+
+    seqs = bert.sequences(3, SHAPE, seed=6)
+    np.savez(tmp_path / "seqs.npz", **seqs)
+    case = load_case(str(bert_file), [str(tmp_path / "seqs.npz")])
+    assert list(case.feeds) == ["input_ids", "attention_mask"]
+    assert all(np.array_equal(case.feeds[k], seqs[k]) for k in seqs)
+    np.save(tmp_path / "ids.npy", seqs["input_ids"][0])
+    np.save(tmp_path / "m.npy", seqs["attention_mask"][0])
+    one = load_case(str(bert_file), [f"input_ids={tmp_path / 'ids.npy'}", f"attention_mask={tmp_path / 'm.npy'}"])
+    assert one.feeds["input_ids"].shape == (1, SHAPE.tokens)          # one sample becomes a batch of 1
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"input_ids": np.ones((1, 16), np.int32)}, "are int32; the model takes int64 for 'input_ids'"),
+    ({"input_ids": np.ones((1, 15), np.int64)}, "the model takes (16,) for 'input_ids'"),
+    ({"token_ids": np.ones((1, 16), np.int64)}, "for 'token_ids', which the model does not take; its inputs: "
+                                                "input_ids, attention_mask"),
+    ({"input_ids": np.full((1, 16), 64, np.int64)}, "ids in [0, 64)"),
+    ({"attention_mask": np.ones((2, 16), np.int64)}, "different batches"),
+    ({"input_ids": np.ones((2, 16), np.int64), "attention_mask": np.ones((2, 16), np.int64)},
+     "the model fixes its batch at 1 and does not import at a batch of 2"),
+    ({"attention_mask": None}, "no --input for attention_mask; the model takes input_ids int64 (16,), "
+                               "attention_mask int64 (16,)"),
+    ({"": np.ones((1, 16), np.int64)}, "the model has 2 inputs"),
+])
+def test_cli_refuses_a_wrong_input_in_one_line_naming_what_the_model_takes(bert_file, tmp_path, capsys,
+                                                                           given, message):
+    from vta_sim.cli import main
+
+    feeds = {"input_ids": np.ones((1, 16), np.int64), "attention_mask": np.ones((1, 16), np.int64)}
+    feeds.update(given)
+    args = []
+    for name, value in feeds.items():
+        if value is None:
+            continue
+        np.save(tmp_path / f"{name or 'x'}.npy", value)
+        args += ["--input", (f"{name}=" if name else "") + str(tmp_path / f"{name or 'x'}.npy")]
+    if "" in given:
+        args = args[-2:]
+    assert main(["model", str(bert_file), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err, err
+
+
+def test_bert_is_a_builtin_and_help_documents_named_inputs(capsys):
+    from vta_sim.cli import main
+
+    assert "bert" in BUILTIN
+    with pytest.raises(SystemExit):
+        main(["model", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "NAME=FILE.npy" in text and ".npz" in text and "int64" in text and "bert" in text
