@@ -118,18 +118,6 @@ def bert_case(shape, inputs=None, seed: int = 0, quantizer: str | None = None) -
     return ModelCase("bert", qdq, x)
 
 
-def input_range(proto) -> tuple[float, float]:
-    """The real range the model's input quantizer covers ([0, 1) for a float model)."""
-    return model_inputs.input_range(proto, onnx_import.model_input(proto, batch=1).name)
-
-
-def read_inputs(path: str, sample_shape: tuple) -> np.ndarray:
-    """A float32 batch (N, *sample_shape) from an .npy file holding one sample, a batch, or a
-    stack of single-sample batches along a new leading axis."""
-    spec = onnx_import.ModelInput("input", (1, *sample_shape), "float32")
-    return model_inputs.read(path, [spec])["input"]
-
-
 @dataclass
 class ModelResult:
     model: str
