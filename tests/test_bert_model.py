@@ -17,6 +17,7 @@ from graph.quantize import quantizer_named
 from graph.run import BUILTIN, ModelCase, bert_case, run_model
 
 SHAPE = bert.SMALL
+FLOAT_MIN = float(np.finfo(np.float32).min)        # the mask value of recent `transformers` exports
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +150,58 @@ def test_calibration_refuses_float_data_for_integer_inputs():
     model = _two_input_model(1)
     with pytest.raises(GraphError, match="'ids' are float64; the model takes int64"):
         quantizer_named("onnxruntime")(model, {"ids": np.zeros((2, 4)), "mask": np.ones((2, 4), np.int64)})
+
+
+def _where_mask_model(tokens=8, width=8, vocab=20, fill=FLOAT_MIN):
+    """ids -> Gather -> Q, K projections; scores Q.K^T + a mask written as recent exporters do:
+    Unsqueeze, Expand to (1, 1, T, T), Cast to bool, Where(mask, 0, min); Softmax; . V(=x)."""
+    rng = np.random.default_rng(0)
+    def t(name, shape, scale=1.0):
+        return helper.make_tensor(name, TensorProto.FLOAT, shape, (rng.standard_normal(int(np.prod(shape))) * scale).astype(np.float32))
+    inits = [t("table", [vocab, width]), t("wq", [width, width], 0.3), t("wk", [width, width], 0.3), t("wo", [width, width], 0.3),
+             helper.make_tensor("axes", TensorProto.INT64, [2], [1, 2]),
+             helper.make_tensor("full", TensorProto.INT64, [4], [1, 1, tokens, tokens]),
+             helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0]),
+             helper.make_tensor("fill", TensorProto.FLOAT, [], [fill]),
+             helper.make_tensor("x3", TensorProto.INT64, [4], [1, 1, tokens, width])]
+    nodes = [helper.make_node("Gather", ["table", "ids"], ["x"], axis=0),
+             helper.make_node("MatMul", ["x", "wq"], ["q"]),
+             helper.make_node("MatMul", ["x", "wk"], ["k"]),
+             helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "kt"], ["scores3"]),
+             helper.make_node("Unsqueeze", ["scores3", "one_axis"], ["scores"]),
+             helper.make_node("Unsqueeze", ["mask", "axes"], ["m4"]),
+             helper.make_node("Expand", ["m4", "full"], ["mfull"]),
+             helper.make_node("Cast", ["mfull"], ["mbool"], to=TensorProto.BOOL),
+             helper.make_node("Where", ["mbool", "zero", "fill"], ["madd"]),
+             helper.make_node("Add", ["scores", "madd"], ["masked"]),
+             helper.make_node("Softmax", ["masked"], ["attn"], axis=-1),
+             helper.make_node("Reshape", ["x", "x3"], ["x4"]),
+             helper.make_node("MatMul", ["attn", "x4"], ["ctx"]),
+             helper.make_node("MatMul", ["ctx", "wo"], ["out"])]
+    inits.append(helper.make_tensor("one_axis", TensorProto.INT64, [1], [1]))
+    graph = helper.make_graph(nodes, "where_mask",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, tokens]),
+         helper.make_tensor_value_info("mask", TensorProto.INT64, [1, tokens])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 1, tokens, width])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_a_mask_written_with_expand_and_where_of_float_min_stays_on_the_cpu():
+    """The mask as recent exporters write it (Expand to (1, 1, T, T), Cast to bool, Where(m, 0,
+    float32 min)): its arithmetic on the CPU; the add of it to the scores too (at the sum's
+    scale, 2.7e36 per step, the scores vanish: the eltwise kernel would load one operand, which
+    ended the run in its packing before); the matmuls on VTA-8, verified."""
+    model = _where_mask_model()
+    calib = model_inputs.synthetic(model, specs_of(model, batch=8), seed=1)
+    qdq = quantizer_named("onnxruntime-symmetric")(model, calib)
+    x = model_inputs.synthetic(qdq, specs_of(qdq, batch=1), seed=2)
+    result = run_model(ModelCase("where", qdq, x), "1x8x8")
+    rows = {r["name"]: r for r in result.layers}
+    assert rows["mask1"]["target"] == "cpu" and "Where" in rows["mask1"]["reason"]
+    assert rows["add1"]["target"] == "cpu" and "operand a vanishes" in rows["add1"]["reason"]
+    assert [r["target"] for r in result.layers if r["op"] in ("dense", "matmul")] == ["vta"] * 5
+    assert result.verified
 
 
 # ----------------------------------------------------------------------------- the command line

@@ -105,6 +105,12 @@ def plan(g: QdqGraph, block: QdqBlock) -> AddPlan:
         check_params(params)
     except CompileError as exc:
         raise Refusal(f"its scales do not fit the integer add: {exc}") from None
+    loaded = vta_eltwise.operands(params)
+    if len(loaded) != 2:
+        gone = "a" if "a" not in loaded else "b"
+        raise Refusal(f"operand {gone} vanishes at the output's scale (scale ratio "
+                      f"{(sa if gone == 'a' else sb) / sy:.3g}; an attention mask of -3.4e38 does this): "
+                      "an add of one operand stays on the CPU")
     return AddPlan(a, b, params)
 
 
