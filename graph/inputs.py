@@ -34,7 +34,10 @@ def feeds_of(x, names: list[str]) -> dict:
     unknown = [n for n in x if n not in names]
     if unknown:
         raise GraphError(f"inputs {unknown} are not inputs of the model; its inputs: {', '.join(names)}")
-    return {n: x[n] for n in names if n in x}
+    missing = [n for n in names if n not in x]
+    if missing:
+        raise GraphError(f"no data for input(s) {', '.join(missing)}; the model takes {', '.join(names)}")
+    return {n: x[n] for n in names}
 
 
 def batch_of(feeds: dict) -> int:

@@ -146,10 +146,12 @@ def test_two_int64_inputs_with_a_fixed_batch_calibrate_and_verify(quantizer):
     assert [r["target"] for r in result.layers if r["op"] == "gather"] == ["cpu"]
 
 
-def test_calibration_refuses_float_data_for_integer_inputs():
+def test_calibration_refuses_float_data_for_integer_inputs_and_a_missing_input():
     model = _two_input_model(1)
     with pytest.raises(GraphError, match="'ids' are float64; the model takes int64"):
         quantizer_named("onnxruntime")(model, {"ids": np.zeros((2, 4)), "mask": np.ones((2, 4), np.int64)})
+    with pytest.raises(GraphError, match="no data for input.s. mask; the model takes ids, mask"):
+        quantizer_named("pow2")(model, {"ids": np.zeros((2, 4), np.int64)})
 
 
 def _where_mask_model(tokens=8, width=8, vocab=20, fill=FLOAT_MIN):
