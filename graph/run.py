@@ -6,6 +6,7 @@ total_cycles, layers, ...).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from .errors import GraphError, one_line, stage
 from .kernels import KernelCache
 from .qdq import lower_qdq
 from .quantize import quantizer_named
-from .report import layer_rows
+from .report import back_to_back, layer_rows
 
 #: Models shipped with the toolkit, by the name `vta-sim model` takes.
 BUILTIN = ("digits", "resnet18", "encoder", "bert")
@@ -257,14 +258,9 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
     cfg = Config.load(config)
     batch = model_inputs.batch_of(feeds)
     with stage("importing the model into Relax"):
-        try:
-            mod, _ = onnx_import.import_onnx(case.onnx, batch=batch)
-        except Exception as err:  # noqa: BLE001 - named below when the batch is the cause, else the stage's line
-            fixed = onnx_import.fixed_batch(case.onnx)
-            if fixed is None or fixed == batch:
-                raise
-            raise GraphError(f"the model fixes its batch at {fixed} and does not import at a batch of {batch} "
-                             f"({one_line(err)}); give {fixed} sample(s)") from err
+        mod, chunk = _import(case.onnx, batch)
+    parts = [feeds] if chunk is None else [{k: v[i:i + chunk] for k, v in feeds.items()}
+                                           for i in range(0, batch, chunk)]
     with stage("lowering its QDQ blocks to integer ops"):
         integer, decisions = lower_qdq(mod)
     with stage("partitioning and compiling it for VTA-8"):
@@ -273,25 +269,59 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
                        also=CpuModel.cold_jobs(integer))   # a cold CPU build compiles beside the kernels
     with stage("building and running its CPU reference"):
         cpu = CpuModel(integer)
-        logits_cpu = cpu.run(feeds)
+        logits_cpu = np.concatenate([cpu.run(part) for part in parts])
     if progress:
         vta.build.progress = progress.stage("run")
     t0 = time.perf_counter()
     with stage("running it on VTA-8"):
-        logits_vta, runs = vta.run(feeds)
+        outs, part_runs = zip(*(vta.run(part) for part in parts))
+        logits_vta = np.concatenate(outs)
+        runs = _merged(part_runs, cfg.name, backend, trace)
     run_s = time.perf_counter() - t0
     result = ModelResult(case.name, cfg, backend, vthreads, batch, logits_cpu, logits_vta, case.labels,
                          layer_rows(vta.layers, runs, cfg), vta.compile_s, cpu.compile_s, run_s,
                          vta.partitioned, case.notes, runs)
+    if chunk is not None:
+        result.notes = [*result.notes, f"the model fixes its batch at {chunk}: its {batch} samples ran as "
+                        f"{len(parts)} batches of {chunk}, their cycles added"]
     if any(not np.issubdtype(x.dtype, np.floating) for x in feeds.values()):
         result.unit = "sequence"     # token ids in: cycles and rates per sequence
     if measure_host:
-        result.host_s = vta.host_seconds(feeds, runs)
+        result.host_s = sum(vta.host_seconds(part, r) for part, r in zip(parts, part_runs))
     if compare_onnxruntime:
         tensors = layer_agreement.layer_tensors(case.onnx)
         values = onnxruntime_outputs(layer_agreement.with_outputs(case.onnx, layer_agreement.needed(tensors)),
                                      feeds)
         result.logits_onnxruntime = values[case.onnx.graph.output[0].name]
         result.onnxruntime = agreement(logits_vta, result.logits_onnxruntime, step)
-        layer_agreement.compare(result.layers, runs, tensors, values)
+        if chunk is not None:        # each layer alone on the first batch's tensors
+            values = {name: value[:chunk] for name, value in values.items()}
+        layer_agreement.compare(result.layers, list(part_runs[0]), tensors, values)
     return result
+
+
+def _import(proto, batch: int) -> tuple:
+    """(Relax module, None) at `batch`; where that fails and the file fixes a batch that divides
+    it (Reshape constants written for it, as exporters write them), (module at that batch, it):
+    the samples then run in batches of it."""
+    try:
+        return onnx_import.import_onnx(proto, batch=batch)[0], None
+    except Exception as err:  # noqa: BLE001 - retried at the file's batch, else named below
+        fixed = onnx_import.fixed_batch(proto)
+        if fixed is None or fixed == batch:
+            raise
+        if batch % fixed:
+            raise GraphError(f"the model fixes its batch at {fixed} and does not import at a batch of {batch} "
+                             f"({one_line(err)}); give a multiple of {fixed} samples") from err
+        return onnx_import.import_onnx(proto, batch=fixed)[0], fixed
+
+
+def _merged(part_runs: tuple, config_name: str, backend: str, trace: bool) -> list:
+    """One LayerRun per layer from the runs of each batch: cycles and statistics added, traces
+    chained, verified where every batch was."""
+    if len(part_runs) == 1:
+        return list(part_runs[0])
+    return [dataclasses.replace(same[0], result=back_to_back([r.result for r in same], config_name, backend, trace),
+                                verified=all(r.verified for r in same), seconds=sum(r.seconds for r in same),
+                                output=None)
+            for same in zip(*part_runs)]
