@@ -278,9 +278,14 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
         logits_vta = np.concatenate(outs)
         runs = _merged(part_runs, cfg.name, backend, trace)
     run_s = time.perf_counter() - t0
+    rows = layer_rows(vta.layers, runs, cfg)
+    if len(parts) > 1:               # the layers' MACs are one batch's, their cycles all batches'
+        for row in rows:
+            row["macs"] *= len(parts)
+            if row["utilization"] is not None:
+                row["utilization"] *= len(parts)
     result = ModelResult(case.name, cfg, backend, vthreads, batch, logits_cpu, logits_vta, case.labels,
-                         layer_rows(vta.layers, runs, cfg), vta.compile_s, cpu.compile_s, run_s,
-                         vta.partitioned, case.notes, runs)
+                         rows, vta.compile_s, cpu.compile_s, run_s, vta.partitioned, case.notes, runs)
     if chunk is not None:
         result.notes = [*result.notes, f"the model fixes its batch at {chunk}: its {batch} samples ran as "
                         f"{len(parts)} batches of {chunk}, their cycles added"]

@@ -113,7 +113,9 @@ def test_sequences_beyond_the_files_fixed_batch_run_in_its_batches(case, result)
     three = run_model(ModelCase("bert", case.onnx, seqs), "1x8x8", compare_onnxruntime=True)
     assert three.verified and three.batch == 3 and "3 batches of 1" in three.notes[-1]
     np.testing.assert_array_equal(three.logits_vta[:1], result.logits_vta)
-    assert three.total_cycles == 3 * result.total_cycles
+    assert three.total_cycles == 3 * result.total_cycles and three.macs == 3 * result.macs
+    single = {r["name"]: r["utilization"] for r in result.layers if r["target"] == "vta"}
+    assert all(r["utilization"] == pytest.approx(single[r["name"]]) for r in three.layers if r["target"] == "vta")
     assert three.onnxruntime["argmax_equal"]
     assert all(r["onnxruntime"]["max_abs_lsb"] <= 1 for r in three.layers if r["target"] == "vta")
 
