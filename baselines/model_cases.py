@@ -50,6 +50,11 @@ def load_case(model: str, quantizer: str | None = None, seed: int = 0) -> ModelC
     from graph.run import load_case as graph_case
 
     case = graph_case(model, seed=seed)          # refuses unknown names and unreadable files
+    if isinstance(case.x, dict):
+        from graph.errors import GraphError
+
+        raise GraphError(f"{model}: the comparison takes models with one input; this one has "
+                         f"{', '.join(case.x)} (vta-sim model runs it on VTA-8 and its CPU build)")
     x = np.ascontiguousarray(case.x[:1])
     if _is_quantised(case.onnx):
         return ModelCase(case.name, None, case.onnx, x,

@@ -44,8 +44,10 @@ def _vm(mod) -> relax.VirtualMachine:
     return relax.VirtualMachine(_executable(mod), tvm.cpu())
 
 
-def _single_output(vm, x: np.ndarray) -> np.ndarray:
-    out = vm["main"](tvm.runtime.tensor(x))
+def _single_output(vm, x) -> np.ndarray:
+    """`main` run on `x`: one array, or {input name: array} in the order of its parameters."""
+    args = list(x.values()) if isinstance(x, dict) else [x]
+    out = vm["main"](*(tvm.runtime.tensor(np.ascontiguousarray(a)) for a in args))
     if not hasattr(out, "numpy"):
         raise GraphError("the model returns more than one tensor; one output is supported")
     return out.numpy()
@@ -64,7 +66,7 @@ class CpuModel:
         """The build of `mod` as a disk-cache job, unless it is cached (for graph.cache.fill)."""
         return [lambda: _executable(mod)] if disk_cache.missing_vm(mod) else []
 
-    def run(self, x: np.ndarray) -> np.ndarray:
+    def run(self, x) -> np.ndarray:
         return _single_output(self.vm, x)
 
 
@@ -95,12 +97,12 @@ class VtaModel:
         self.build.expected_runs = sum(layer.target == "vta" for layer in self.layers)
         self.compile_s = time.perf_counter() - t0
 
-    def run(self, x: np.ndarray) -> tuple[np.ndarray, list]:
+    def run(self, x) -> tuple[np.ndarray, list]:
         self.build.log.clear()
         out = _single_output(self.vm, x)
         return out, list(self.build.log)
 
-    def host_seconds(self, x: np.ndarray, runs: list, repeats: int = 5) -> float:
+    def host_seconds(self, x, runs: list, repeats: int = 5) -> float:
         """The host's share of one run of `x`: the model run again with every offloaded region
         returning what it wrote in `runs` instead of running its kernel, so what is timed is the
         CPU layers, the integer glue between regions and the Relax VM (median of `repeats`)."""

@@ -1,4 +1,4 @@
-"""`vta-sim model digits|resnet18|encoder|PATH.onnx`: a whole model on VTA-8 against its CPU build."""
+"""`vta-sim model digits|resnet18|encoder|bert|PATH.onnx`: a whole model on VTA-8 against its CPU build."""
 from __future__ import annotations
 
 import json
@@ -70,7 +70,8 @@ def register(subparsers) -> None:
                       "the CPU build",
         description="Import an ONNX model (QDQ-quantised, or float: float ops stay on the CPU), lower "
                     "its QDQ blocks to integer ops, offload the convolutions (grouped and depthwise too), dense "
-                    "layers, max- and average pools and residual adds to VTA-8 through Relax BYOC, run the rest on the CPU, and "
+                    "layers, matmuls, max- and average pools and residual adds to VTA-8 through Relax BYOC, run the rest "
+                    "(Gather, Softmax, LayerNorm, GELU, mask arithmetic, ...) on the CPU with its reason, and "
                     "compare with the all-CPU build of the same integer graph. Exit status: 0 verified, 1 "
                     "not verified, 2 refused (one line naming the stage and the reason; --debug adds the "
                     "traceback).")
@@ -78,13 +79,22 @@ def register(subparsers) -> None:
     p.add_argument("--config", default="1x8x8", help="1x8x8 (default), 8x8x8 or a JSON file")
     p.add_argument("--backend", default="sim", choices=backends.names(), help="sim (default) or rtl")
     p.add_argument("--vthreads", type=int, default=2, choices=(1, 2), help="virtual threads (default 2)")
-    p.add_argument("--input", help="inputs as .npy: one sample, a batch, or a stack of single-sample "
-                                   "batches (default: the held-out digits, or a seeded random image)")
+    p.add_argument("--input", action="append", metavar="[NAME=]FILE",
+                   help="the model's inputs, each in the model's own dtype (float32 images, int64 token "
+                        "ids, ...) as one sample, a batch, or a stack of single-sample batches: FILE.npy for "
+                        "a model with one input; NAME=FILE.npy repeated, once per input, for a model with "
+                        "several (--input input_ids=ids.npy --input attention_mask=mask.npy); or one "
+                        "FILE.npz holding an array per input name. A wrong name, dtype or shape is refused "
+                        "naming what the model takes. Default: the held-out digits, or seeded random "
+                        "inputs in each input's dtype (floats in the range its quantiser covers, ids in "
+                        "[0, rows of the table) where an input indexes a Gather, 0/1 padding masks for "
+                        "other integer inputs)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")
     p.add_argument("--quantizer", choices=sorted(QUANTIZERS),
                    help="quantise the float network: pow2 (the toolkit's power-of-two scales; default for "
                         "digits, resnet18 and encoder) or onnxruntime's quantize_static (defaults, per-channel, "
-                        "symmetric); for an .onnx file, quantise it on its inputs")
+                        "symmetric; symmetric is bert's default: its matmuls of two activations need zero "
+                        "points 0); for an .onnx file, quantise it on its inputs (all of them, in their dtypes)")
     p.add_argument("--compare-onnxruntime", action="store_true",
                    help="also run the QDQ model in onnxruntime (ORT_DISABLE_ALL) and report the agreement "
                         "of the outputs and of every offloaded layer alone on onnxruntime's own tensors")

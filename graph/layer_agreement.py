@@ -8,7 +8,8 @@ onnxruntime's int8 tensor for it.
 
 Layers are matched to ONNX nodes by kind and order: the i-th conv2d of the report is the i-th
 Conv node, and so on (TVM's frontend keeps the node order; an average pool lowered to a
-depthwise conv of ones is still the i-th AveragePool/GlobalAveragePool/ReduceMean). Where the counts
+depthwise conv of ones is still the i-th AveragePool/GlobalAveragePool/ReduceMean; a MatMul of two
+activations is a matmul layer, one with a constant weight a dense layer). Where the counts
 differ, or a node's tensors are not quantised, the layer's entry says so instead.
 
 `chained` answers the other question, where the final outputs' differences come from: each layer
@@ -41,6 +42,12 @@ def _quantised_input(name: str, producers: dict, inits: set) -> str | None:
     return node.input[0]
 
 
+def _constant(name: str, producers: dict, inits: set) -> bool:
+    """Is `name` an initializer, or one behind a DequantizeLinear (a quantised weight)?"""
+    node = producers.get(name)
+    return name in inits or (node is not None and node.op_type == "DequantizeLinear" and node.input[0] in inits)
+
+
 def _quantised_output(name: str, consumers: dict) -> str | None:
     """The QuantizeLinear output `name` ends in (through a ReLU/Clip), if any."""
     for _ in range(len(ACTIVATIONS) + 1):
@@ -70,7 +77,9 @@ def layer_tensors(proto: onnx.ModelProto) -> dict:
         kind = KINDS.get(node.op_type)
         if kind is None:
             continue
-        operands = node.input[:2] if kind == "add" else node.input if kind == "concat" else node.input[:1]
+        if node.op_type == "MatMul" and not _constant(node.input[1], producers, inits):
+            kind = "matmul"          # two activations (attention's Q.K^T, weights.V): graph.ops.matmul
+        operands = node.input[:2] if kind in ("add", "matmul") else node.input if kind == "concat" else node.input[:1]
         inputs = [_quantised_input(i, producers, inits) for i in operands]
         if kind == "add" and not all(producers.get(i) is not None and producers[i].op_type == "DequantizeLinear"
                                      and producers[i].input[0] not in inits for i in operands):

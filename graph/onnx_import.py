@@ -55,21 +55,41 @@ def check_importable(model: onnx.ModelProto) -> None:
                 "quant_format=QuantFormat.QDQ, or graph.quantize.quantize_model)")
 
 
+def model_inputs(model: onnx.ModelProto, batch: int | None = None) -> list[ModelInput]:
+    """The model's inputs (initializers listed as inputs left out), in the order its graph
+    lists them (the order of the imported Relax function's parameters), each with its batch
+    dimension set to `batch` when given."""
+    inits = {i.name for i in model.graph.initializer}
+    out = []
+    for inp in model.graph.input:
+        if inp.name in inits:
+            continue
+        tensor = inp.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        if batch is not None and dims:
+            dims[0] = batch
+        if any(d is None or d <= 0 for d in dims):
+            raise GraphError(f"input {inp.name} has an unknown dimension {dims}; give the batch")
+        dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name
+        out.append(ModelInput(inp.name, tuple(dims), dtype))
+    if not out:
+        raise GraphError("the model has no input (every graph input is an initializer)")
+    return out
+
+
+def input_names(model: onnx.ModelProto) -> list[str]:
+    """The names of the model's inputs (not initializers), in the graph's order."""
+    inits = {i.name for i in model.graph.initializer}
+    return [i.name for i in model.graph.input if i.name not in inits]
+
+
 def model_input(model: onnx.ModelProto, batch: int | None = None) -> ModelInput:
     """The model's single input, its batch dimension set to `batch` when given."""
-    inits = {i.name for i in model.graph.initializer}
-    inputs = [i for i in model.graph.input if i.name not in inits]
+    inputs = model_inputs(model, batch)
     if len(inputs) != 1:
-        raise GraphError(f"models with one input are supported; this one has {len(inputs)}: "
+        raise GraphError(f"models with one input are supported here; this one has {len(inputs)}: "
                          f"{[i.name for i in inputs]}")
-    tensor = inputs[0].type.tensor_type
-    dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
-    if batch is not None:
-        dims[0] = batch
-    if any(d is None or d <= 0 for d in dims):
-        raise GraphError(f"input {inputs[0].name} has an unknown dimension {dims}; give the batch")
-    dtype = onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type).name
-    return ModelInput(inputs[0].name, tuple(dims), dtype)
+    return inputs[0]
 
 
 def fixed_batch(model: onnx.ModelProto) -> int | None:
@@ -86,7 +106,12 @@ def fixed_batch(model: onnx.ModelProto) -> int | None:
 def in_model_batches(model: onnx.ModelProto, data, default: int) -> list:
     """`data` cut into the batches the model takes: its fixed batch where the file fixes one
     (samples repeated up to one whole batch where there are fewer, a remainder left out), else
-    chunks of `default`. For calibration, which must feed the model the shape it declares."""
+    chunks of `default`. For calibration, which must feed the model the shape it declares.
+    `data` is one array, or {input name: array} with one batch size (cut alike, into dicts)."""
+    if isinstance(data, dict):
+        names = list(data)
+        cut = [in_model_batches(model, data[name], default) for name in names]
+        return [dict(zip(names, parts)) for parts in zip(*cut)]
     import numpy as np
 
     size = fixed_batch(model)
@@ -98,16 +123,17 @@ def in_model_batches(model: onnx.ModelProto, data, default: int) -> list:
 
 
 def import_onnx(model, batch: int | None = None):
-    """(Relax IRModule, ModelInput) of an ONNX model, weights bound as constants."""
+    """(Relax IRModule, its first ModelInput) of an ONNX model, weights bound as constants; every
+    input of the model is a parameter of `main`, in the graph's order (model_inputs)."""
     from tvm.relax.frontend.onnx import from_onnx
 
     proto = load(model)
     check_importable(proto)
-    inp = model_input(proto, batch)
-    mod = from_onnx(proto, shape_dict={inp.name: list(inp.shape)}, dtype_dict={inp.name: inp.dtype},
-                    keep_params_in_input=False)
+    inputs = model_inputs(proto, batch)
+    mod = from_onnx(proto, shape_dict={i.name: list(i.shape) for i in inputs},
+                    dtype_dict={i.name: i.dtype for i in inputs}, keep_params_in_input=False)
     _check_compilable(mod)
-    return mod, inp
+    return mod, inputs[0]
 
 
 def _check_compilable(mod) -> None:

@@ -46,8 +46,30 @@ def quantize_weight(w: np.ndarray) -> tuple[np.ndarray, float]:
     return np.clip(np.round(w / scale), -INT8_MAX, INT8_MAX).astype(np.int8), scale
 
 
-def calibrate(model: onnx.ModelProto, names: list, calibration: np.ndarray) -> dict:
-    """Absolute maximum of each named tensor over the calibration batch (onnxruntime, float)."""
+def calibration_feeds(model: onnx.ModelProto, calibration) -> dict:
+    """{input name: batch} of `calibration` (one array for a single-input model, or {input name:
+    array}): every input of the model, each in the dtype the model declares (float inputs as
+    float32 where given in another float dtype; integer ids as given, refused if not integers)."""
+    from .inputs import feeds_of
+
+    graph_inputs = {i.name: i for i in model.graph.input}
+    names = [n for n in graph_inputs if n not in {i.name for i in model.graph.initializer}]
+    feeds = feeds_of(calibration if isinstance(calibration, dict) else np.asarray(calibration), names)
+    out = {}
+    for name, data in feeds.items():
+        dtype = helper.tensor_dtype_to_np_dtype(graph_inputs[name].type.tensor_type.elem_type)
+        data = np.asarray(data)
+        if np.issubdtype(dtype, np.integer) and not np.issubdtype(data.dtype, np.integer):
+            raise GraphError(f"calibration data for {name!r} are {data.dtype}; the model takes {dtype.name}")
+        out[name] = data.astype(dtype, copy=False)
+    if len({len(v) for v in out.values()}) > 1:
+        raise GraphError(f"the calibration inputs have different batches {({k: len(v) for k, v in out.items()})}")
+    return out
+
+
+def calibrate(model: onnx.ModelProto, names: list, calibration) -> dict:
+    """Absolute maximum of each named tensor over the calibration batch (onnxruntime, float);
+    `calibration` as calibration_feeds takes it."""
     probe = onnx.ModelProto()
     probe.CopyFrom(model)
     outputs = {o.name for o in probe.graph.output}
@@ -55,11 +77,9 @@ def calibrate(model: onnx.ModelProto, names: list, calibration: np.ndarray) -> d
         if name not in outputs:
             probe.graph.output.append(helper.make_empty_tensor_value_info(name))
     session = onnxruntime_session(probe)
-    feed_name = session.get_inputs()[0].name
     absmax = dict.fromkeys(names, 0.0)
-    data = np.asarray(calibration, np.float32)
-    for chunk in in_model_batches(model, data, CALIBRATION_CHUNK):
-        values = session.run(names, {feed_name: chunk})
+    for chunk in in_model_batches(model, calibration_feeds(model, calibration), CALIBRATION_CHUNK):
+        values = session.run(names, chunk)
         for name, value in zip(names, values):
             absmax[name] = max(absmax[name], float(np.abs(value).max()))
     return absmax
@@ -92,13 +112,11 @@ def _activation_tensors(graph: onnx.GraphProto, inits: dict) -> list:
     return chosen
 
 
-def quantize_model(model: onnx.ModelProto, calibration: np.ndarray) -> onnx.ModelProto:
-    """The QDQ model of a float `model` (one float input), calibrated on `calibration`, a batch
-    of samples in the model's input layout (batch first)."""
+def quantize_model(model: onnx.ModelProto, calibration) -> onnx.ModelProto:
+    """The QDQ model of a float `model`, calibrated on `calibration`, a batch of samples in the
+    model's input layout (batch first): one array, or {input name: array} for every input."""
     model = onnx.shape_inference.infer_shapes(model)
     graph = model.graph
-    if len(graph.input) != 1:
-        raise GraphError(f"the quantiser takes models with one input; this one has {len(graph.input)}")
     inits = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     for node in graph.node:
         if node.op_type in ("QuantizeLinear", "DequantizeLinear", "QLinearConv", "ConvInteger"):
@@ -136,8 +154,9 @@ def quantize_model(model: onnx.ModelProto, calibration: np.ndarray) -> onnx.Mode
         return [helper.make_node("QuantizeLinear", [src, s, zero.name], [f"{name}_q"], name=f"{name}_Q"),
                 helper.make_node("DequantizeLinear", [f"{name}_q", s, zero.name], [dq], name=f"{name}_DQ")]
 
-    if graph.input[0].name in scales:
-        nodes += qdq(graph.input[0].name)
+    for inp in graph.input:
+        if inp.name in scales:
+            nodes += qdq(inp.name)
     for node in graph.node:
         node, src = _copy_node(node), node.input[0]
         for i, name in enumerate(node.input):
@@ -200,12 +219,14 @@ def _quantise_params(node, src, inits, scales, new_inits, scale_init, zero32) ->
 
 
 
-def quantize_with_onnxruntime(model: onnx.ModelProto, calibration: np.ndarray, per_channel: bool = False,
+def quantize_with_onnxruntime(model: onnx.ModelProto, calibration, per_channel: bool = False,
                               symmetric: bool = False, activation_type=None) -> onnx.ModelProto:
     """The QDQ model onnxruntime's `quantize_static` writes (its defaults: float scales, int8
     activations with zero points, int8 symmetric weights), calibrated on `calibration`.
 
-    `per_channel` gives one weight scale per output channel; `symmetric` also makes the
+    `calibration`: one array, or {input name: array} for every input (each fed in the model's
+    dtype, in the batch the file fixes, else one sample at a time). `per_channel` gives one
+    weight scale per output channel; `symmetric` also makes the
     activations symmetric (ActivationSymmetric/WeightSymmetric); `activation_type` is
     onnxruntime's QuantType (default QInt8)."""
     import tempfile
@@ -213,16 +234,14 @@ def quantize_with_onnxruntime(model: onnx.ModelProto, calibration: np.ndarray, p
 
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
-    name = model.graph.input[0].name
-    data = np.asarray(calibration, np.float32)
+    data = calibration_feeds(model, calibration)
 
     class Reader(CalibrationDataReader):
         def __init__(self):   # single samples, or the batch the file fixes
             self.samples = iter(in_model_batches(model, data, 1))
 
         def get_next(self):
-            sample = next(self.samples, None)
-            return None if sample is None else {name: sample}
+            return next(self.samples, None)
 
     extra = {"ActivationSymmetric": True, "WeightSymmetric": True} if symmetric else {}
     with tempfile.TemporaryDirectory() as tmp:

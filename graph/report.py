@@ -49,11 +49,11 @@ def _pct(value) -> str:
 
 def table(rows: list) -> str:
     """The layer table (Gemmini-style): op, target, cycles, utilisation, module busy, DRAM bytes."""
-    head = (f"{'layer':<12}{'op':<9}{'target':<7}{'shape':<28}{'MACs':>13}{'cycles':>12}{'util %':>8}"
+    head = (f"{'layer':<12}{'op':<11}{'target':<7}{'shape':<28}{'MACs':>13}{'cycles':>12}{'util %':>8}"
             f"{'load %':>8}{'comp %':>8}{'store %':>8}{'DRAM bytes':>12}  verified  onnxruntime")
     out = [head, "-" * len(head)]
     for r in rows:
-        start = f"{r['name']:<12}{r['op']:<9}{r['target']:<7}"
+        start = f"{r['name']:<12}{r['op']:<11}{r['target']:<7}"
         if r["target"] == "cpu":
             out.append(f"{start}{r['macs']:>41,}  {r['reason']}")
             continue
@@ -103,8 +103,9 @@ def summary(result) -> str:
         lines.append(f"  nothing ran on the accelerator: all {len(cpu)} layers stayed on the CPU"
                      + (f" ({'; '.join(reasons[:3])}{'; ...' if len(reasons) > 3 else ''})" if reasons else ""))
     else:
-        lines.append(f"  total cycles {j['total_cycles']:,}   ({j['total_cycles'] / j['batch']:,.0f} per frame, "
-                     f"{j['frames_per_second']:,.1f} frames/s at {j['clock_mhz']:g} MHz)")
+        unit = j.get("sample", "frame")
+        lines.append(f"  total cycles {j['total_cycles']:,}   ({j['total_cycles'] / j['batch']:,.0f} per {unit}, "
+                     f"{j['frames_per_second']:,.1f} {unit}s/s at {j['clock_mhz']:g} MHz)")
         lines.append(f"  clock: {j['clock_source']}")
     lines += [
         f"  compile {j['compile_s']:.1f} s (CPU reference build {j['cpu_compile_s']:.1f} s)   "

@@ -6,6 +6,7 @@ total_cycles, layers, ...).
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,31 +15,52 @@ import numpy as np
 
 from vta_sim.config import Config, report_clock
 
+from . import inputs as model_inputs
 from . import layer_agreement, onnx_import
 from .build import CpuModel, VtaModel
-from .errors import GraphError, stage
+from .errors import GraphError, one_line, stage
 from .kernels import KernelCache
 from .qdq import lower_qdq
 from .quantize import quantizer_named
-from .report import layer_rows
+from .report import back_to_back, layer_rows
 
 #: Models shipped with the toolkit, by the name `vta-sim model` takes.
-BUILTIN = ("digits", "resnet18", "encoder")
+BUILTIN = ("digits", "resnet18", "encoder", "bert")
 
 
 @dataclass
 class ModelCase:
-    """A model with the inputs to run it on (and labels when there are any)."""
+    """A model with the inputs to run it on (and labels when there are any). `x` is one array
+    for a model with one input, or {input name: array} (graph.inputs) for any model."""
     name: str
     onnx: object
-    x: np.ndarray
+    x: np.ndarray | dict
     labels: np.ndarray | None = None
     notes: list = field(default_factory=list)
 
+    @property
+    def feeds(self) -> dict:
+        """{input name: array} in the model's order (the Relax function's parameters)."""
+        return model_inputs.feeds_of(self.x, onnx_import.input_names(self.onnx))
 
-def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=None,
+
+def _single(feeds: dict):
+    """One array for a model with one input (what callers of `case.x` have always had)."""
+    return next(iter(feeds.values())) if len(feeds) == 1 else feeds
+
+
+def _read(inputs, proto) -> np.ndarray | dict:
+    """The feeds `--input` names for `proto`, checked against its inputs and their dtypes."""
+    specs = onnx_import.model_inputs(proto, batch=1)
+    feeds = model_inputs.read(inputs, specs)
+    model_inputs.check(feeds, specs, proto=proto)
+    return _single(feeds)
+
+
+def load_case(model: str, inputs=None, seed: int = 0, progress=None,
               quantizer: str | None = None) -> ModelCase:
-    """`digits`, `resnet18`, `encoder` or a path to an ONNX model, with its inputs.
+    """`digits`, `resnet18`, `encoder`, `bert` or a path to an ONNX model, with its inputs
+    (`inputs`: what `--input` gives, one string or a list of them, graph.inputs.read).
 
     `quantizer` (graph.quantize.QUANTIZERS) quantises the float network of a built-in model
     (default: pow2), or a float ONNX file on its inputs (default: take the file as it is)."""
@@ -48,31 +70,34 @@ def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=Non
         d = digits.load(progress=progress, quantizer=quantizer or "pow2")
         notes = [f"trained the digits CNN (float held-out accuracy {d.float_accuracy:.3f}), cached "
                  f"under {digits.models_dir()}" if d.trained else f"digits CNN from {digits.models_dir()}"]
-        x = d.x_test if inputs is None else read_inputs(inputs, d.x_test.shape[1:])
+        x = d.x_test if inputs is None else _read(inputs, d.qdq)
         return ModelCase("digits", d.qdq, x, d.y_test if inputs is None else None, notes)
     if model == "resnet18":
         from .models import resnet18
 
-        x = resnet18.images(1, seed) if inputs is None else read_inputs(inputs, resnet18.INPUT_SHAPE[1:])
-        return ModelCase("resnet18", resnet18.load(quantizer=quantizer or "pow2"), x)
+        proto = resnet18.load(quantizer=quantizer or "pow2")
+        x = resnet18.images(1, seed) if inputs is None else _read(inputs, proto)
+        return ModelCase("resnet18", proto, x)
     if model == "encoder":
         from .models import encoder
 
-        x = encoder.tokens(1, seed) if inputs is None else read_inputs(inputs, encoder.INPUT_SHAPE[1:])
         with stage(f"quantising it with {quantizer or 'pow2'}"):
             qdq = quantizer_named(quantizer or "pow2")(encoder.float_model(), encoder.tokens(encoder.CALIBRATION_TOKENS))
+        x = encoder.tokens(1, seed) if inputs is None else _read(inputs, qdq)
         return ModelCase("encoder", qdq, x)
+    if model == "bert":
+        from .models import bert
+
+        return bert_case(bert.DEFAULT, inputs, seed, quantizer)
     if not model.endswith(".onnx") and not Path(model).is_file():
         raise GraphError(f"unknown model {model!r}; accepted: {', '.join(BUILTIN)} or a path to an "
                          ".onnx file")
     proto = onnx_import.load(model)
     onnx_import.check_importable(proto)
-    shape = onnx_import.model_input(proto, batch=1).shape
     if inputs is None:
-        lo, hi = input_range(proto)
-        x = lo + (hi - lo) * np.random.default_rng(seed).random(shape, dtype=np.float32)
+        x = _single(model_inputs.synthetic(proto, onnx_import.model_inputs(proto, batch=1), seed))
     else:
-        x = read_inputs(inputs, shape[1:])
+        x = _read(inputs, proto)
     if quantizer is not None:
         quantize = quantizer_named(quantizer)
         with stage(f"quantising it with {quantizer}"):
@@ -80,40 +105,18 @@ def load_case(model: str, inputs: str | None = None, seed: int = 0, progress=Non
     return ModelCase(Path(model).stem, proto, x)
 
 
-def input_range(proto) -> tuple[float, float]:
-    """The real range the model's input quantizer covers ([0, 1) for a float model)."""
-    from onnx import numpy_helper
+def bert_case(shape, inputs=None, seed: int = 0, quantizer: str | None = None) -> ModelCase:
+    """The BERT-style builtin (graph.models.bert) of `shape`, quantised by `quantizer` (default
+    onnxruntime-symmetric: its matmuls of two activations need zero points 0) on
+    `bert.CALIBRATION_SEQUENCES` seeded padded sequences, run on one more (or on `inputs`)."""
+    from .models import bert
 
-    inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
-    name = onnx_import.model_input(proto, batch=1).name
-    for node in proto.graph.node:
-        if node.op_type == "QuantizeLinear" and node.input[0] == name:
-            scale = float(inits[node.input[1]])
-            zero = int(inits[node.input[2]]) if len(node.input) > 2 else 0
-            info = np.iinfo(inits[node.input[2]].dtype if len(node.input) > 2 else np.uint8)
-            return (info.min - zero) * scale, (info.max - zero) * scale
-    return 0.0, 1.0
-
-
-def read_inputs(path: str, sample_shape: tuple) -> np.ndarray:
-    """A float32 batch (N, *sample_shape) from an .npy file holding one sample, a batch, or a
-    stack of single-sample batches along a new leading axis."""
-    try:
-        x = np.load(path)
-    except (OSError, ValueError) as exc:
-        raise GraphError(f"cannot read inputs {path!r}: {exc}") from exc
-    shape = tuple(sample_shape)
-    if x.shape == shape:
-        x = x[None]
-    elif x.ndim == len(shape) + 2 and x.shape[1] == 1 and x.shape[2:] == shape:
-        x = x[:, 0]
-    if x.shape[1:] != shape:
-        raise GraphError(f"inputs {path!r} have shape {x.shape}; the model takes {shape}, a batch "
-                         f"(N, {', '.join(map(str, shape))}) or a stack (N, 1, {', '.join(map(str, shape))})")
-    if x.dtype != np.float32:
-        raise GraphError(f"inputs {path!r} are {x.dtype}; the model takes float32")
-    check_finite(x, f"inputs {path!r}")
-    return x
+    name = quantizer or "onnxruntime-symmetric"
+    with stage(f"quantising it with {name}"):
+        qdq = quantizer_named(name)(bert.float_model(shape),
+                                    bert.sequences(bert.CALIBRATION_SEQUENCES, shape, seed=bert.SEED + 100))
+    x = bert.sequences(1, shape, seed) if inputs is None else _read(inputs, qdq)
+    return ModelCase("bert", qdq, x)
 
 
 @dataclass
@@ -136,6 +139,7 @@ class ModelResult:
     onnxruntime: dict | None = None  # agreement with onnxruntime (compare_onnxruntime=True)
     logits_onnxruntime: np.ndarray | None = None
     host_s: float | None = None      # the host's share of the run (measure_host=True)
+    unit: str = "frame"              # what one sample is: "sequence" for a model of token ids
 
     @property
     def logits_identical(self) -> bool:
@@ -182,7 +186,7 @@ class ModelResult:
                 "cycles_per_frame": self.total_cycles / self.batch, "macs": self.macs,
                 "mac_fraction_vta": self.mac_fraction_vta,
                 "frames_per_second": self.frames_per_second, "clock_mhz": self.clock.mhz,
-                "clock_source": self.clock.source, "batch": self.batch,
+                "clock_source": self.clock.source, "batch": self.batch, "sample": self.unit,
                 "config": self.config.name, "backend": self.backend, "vthreads": self.vthreads,
                 "compile_s": self.compile_s, "cpu_compile_s": self.cpu_compile_s, "run_s": self.run_s,
                 **({} if self.onnxruntime is None else {
@@ -191,34 +195,32 @@ class ModelResult:
                 "layers": self.layers}
 
 
-def run_onnxruntime(proto, x: np.ndarray) -> np.ndarray:
+def run_onnxruntime(proto, x) -> np.ndarray:
     """The model's outputs from onnxruntime (graph optimisations off)."""
     return onnxruntime_outputs(proto, x)[proto.graph.output[0].name]
 
 
-def onnxruntime_outputs(proto, x: np.ndarray) -> dict:
+def onnxruntime_outputs(proto, x) -> dict:
     """{name: tensor} of every graph output from onnxruntime (graph optimisations off), in
     chunks of the model's own batch where the file fixes it (a batch-1 export takes one sample
-    at a time), else 256."""
+    at a time), else 256. `x`: one array (a single-input model) or {input name: array}."""
     session = onnx_import.onnxruntime_session(proto)
+    feeds = model_inputs.feeds_of(x, [i.name for i in session.get_inputs()])
     inp = session.get_inputs()[0]
     fixed = inp.shape[0] if inp.shape and isinstance(inp.shape[0], int) and inp.shape[0] > 0 else None
     chunk = fixed or 256
-    if fixed and len(x) % fixed:
-        raise GraphError(f"the model's input {inp.name!r} has a fixed batch of {fixed}; {len(x)} "
+    size = model_inputs.batch_of(feeds)
+    if fixed and size % fixed:
+        raise GraphError(f"the model's input {inp.name!r} has a fixed batch of {fixed}; {size} "
                          f"samples are not a whole number of batches")
     names = [o.name for o in session.get_outputs()]
-    parts = [session.run(names, {inp.name: x[i:i + chunk]}) for i in range(0, len(x), chunk)]
+    parts = [session.run(names, {k: v[i:i + chunk] for k, v in feeds.items()}) for i in range(0, size, chunk)]
     return {name: np.concatenate([p[j] for p in parts]) for j, name in enumerate(names)}
 
 
 def check_finite(x: np.ndarray, what: str) -> None:
     """Refuse inputs holding NaN or inf: quantising them has no defined result."""
-    bad = ~np.isfinite(x)
-    if bad.any():
-        first = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise GraphError(f"{what} hold {int(bad.sum())} non-finite value(s) (NaN or inf), the first "
-                         f"{x[first]} at index {first}; give finite float32 inputs")
+    model_inputs.check_finite(x, what)
 
 
 def output_step(proto) -> float:
@@ -248,12 +250,17 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
               compare_onnxruntime: bool = False, measure_host: bool = False) -> ModelResult:
     """Build `case` for the CPU and for VTA-8 and run its inputs on both (and on onnxruntime
     when `compare_onnxruntime`; `measure_host` times the host's share, VtaModel.host_seconds)."""
-    check_finite(case.x, f"the inputs of {case.name}")
+    feeds = case.feeds
+    for name, x in feeds.items():
+        if np.issubdtype(x.dtype, np.floating):
+            check_finite(x, f"the inputs of {case.name}" + (f" ({name})" if len(feeds) > 1 else ""))
     step = output_step(case.onnx) if compare_onnxruntime else None
     cfg = Config.load(config)
-    batch = len(case.x)
+    batch = model_inputs.batch_of(feeds)
     with stage("importing the model into Relax"):
-        mod, _ = onnx_import.import_onnx(case.onnx, batch=batch)
+        mod, chunk = _import(case.onnx, batch)
+    parts = [feeds] if chunk is None else [{k: v[i:i + chunk] for k, v in feeds.items()}
+                                           for i in range(0, batch, chunk)]
     with stage("lowering its QDQ blocks to integer ops"):
         integer, decisions = lower_qdq(mod)
     with stage("partitioning and compiling it for VTA-8"):
@@ -262,23 +269,64 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
                        also=CpuModel.cold_jobs(integer))   # a cold CPU build compiles beside the kernels
     with stage("building and running its CPU reference"):
         cpu = CpuModel(integer)
-        logits_cpu = cpu.run(case.x)
+        logits_cpu = np.concatenate([cpu.run(part) for part in parts])
     if progress:
         vta.build.progress = progress.stage("run")
     t0 = time.perf_counter()
     with stage("running it on VTA-8"):
-        logits_vta, runs = vta.run(case.x)
+        outs, part_runs = zip(*(vta.run(part) for part in parts))
+        logits_vta = np.concatenate(outs)
+        runs = _merged(part_runs, cfg.name, backend, trace)
     run_s = time.perf_counter() - t0
+    rows = layer_rows(vta.layers, runs, cfg)
+    if len(parts) > 1:               # the layers' MACs are one batch's, their cycles all batches'
+        for row in rows:
+            row["macs"] *= len(parts)
+            if row["utilization"] is not None:
+                row["utilization"] *= len(parts)
     result = ModelResult(case.name, cfg, backend, vthreads, batch, logits_cpu, logits_vta, case.labels,
-                         layer_rows(vta.layers, runs, cfg), vta.compile_s, cpu.compile_s, run_s,
-                         vta.partitioned, case.notes, runs)
+                         rows, vta.compile_s, cpu.compile_s, run_s, vta.partitioned, case.notes, runs)
+    if chunk is not None:
+        result.notes = [*result.notes, f"the model fixes its batch at {chunk}: its {batch} samples ran as "
+                        f"{len(parts)} batches of {chunk}, their cycles added"]
+    if any(not np.issubdtype(x.dtype, np.floating) for x in feeds.values()):
+        result.unit = "sequence"     # token ids in: cycles and rates per sequence
     if measure_host:
-        result.host_s = vta.host_seconds(case.x, runs)
+        result.host_s = sum(vta.host_seconds(part, r) for part, r in zip(parts, part_runs))
     if compare_onnxruntime:
         tensors = layer_agreement.layer_tensors(case.onnx)
         values = onnxruntime_outputs(layer_agreement.with_outputs(case.onnx, layer_agreement.needed(tensors)),
-                                     case.x)
+                                     feeds)
         result.logits_onnxruntime = values[case.onnx.graph.output[0].name]
         result.onnxruntime = agreement(logits_vta, result.logits_onnxruntime, step)
-        layer_agreement.compare(result.layers, runs, tensors, values)
+        if chunk is not None:        # each layer alone on the first batch's tensors
+            values = {name: value[:chunk] for name, value in values.items()}
+        layer_agreement.compare(result.layers, list(part_runs[0]), tensors, values)
     return result
+
+
+def _import(proto, batch: int) -> tuple:
+    """(Relax module, None) at `batch`; where that fails and the file fixes a batch that divides
+    it (Reshape constants written for it, as exporters write them), (module at that batch, it):
+    the samples then run in batches of it."""
+    try:
+        return onnx_import.import_onnx(proto, batch=batch)[0], None
+    except Exception as err:  # noqa: BLE001 - retried at the file's batch, else named below
+        fixed = onnx_import.fixed_batch(proto)
+        if fixed is None or fixed == batch:
+            raise
+        if batch % fixed:
+            raise GraphError(f"the model fixes its batch at {fixed} and does not import at a batch of {batch} "
+                             f"({one_line(err)}); give a multiple of {fixed} samples") from err
+        return onnx_import.import_onnx(proto, batch=fixed)[0], fixed
+
+
+def _merged(part_runs: tuple, config_name: str, backend: str, trace: bool) -> list:
+    """One LayerRun per layer from the runs of each batch: cycles and statistics added, traces
+    chained, verified where every batch was."""
+    if len(part_runs) == 1:
+        return list(part_runs[0])
+    return [dataclasses.replace(same[0], result=back_to_back([r.result for r in same], config_name, backend, trace),
+                                verified=all(r.verified for r in same), seconds=sum(r.seconds for r in same),
+                                output=None)
+            for same in zip(*part_runs)]

@@ -277,7 +277,7 @@ def test_cli_refuses_an_unknown_model(capsys):
     from vta_sim.cli import main
 
     assert main(["model", "lenet"]) == 2
-    assert "digits, resnet18, encoder or a path" in capsys.readouterr().err
+    assert "digits, resnet18, encoder, bert or a path" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- real quantisers

@@ -23,6 +23,7 @@ cache root (vta_sim.paths).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -47,81 +48,132 @@ IR_VERSION = 8
 CALIBRATION_TOKENS = 8
 
 
-def _weights(seed: int) -> dict:
-    """The network's float32 parameters, drawn in a fixed order; linear weights are stored as
-    (in, out), the layout of the MatMul initializers torch exports (W^T of nn.Linear)."""
-    rng = np.random.default_rng(seed)
+@dataclass(frozen=True)
+class Dims:
+    """The shape of one encoder layer: tokens, model width, heads, FFN width."""
+    tokens: int
+    width: int
+    heads: int
+    ffn: int
 
-    def linear(fan_in, fan_out):
-        w = rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)
-        b = rng.standard_normal(fan_out) * 0.05
-        return w.astype(np.float32), b.astype(np.float32)
+    @property
+    def head_dim(self) -> int:
+        return self.width // self.heads
 
-    def norm():
-        gamma = 1 + 0.1 * rng.standard_normal(WIDTH)
-        beta = 0.05 * rng.standard_normal(WIDTH)
-        return gamma.astype(np.float32), beta.astype(np.float32)
 
+DIMS = Dims(TOKENS, WIDTH, HEADS, FFN)
+
+
+def layer_weights(rng: np.random.Generator, dims: Dims, prefix: str = "") -> dict:
+    """One encoder layer's float32 parameters, drawn from `rng` in a fixed order; linear weights
+    are stored as (in, out), the layout of the MatMul initializers torch exports (W^T of
+    nn.Linear). Keys are `prefix` + q_w, q_b, ..., norm2_b."""
+    d, f = dims.width, dims.ffn
     p = {}
-    for name, (fi, fo) in (("q", (WIDTH, WIDTH)), ("k", (WIDTH, WIDTH)), ("v", (WIDTH, WIDTH)),
-                           ("out", (WIDTH, WIDTH)), ("ffn1", (WIDTH, FFN)), ("ffn2", (FFN, WIDTH))):
-        p[f"{name}_w"], p[f"{name}_b"] = linear(fi, fo)
-    p["norm1_g"], p["norm1_b"] = norm()
-    p["norm2_g"], p["norm2_b"] = norm()
-    w, p["fc_b"] = linear(WIDTH, CLASSES)
+    for name, (fi, fo) in (("q", (d, d)), ("k", (d, d)), ("v", (d, d)), ("out", (d, d)), ("ffn1", (d, f)),
+                           ("ffn2", (f, d))):
+        p[f"{prefix}{name}_w"], p[f"{prefix}{name}_b"] = linear_weights(rng, fi, fo)
+    p[f"{prefix}norm1_g"], p[f"{prefix}norm1_b"] = norm_weights(rng, d)
+    p[f"{prefix}norm2_g"], p[f"{prefix}norm2_b"] = norm_weights(rng, d)
+    return p
+
+
+def linear_weights(rng: np.random.Generator, fan_in: int, fan_out: int) -> tuple:
+    w = rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)
+    b = rng.standard_normal(fan_out) * 0.05
+    return w.astype(np.float32), b.astype(np.float32)
+
+
+def norm_weights(rng: np.random.Generator, width: int) -> tuple:
+    gamma = 1 + 0.1 * rng.standard_normal(width)
+    beta = 0.05 * rng.standard_normal(width)
+    return gamma.astype(np.float32), beta.astype(np.float32)
+
+
+def _weights(seed: int) -> dict:
+    """The network's float32 parameters, drawn in a fixed order."""
+    rng = np.random.default_rng(seed)
+    p = layer_weights(rng, DIMS)
+    w, p["fc_b"] = linear_weights(rng, WIDTH, CLASSES)
     p["fc_w"] = np.ascontiguousarray(w.T)          # Gemm transB=1: (classes, width), nn.Linear's layout
     return p
 
 
+class GraphBuilder:
+    """The nodes and initializers of one ONNX graph; `node` and `init` return the tensor's name."""
+
+    def __init__(self) -> None:
+        self.nodes: list = []
+        self.inits: list = []
+
+    def init(self, name: str, value) -> str:
+        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(self, op: str, inputs: list, name: str, **attrs) -> str:
+        self.nodes.append(helper.make_node(op, inputs, [name], name=f"/{name}/{op}", **attrs))
+        return name
+
+    def layer_constants(self, dims: Dims) -> dict:
+        """The shape and scalar initializers every encoder layer of `dims` shares."""
+        return {"heads_shape": self.init("heads_shape", np.array([1, dims.tokens, dims.heads, dims.head_dim],
+                                                                  np.int64)),
+                "tokens_shape": self.init("tokens_shape", np.array([1, dims.tokens, dims.width], np.int64)),
+                "q_scale": self.init("q_scale", np.array(1 / math.sqrt(dims.head_dim), np.float32)),
+                "sqrt2": self.init("sqrt2", np.array(math.sqrt(2), np.float32)),
+                "one": self.init("one", np.array(1, np.float32)),
+                "half": self.init("half", np.array(0.5, np.float32))}
+
+    def encoder_layer(self, x: str, consts: dict, prefix: str = "", mask: str | None = None) -> str:
+        """One post-norm encoder layer over `x` (1, T, D) as torch.onnx.export writes
+        nn.TransformerEncoderLayer(norm_first=False, activation="gelu") (the module docstring);
+        its weights are the initializers `prefix` + q_w ... (layer_weights). `mask`, when given,
+        is added to the attention scores before the Softmax (BERT's extended attention mask)."""
+        node, c = self.node, consts
+
+        def linear(h, name):
+            return node("Add", [node("MatMul", [h, f"{prefix}{name}_w"], f"{prefix}{name}_matmul"),
+                                f"{prefix}{name}_b"], f"{prefix}{name}_add")
+
+        def heads(h, name, perm):
+            return node("Transpose", [node("Reshape", [linear(h, name), c["heads_shape"]], f"{prefix}{name}_heads")],
+                        f"{prefix}{name}_transpose", perm=perm)
+
+        q = node("Mul", [heads(x, "q", [0, 2, 1, 3]), c["q_scale"]], f"{prefix}q_scaled")
+        kt = heads(x, "k", [0, 2, 3, 1])
+        v = heads(x, "v", [0, 2, 1, 3])
+        scores = node("MatMul", [q, kt], f"{prefix}scores")
+        if mask is not None:
+            scores = node("Add", [scores, mask], f"{prefix}scores_masked")
+        attn = node("Softmax", [scores], f"{prefix}attn", axis=-1)
+        ctx = node("Transpose", [node("MatMul", [attn, v], f"{prefix}context")], f"{prefix}context_transpose",
+                   perm=[0, 2, 1, 3])
+        ctx = node("Reshape", [ctx, c["tokens_shape"]], f"{prefix}context_tokens")
+        x = node("Add", [x, linear(ctx, "out")], f"{prefix}residual1")
+        x = node("LayerNormalization", [x, f"{prefix}norm1_g", f"{prefix}norm1_b"], f"{prefix}norm1", axis=-1,
+                 epsilon=EPSILON)
+        h = linear(x, "ffn1")
+        erf = node("Erf", [node("Div", [h, c["sqrt2"]], f"{prefix}gelu_div")], f"{prefix}gelu_erf")
+        h = node("Mul", [node("Mul", [h, node("Add", [erf, c["one"]], f"{prefix}gelu_add")], f"{prefix}gelu_mul"),
+                         c["half"]], f"{prefix}gelu")
+        x = node("Add", [x, linear(h, "ffn2")], f"{prefix}residual2")
+        return node("LayerNormalization", [x, f"{prefix}norm2_g", f"{prefix}norm2_b"], f"{prefix}norm2", axis=-1,
+                    epsilon=EPSILON)
+
+
 def float_model(seed: int = SEED) -> onnx.ModelProto:
     p = _weights(seed)
-    nodes, inits = [], []
-
-    def init(name, value):
-        inits.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    def node(op, inputs, name, **attrs):
-        nodes.append(helper.make_node(op, inputs, [name], name=f"/{name}/{op}", **attrs))
-        return name
-
+    g = GraphBuilder()
     for key, value in p.items():
-        init(key, value)
-    heads_shape = init("heads_shape", np.array([1, TOKENS, HEADS, HEAD_DIM], np.int64))
-    tokens_shape = init("tokens_shape", np.array([1, TOKENS, WIDTH], np.int64))
-    scale = init("q_scale", np.array(1 / math.sqrt(HEAD_DIM), np.float32))
-    sqrt2 = init("sqrt2", np.array(math.sqrt(2), np.float32))
-    one = init("one", np.array(1, np.float32))
-    half = init("half", np.array(0.5, np.float32))
-
-    def linear(x, name):
-        return node("Add", [node("MatMul", [x, f"{name}_w"], f"{name}_matmul"), f"{name}_b"], f"{name}_add")
-
-    def heads(x, name, perm):
-        return node("Transpose", [node("Reshape", [linear(x, name), heads_shape], f"{name}_heads")],
-                    f"{name}_transpose", perm=perm)
-
-    x = "input"
-    q = node("Mul", [heads(x, "q", [0, 2, 1, 3]), scale], "q_scaled")
-    kt = heads(x, "k", [0, 2, 3, 1])
-    v = heads(x, "v", [0, 2, 1, 3])
-    attn = node("Softmax", [node("MatMul", [q, kt], "scores")], "attn", axis=-1)
-    ctx = node("Transpose", [node("MatMul", [attn, v], "context")], "context_transpose", perm=[0, 2, 1, 3])
-    ctx = node("Reshape", [ctx, tokens_shape], "context_tokens")
-    x = node("Add", [x, linear(ctx, "out")], "residual1")
-    x = node("LayerNormalization", [x, "norm1_g", "norm1_b"], "norm1", axis=-1, epsilon=EPSILON)
-    h = linear(x, "ffn1")
-    erf = node("Erf", [node("Div", [h, sqrt2], "gelu_div")], "gelu_erf")
-    h = node("Mul", [node("Mul", [h, node("Add", [erf, one], "gelu_add")], "gelu_mul"), half], "gelu")
-    x = node("Add", [x, linear(h, "ffn2")], "residual2")
-    x = node("LayerNormalization", [x, "norm2_g", "norm2_b"], "norm2", axis=-1, epsilon=EPSILON)
-    x = node("ReduceMean", [x], "pooled", axes=[1], keepdims=0)
-    node("Gemm", [x, "fc_w", "fc_b"], "logits", transB=1)
+        g.init(key, value)
+    x = g.encoder_layer("input", g.layer_constants(DIMS))
+    x = g.node("ReduceMean", [x], "pooled", axes=[1], keepdims=0)
+    g.node("Gemm", [x, "fc_w", "fc_b"], "logits", transB=1)
 
     graph = helper.make_graph(
-        nodes, "encoder",
+        g.nodes, "encoder",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, list(INPUT_SHAPE))],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, list(OUTPUT_SHAPE))], inits)
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, list(OUTPUT_SHAPE))], g.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                               producer_name="vta-toolkit encoder")
     model.ir_version = IR_VERSION
@@ -137,30 +189,44 @@ def tokens(count: int, seed: int = SEED) -> np.ndarray:
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
+def layer_norm(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    mean = y.mean(-1, keepdims=True)
+    var = ((y - mean) ** 2).mean(-1, keepdims=True)
+    return (y - mean) / np.sqrt(var + EPSILON) * gamma + beta
+
+
+def reference_layer(x: np.ndarray, p: dict, dims: Dims, prefix: str = "",
+                    mask: np.ndarray | None = None) -> np.ndarray:
+    """One encoder layer (GraphBuilder.encoder_layer) over `x` (N, T, D) in float64 numpy;
+    `mask` (N, 1, 1, T) is added to the scores."""
+    t, h, dh = dims.tokens, dims.heads, dims.head_dim
+
+    def split(y):                                      # (N, T, D) -> (N, H, T, Dh)
+        return y.reshape(len(y), t, h, dh).swapaxes(1, 2)
+
+    def w(name):
+        return p[prefix + name]
+
+    q, k, v = (split(x @ w(f"{n}_w") + w(f"{n}_b")) for n in "qkv")
+    scores = np.einsum("nhtd,nhsd->nhts", q, k) / np.sqrt(dh)
+    if mask is not None:
+        scores = scores + mask
+    scores = np.exp(scores - scores.max(-1, keepdims=True))
+    attn = scores / scores.sum(-1, keepdims=True)
+    ctx = np.einsum("nhts,nhsd->nthd", attn, v).reshape(len(x), t, dims.width)
+    x = layer_norm(x + ctx @ w("out_w") + w("out_b"), w("norm1_g"), w("norm1_b"))
+    y = x @ w("ffn1_w") + w("ffn1_b")
+    y = 0.5 * y * (1 + _erf(y / np.sqrt(2)))
+    return layer_norm(x + y @ w("ffn2_w") + w("ffn2_b"), w("norm2_g"), w("norm2_b"))
+
+
 def reference(x: np.ndarray, seed: int = SEED) -> np.ndarray:
     """The logits (N, classes) of tokens `x` (N, T, D) or (T, D), in float64 numpy."""
     p = {k: v.astype(np.float64) for k, v in _weights(seed).items()}
     x = np.asarray(x, np.float64)
     if x.ndim == 2:
         x = x[None]
-
-    def layer_norm(y, gamma, beta):
-        mean = y.mean(-1, keepdims=True)
-        var = ((y - mean) ** 2).mean(-1, keepdims=True)
-        return (y - mean) / np.sqrt(var + EPSILON) * gamma + beta
-
-    def split(y):                                      # (N, T, D) -> (N, H, T, Dh)
-        return y.reshape(len(y), TOKENS, HEADS, HEAD_DIM).swapaxes(1, 2)
-
-    q, k, v = (split(x @ p[f"{n}_w"] + p[f"{n}_b"]) for n in "qkv")
-    scores = np.einsum("nhtd,nhsd->nhts", q, k) / np.sqrt(HEAD_DIM)
-    scores = np.exp(scores - scores.max(-1, keepdims=True))
-    attn = scores / scores.sum(-1, keepdims=True)
-    ctx = np.einsum("nhts,nhsd->nthd", attn, v).reshape(len(x), TOKENS, WIDTH)
-    x = layer_norm(x + ctx @ p["out_w"] + p["out_b"], p["norm1_g"], p["norm1_b"])
-    h = x @ p["ffn1_w"] + p["ffn1_b"]
-    h = 0.5 * h * (1 + _erf(h / np.sqrt(2)))
-    x = layer_norm(x + h @ p["ffn2_w"] + p["ffn2_b"], p["norm2_g"], p["norm2_b"])
+    x = reference_layer(x, p, DIMS)
     return x.mean(1) @ p["fc_w"].T + p["fc_b"]
 
 

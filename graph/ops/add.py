@@ -28,7 +28,7 @@ from schedules.op_kernel import OpKernel
 from vta_sim.config import Config
 
 from .base import claims_op, Pow2Quantised, Emitter, OpRule, QdqBlock, Read, Refusal
-from .qdq_read import QdqGraph, dq_input, output_scale, pow2_exponent, single_use, static_shape
+from .qdq_read import QdqGraph, dq_input, known_shape, output_scale, pow2_exponent, single_use, static_shape
 from .host_padding import viewed
 from .relax_read import ValueOf
 
@@ -85,6 +85,10 @@ def plan(g: QdqGraph, block: QdqBlock) -> AddPlan:
     """The power-of-two form where the scales allow it (ratios 2^k, zero points 0), else the
     fixed-point form with zero points and any scales (requantisation.add)."""
     single_use(g, block.body, block.relu)
+    shapes = [known_shape(arg) for arg in block.inner.args]
+    if shapes[0] != shapes[1]:
+        raise Refusal(f"a broadcasting add ({'x'.join(map(str, shapes[0]))} + {'x'.join(map(str, shapes[1]))}): "
+                      "the accelerator adds two tensors of one shape element by element")
     (a, sa, za, _), (b, sb, zb, _) = (dq_input(g, arg, "operand", zero_point_ok=True) for arg in block.inner.args)
     sy, zy = output_scale(g, block.q)
     lo = max(INT8_MIN, zy) if block.relu is not None else INT8_MIN   # a ReLU clips at the real zero
@@ -103,6 +107,12 @@ def plan(g: QdqGraph, block: QdqBlock) -> AddPlan:
         check_params(params)
     except CompileError as exc:
         raise Refusal(f"its scales do not fit the integer add: {exc}") from None
+    loaded = vta_eltwise.operands(params)
+    if len(loaded) != 2:
+        gone = "a" if "a" not in loaded else "b"
+        raise Refusal(f"operand {gone} vanishes at the output's scale (scale ratio "
+                      f"{(sa if gone == 'a' else sb) / sy:.3g}; an attention mask of -3.4e38 does this): "
+                      "an add of one operand stays on the CPU")
     return AddPlan(a, b, params)
 
 
