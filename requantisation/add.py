@@ -128,6 +128,8 @@ class ReqSumParams:
     def program(self) -> tuple:
         loads, stages, terms = [], [], []
         for name, zero, factor in zip("ab", self.zeros, self.factors):
+            if factor == 0:        # an operand that vanishes at the output's scale is not loaded
+                continue
             loads.append((f"{name}_acc", name))
             term = f"{name}_acc"
             if zero:

@@ -315,3 +315,11 @@ def test_a_req_sum_refuses_what_req_and_the_alu_cannot_compute(change, match):
     p = dataclasses.replace(choose_req_sum([0.5, 0.5], (0, 0), 0), **change)
     with pytest.raises(CompileError, match=match):
         check_params(p)
+
+
+def test_a_req_add_whose_operand_vanishes_loads_only_the_other():
+    """A factor that rounds to 0 (an attention mask of -3.4e38 next to scores) is not loaded:
+    graph.ops.add then keeps such an add on the CPU, naming the operand."""
+    p = choose_req_sum([1.0, 1e-9], (0, 0), 0)
+    loads, stages = p.program()
+    assert p.factors[1] == 0 and [src for _, src in loads] == ["a"] and "sum" not in [st.name for st in stages]

@@ -126,7 +126,7 @@ def test_scaled_refusals(cfg):
         op(a, w, bias)
     with pytest.raises(CompileError, match=r"input m_hi: expected int32\[10\]"):
         op(a, w, bias, params.a_min, params.a_max, params.m_hi[:9], params.m_lo)
-    with pytest.raises(CompileError, match="neither a requantisation.PowerOfTwo nor a requantisation.ScaledRequant"):
+    with pytest.raises(CompileError, match="is not a requantisation.Requant"):
         vo.dense_kernel(cfg, 3, 20, 10, 0.001)
 
 
