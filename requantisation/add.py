@@ -24,7 +24,7 @@ from . import multiply_shift
 from .fixed_point import ScaledRequant, round_shift
 from .multiply_shift import MultiplyShift
 from .rule import rounding_constant
-from .stages import Stage, clip, tail
+from .stages import Stage, clip, req_clip, tail
 
 #: The rounding constant 1 << (shift - 1) is an ALU immediate: signed 16 bits.
 MAX_SHIFT = fixed_point.MAX_ROUND_SHIFT
@@ -144,7 +144,7 @@ class ReqSumParams:
             terms = ["sum"]
         r = self.requant
         stages.append(Stage("req", "req", terms[0], "m", (r.shift, r.zero_point)))
-        return tuple(loads), tuple(stages) + (clip("req", r.lo, r.hi) if r.clips else ())
+        return tuple(loads), tuple(stages) + req_clip("req", r.lo, r.hi)
 
 
 def choose_req_sum(multipliers, zeros, zero_point: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> ReqSumParams:

@@ -52,11 +52,6 @@ class MultiplyShift:
     def rounding(self) -> int:
         return (1 << (self.shift - 1)) if self.shift else 0
 
-    @property
-    def clips(self) -> bool:
-        """Whether a clip narrower than REQ's own int8 clamp follows it."""
-        return (self.lo, self.hi) != (INT8_MIN, INT8_MAX)
-
 
 def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN,
            hi: int = INT8_MAX) -> tuple[MultiplyShift, np.ndarray]:

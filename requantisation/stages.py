@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .bounds import INT8_MAX, INT8_MIN
 from .fixed_point import ScaledRequant
 from .multiply_shift import MultiplyShift
 from .rule import PowerOfTwo, Requant
@@ -42,7 +43,7 @@ def epilogue(requant: Requant | None = None) -> tuple:
                 Stage("clip_lo", "max", "shr", r.lo), Stage("clip_hi", "min", "clip_lo", r.hi))
     if isinstance(r, MultiplyShift):
         req = (Stage("bias_add", "add", "acc", "bias"), Stage("req", "req", "bias_add", "m", (r.shift, r.zero_point)))
-        return req + (clip("req", r.lo, r.hi) if r.clips else ())
+        return req + req_clip("req", r.lo, r.hi)
     if not isinstance(r, ScaledRequant):
         raise TypeError(f"epilogue of {r!r}: expected a requantisation.Requant")
     # clamp, copy to a scratch, the two products: the copy is read before `mul_hi` overwrites
@@ -80,6 +81,18 @@ def tail(r: ScaledRequant, source: str, step: str | None = None) -> tuple:
             continue
         stages.append(Stage(name, op, last, value))
         last = name
+    return tuple(stages)
+
+
+def req_clip(source: str, lo: int, hi: int) -> tuple:
+    """After REQ (which clamps to int8 itself): a MAX where lo is above the int8 minimum (a ReLU),
+    a MIN where hi is below the maximum; nothing for the int8 range."""
+    stages, last = [], source
+    if lo > INT8_MIN:
+        stages.append(Stage("clip_lo", "max", last, lo))
+        last = "clip_lo"
+    if hi < INT8_MAX:
+        stages.append(Stage("clip_hi", "min", last, hi))
     return tuple(stages)
 
 
