@@ -162,15 +162,15 @@ def get_alu_imm_intrin(B: int, BO: int, op: str, imm: int) -> tuple:
     return desc, impl
 
 
-def get_alu_tensor_intrin(B: int, BO: int, op: str) -> tuple:
-    """D[b, o] = op(X[b, o], Y[b, o]) on one ACC entry, in place (D shares X's SRAM)."""
+def _alu_binary_intrin(B: int, BO: int, expr, op: str, imm: int | None = None, use_imm: int | None = None) -> tuple:
+    """D[b, o] = expr(X[b, o], Y[b, o]) on one ACC entry, in place (D shares X's SRAM), pushed as
+    ALU op `op` with a tensor operand (and REQ's immediate field where given)."""
     _, _, Acc = _entry_buffers(B, 1, BO)
     unit = int(B == 1)
     dims = (B, BO)[unit:]
-    fn = ALU_EXPRS[op]
 
     def apply(X, Y, D, b, o):
-        T.buffer_store(D, fn(X[b, o], Y[b, o]), [b, o])
+        T.buffer_store(D, expr(X[b, o], Y[b, o]), [b, o])
 
     @T.prim_func(s_tir=True)
     def desc(X: Acc(), Y: Acc(), D: Acc()):
@@ -184,37 +184,21 @@ def get_alu_tensor_intrin(B: int, BO: int, op: str) -> tuple:
     def impl(X: Acc(), Y: Acc(), D: Acc()):
         with T.sblock("root"):
             _whole(reads=(X, Y), writes=(D,))
-            _push(op, None, D.access_ptr("w"), X.access_ptr("r"), Y.access_ptr("r"))
+            _push(op, imm, D.access_ptr("w"), X.access_ptr("r"), Y.access_ptr("r"), use_imm=use_imm)
 
     return desc, impl
+
+
+def get_alu_tensor_intrin(B: int, BO: int, op: str) -> tuple:
+    """D[b, o] = op(X[b, o], Y[b, o]) on one ACC entry, in place (D shares X's SRAM)."""
+    return _alu_binary_intrin(B, BO, ALU_EXPRS[op], op)
 
 
 def get_alu_req_intrin(B: int, BO: int, shift: int, zero_point: int) -> tuple:
     """D[b, o] = REQ(X[b, o], Y[b, o]) on one ACC entry, in place: the multipliers Y, the shift and
     zero point in REQ's immediate field (use_imm 0)."""
-    _, _, Acc = _entry_buffers(B, 1, BO)
-    unit = int(B == 1)
-    dims = (B, BO)[unit:]
-    imm = isa.req_imm(shift, zero_point)
-
-    def apply(X, Y, D, b, o):
-        T.buffer_store(D, req_expr(X[b, o], Y[b, o], shift, zero_point), [b, o])
-
-    @T.prim_func(s_tir=True)
-    def desc(X: Acc(), Y: Acc(), D: Acc()):
-        with T.sblock("root"):
-            _whole(reads=(X, Y), writes=(D,))
-            for loops in T.grid(*dims):
-                with T.sblock("alu"):
-                    _element("SS", loops, unit, apply, X, Y, D)
-
-    @T.prim_func(s_tir=True)
-    def impl(X: Acc(), Y: Acc(), D: Acc()):
-        with T.sblock("root"):
-            _whole(reads=(X, Y), writes=(D,))
-            _push("req", imm, D.access_ptr("w"), X.access_ptr("r"), Y.access_ptr("r"), use_imm=0)
-
-    return desc, impl
+    return _alu_binary_intrin(B, BO, lambda x, y: req_expr(x, y, shift, zero_point), "req",
+                              isa.req_imm(shift, zero_point), use_imm=0)
 
 
 def get_alu_update_intrin(B: int, BO: int, op: str) -> tuple:

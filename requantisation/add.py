@@ -58,9 +58,10 @@ class AddParams:
 
 
 class _ScaledClamp:
-    """The clamp bounds of a program that ends with a ScaledRequant's tail."""
+    """The clamp bounds of a program that ends with its requantisation's clip (a ScaledRequant's
+    tail, or REQ and its clip)."""
 
-    requant: ScaledRequant
+    requant: ScaledRequant | MultiplyShift
 
     @property
     def lo(self) -> int:
@@ -105,7 +106,7 @@ FACTOR_BITS = 15
 
 
 @dataclass(frozen=True)
-class ReqSumParams:
+class ReqSumParams(_ScaledClamp):
     """y = REQ(sum_i (x_i - zeros[i]) factors[i], m): clip(round(sum * m / 2^shift) + zp, lo, hi).
 
     Two operands: an add, each real multiplier M_i = factors[i] m / 2^shift, the ratio of the two
@@ -116,14 +117,6 @@ class ReqSumParams:
     factors: tuple[int, ...]
     m: int
     requant: MultiplyShift
-
-    @property
-    def lo(self) -> int:
-        return self.requant.lo
-
-    @property
-    def hi(self) -> int:
-        return self.requant.hi
 
     def program(self) -> tuple:
         loads, stages, terms = [], [], []
