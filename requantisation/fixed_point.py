@@ -139,6 +139,17 @@ def saturating_multiplier(zero_point: int, lo: int, hi: int) -> int:
     return max(hi - zero_point, zero_point - lo) + 1
 
 
+def capped_multipliers(multipliers, zero_point: int, lo: int, hi: int) -> np.ndarray:
+    """The real multipliers as float64 per channel, each at most `saturating_multiplier` (which
+    gives the same outputs); CompileError naming the channel of a negative or non-finite one."""
+    mult = np.asarray(multipliers, np.float64).reshape(-1)
+    bad = np.flatnonzero(~np.isfinite(mult) | (mult < 0))
+    if bad.size:
+        raise CompileError(f"requantisation multiplier {mult[bad[0]]!r} of channel {bad[0]} is not a "
+                           "finite non-negative number")
+    return np.minimum(mult, saturating_multiplier(zero_point, lo, hi))
+
+
 def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN, hi: int = INT8_MAX,
            acc_bound=None, ties_even: bool = False) -> tuple[ScaledRequant, ChannelParams]:
     """The fixed-point form of per-channel real multipliers (see the module docstring).
@@ -155,12 +166,7 @@ def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN, hi: int = INT8_
     Refuses (CompileError, naming the channel) a multiplier that is negative or not finite, and
     multipliers so small (without a bound) that no split keeps the products within int32.
     Channels with multiplier 0 (all-zero weights) give zp."""
-    mult = np.asarray(multipliers, np.float64).reshape(-1)
-    bad = np.flatnonzero(~np.isfinite(mult) | (mult < 0))
-    if bad.size:
-        raise CompileError(f"requantisation multiplier {mult[bad[0]]!r} of channel {bad[0]} is not a "
-                           "finite non-negative number")
-    mult = np.minimum(mult, saturating_multiplier(zero_point, lo, hi))
+    mult = capped_multipliers(multipliers, zero_point, lo, hi)
     limit = ACC_LIMIT if acc_bound is None else np.minimum(
         np.broadcast_to(np.asarray(acc_bound, np.float64), mult.shape), ACC_LIMIT)
     if np.any(np.asarray(limit) < 0):

@@ -21,7 +21,7 @@ from vta_sim import isa
 from vta_sim.errors import CompileError
 
 from .bounds import INT8_MAX, INT8_MIN
-from .fixed_point import saturating_multiplier
+from .fixed_point import capped_multipliers
 
 #: m_c stays below 2^31: REQ's multiplier lane is a signed int32.
 MULTIPLIER_BITS = 31
@@ -60,12 +60,7 @@ def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN,
     A multiplier of `fixed_point.saturating_multiplier` or more saturates every non-zero
     accumulator, so it is encoded as that value (same outputs). Refuses (CompileError, naming
     the channel) a negative or non-finite multiplier."""
-    mult = np.asarray(multipliers, np.float64).reshape(-1)
-    bad = np.flatnonzero(~np.isfinite(mult) | (mult < 0))
-    if bad.size:
-        raise CompileError(f"requantisation multiplier {mult[bad[0]]!r} of channel {bad[0]} is not a "
-                           "finite non-negative number")
-    mult = np.minimum(mult, saturating_multiplier(zero_point, lo, hi))
+    mult = capped_multipliers(multipliers, zero_point, lo, hi)
     top = float(mult.max(initial=0.0))
     shift = MAX_SHIFT
     if top > 0:
