@@ -1,0 +1,169 @@
+"""The integer softmax (requantisation.softmax) on VTA-8's ALU: rows of int8 scores in, int8
+probabilities out, bit for bit the module's reference.
+
+Layout: rows are cut into groups of BLOCK_OUT (x BATCH) rows, one row per lane; a group is T
+consecutive ACC entries, entry t holding the group's rows' t-th scores. A reduction along a row
+is then a reduction along entries, which the ALU does with a tensor operand (a tree of halving
+MAX or ADD instructions, no entry read after an earlier iteration of its instruction wrote
+it), and a per-row value is one entry per group that a loop broadcasts (source factor 0).
+
+Per tile of G groups (three G*T-entry buffers X, Y, W and five G-entry vectors in ACC):
+
+    X, Y <- the int8 scores (two loads)          max tree on Y; M = -max
+    X += M (broadcast)  X *= -c                  t = u * c
+    Y = X; Y += 2^(F-1); Y >>= F                 z
+    X <<= 32-F; X >>= 32-F [X <<= 15-F]          f, centred, Q15
+    W = X; Horner: W *= a3 ... W += 2^14         P(f)
+    W >>= Y (tensor)                             e
+    X = W; add tree on X; N = -sum               sum
+    restoring division: Q = D // sum             one quotient bit per 9-10 ALU instructions
+    REQ W by Q (broadcast), shift n, zp          y
+    store W
+
+The division runs once per tile over G entries; everything else is one pass over the tile's
+entries (docs/ops.md has the cycles).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from intrinsics.alu_program import AluProgram, Level, Param
+from requantisation.softmax import E_BITS, POLY, POLY_FRAC, SoftmaxParams
+from vta_sim.config import Config
+from vta_sim.errors import CompileError
+
+from .op_kernel import OpKernel
+
+#: Entries of ACC a tile takes per group of rows (X, Y, W) and per group beside them (M, N, A, Q, S).
+ROW_BUFFERS, GROUP_VECTORS = 3, 5
+
+
+def groups_per_tile(cfg: Config, length: int) -> int:
+    """How many groups of rows one tile holds in ACC (0: a row does not fit)."""
+    return cfg.buffers["acc"].depth // (ROW_BUFFERS * length + GROUP_VECTORS)
+
+
+def misfit(cfg: Config, length: int) -> str | None:
+    if groups_per_tile(cfg, length) < 1:
+        most = (cfg.buffers["acc"].depth - GROUP_VECTORS) // ROW_BUFFERS
+        return (f"a softmax over {length} entries: three copies of a row group take {ROW_BUFFERS * length} ACC "
+                f"entries, ACC holds {cfg.buffers['acc'].depth} (rows up to {most} entries)")
+    return None
+
+
+def _tree(prog: AluProgram, op: str, base: int, groups: int, length: int) -> None:
+    """Reduce each group's `length` entries from `base + g*length` into its first entry: halving
+    steps, entry i taking entry i + ceil(L/2) for i < floor(L/2)."""
+    size = length
+    while size > 1:
+        half = (size + 1) // 2
+        prog.alu(op, base, base + half, outer=Level(groups, length, length), inner=Level(size // 2, 1, 1))
+        size = half
+
+
+def _division(prog: AluProgram, p: SoftmaxParams, quotient: int, negsum: int, rem: int, scratch: int,
+              groups: int) -> None:
+    """ACC[quotient + g] = D // sum, per lane, with ACC[negsum + g] = -sum (sum >= 2^E_BITS):
+    restoring division over the dividend's low `p.steps` bits, the first remainder its top bits.
+    Per step: rem = 2 rem + bit - sum; m = rem >> 31 (-1: it went below zero); quotient = 2
+    quotient + m (from 1, so that it ends one above the quotient); rem += m * -sum."""
+    vec = Level(groups, 1, 1)
+    prog.reset(rem, groups)
+    prog.alu("add", rem, imm=p.first_remainder, outer=Level(groups, 1))
+    prog.reset(quotient, groups)
+    prog.alu("add", quotient, imm=1, outer=Level(groups, 1))
+    for k in reversed(range(p.steps)):
+        prog.alu("add", rem, rem, outer=vec)
+        if p.dividend >> k & 1:
+            prog.alu("add", rem, imm=1, outer=Level(groups, 1))
+        prog.alu("add", rem, negsum, outer=vec)
+        prog.copy(scratch, rem, groups)
+        prog.alu("shr", scratch, imm=31, outer=Level(groups, 1))
+        prog.alu("add", quotient, quotient, outer=vec)
+        prog.alu("add", quotient, scratch, outer=vec)
+        prog.alu("mul", scratch, negsum, outer=vec)
+        prog.alu("add", rem, scratch, outer=vec)
+    prog.alu("add", quotient, imm=-1, outer=Level(groups, 1))
+
+
+def program(cfg: Config, p: SoftmaxParams, tiles: int, groups: int) -> AluProgram:
+    """The kernel's calls: `tiles` tiles of `groups` row groups each."""
+    length = p.length
+    span = groups * length
+    entries = tiles * span
+    shape = (entries, cfg.BATCH, cfg.BLOCK_OUT)
+    prog = AluProgram(cfg, [Param("x", shape, "int8", "acc8"), Param("y", shape, "int8", "out")])
+    x, y, w = 0, span, 2 * span
+    m, neg, rem, quo, scratch = (3 * span + k * groups for k in range(GROUP_VECTORS))
+    every = Level(span, 1, 0)                        # each entry, immediate operand
+    pairs = Level(span, 1, 1)                        # each entry with its twin in another buffer
+    rows = Level(groups, length, 1), Level(length, 1, 0)     # each entry with its group's vector entry
+    frac = p.frac
+    for tile in range(tiles):
+        offset = tile * span
+        prog.load("x", offset, span, x)
+        prog.load("x", offset, span, y)
+        _tree(prog, "max", y, groups, length)
+        prog.reset(m, groups)
+        prog.alu("add", m, y, outer=Level(groups, 1, length))
+        prog.alu("mul", m, imm=-1, outer=Level(groups, 1))
+        prog.alu("add", x, m, outer=rows[0], inner=rows[1])           # q - max = -u
+        prog.alu("mul", x, imm=-p.c, outer=every)                   # t = u * c
+        prog.copy(y, x, span)
+        prog.alu("add", y, imm=1 << (frac - 1), outer=every)
+        prog.alu("shr", y, imm=frac, outer=every)                   # z
+        prog.alu("shr", x, imm=-(32 - frac), outer=every)
+        prog.alu("shr", x, imm=32 - frac, outer=every)              # f, centred
+        if frac < POLY_FRAC:
+            prog.alu("shr", x, imm=-(POLY_FRAC - frac), outer=every)
+        prog.reset(w, span)
+        prog.alu("add", w, imm=POLY[0], outer=every)
+        for coef in POLY[1:]:
+            prog.alu("mul", w, x, outer=pairs)
+            prog.alu("shr", w, imm=POLY_FRAC, outer=every)
+            prog.alu("add", w, imm=coef, outer=every)
+        prog.alu("shr", w, y, outer=pairs)                          # e = P(f) >> z
+        prog.copy(x, w, span)
+        _tree(prog, "add", x, groups, length)
+        prog.reset(neg, groups)
+        prog.alu("add", neg, x, outer=Level(groups, 1, length))
+        prog.alu("mul", neg, imm=-1, outer=Level(groups, 1))
+        _division(prog, p, quo, neg, rem, scratch, groups)
+        prog.req(w, quo, p.shift, p.zero_point, outer=rows[0], inner=rows[1])
+        prog.store("y", offset, span, w)
+    return prog
+
+
+def softmax_kernel(cfg: Config, rows: int, p: SoftmaxParams) -> OpKernel:
+    """Compiled integer softmax of plain int8 (rows, T) -> int8 (rows, T), T = p.length."""
+    if rows < 1:
+        raise CompileError(f"softmax of {rows} rows: at least 1 is needed")
+    if p.lo != -128 or p.hi != 127:
+        raise CompileError("the ALU's softmax clamps to int8 only (REQ's bounds)")
+    reason = misfit(cfg, p.length)
+    if reason:
+        raise CompileError(reason)
+    lanes = cfg.BATCH * cfg.BLOCK_OUT
+    total_groups = -(-rows // lanes)
+    groups = min(groups_per_tile(cfg, p.length), total_groups)
+    tiles = -(-total_groups // groups)
+    padded = tiles * groups
+    length = p.length
+    kernel = program(cfg, p, tiles, groups).compile()
+
+    def pack(x: np.ndarray) -> tuple:
+        x = np.asarray(x)
+        if x.dtype != np.int8 or x.shape != (rows, length):
+            raise CompileError(f"softmax input: expected int8 ({rows}, {length}), got {x.dtype} {x.shape}")
+        full = np.zeros((padded * lanes, length), np.int8)
+        full[:rows] = x
+        # (group, lane, t) -> (group, t, batch, block_out)
+        return (np.ascontiguousarray(full.reshape(padded, cfg.BATCH, cfg.BLOCK_OUT, length)
+                                     .transpose(0, 3, 1, 2)).reshape(padded * length, cfg.BATCH, cfg.BLOCK_OUT),)
+
+    def unpack(out: np.ndarray) -> np.ndarray:
+        plain = out.reshape(padded, length, cfg.BATCH, cfg.BLOCK_OUT).transpose(0, 2, 3, 1)
+        return plain.reshape(padded * lanes, length)[:rows]
+
+    return OpKernel("softmax", kernel, pack=pack, unpack=unpack,
+                    tiles={"groups_per_tile": groups, "tiles": tiles})
