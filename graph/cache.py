@@ -5,7 +5,7 @@ the JIT at the first call) although the same shapes and graphs recur from run to
 live under $VTA_KERNEL_CACHE (default kernels/ in the cache root, vta_sim.paths), one file per key:
 
 - `kernel-<key>.so` + `.pkl`: an `OpKernel` (cloudpickle, closures included) and its TVM module
-  (export_library), keyed by the op spec, the configuration, the thread count and
+  (export_library; a kernel written op by op, intrinsics.alu_program, has no module and no .so), keyed by the op spec, the configuration, the thread count and
   `code_version()`;
 - `vm-<key>.so`: a Relax VM executable, keyed by the IRModule's structural hash (which covers
   its constants) and `code_version()`.
@@ -103,11 +103,17 @@ def op_kernel(cfg_text: str, spec, vthreads: int, build):
         return build()
     key = _key("kernel", cfg_text, repr(spec), vthreads)
     lib, pkl = root / f"kernel-{key}.so", root / f"kernel-{key}.pkl"
-    if lib.is_file() and pkl.is_file():
+    if pkl.is_file():
         kernel = cloudpickle.loads(pkl.read_bytes())
-        kernel.kernel.module = tvm.runtime.load_module(str(lib))
-        return kernel
+        if lib.is_file():
+            kernel.kernel.module = tvm.runtime.load_module(str(lib))
+            return kernel
+        if kernel.kernel.module is None:     # written op by op (intrinsics.alu_program): no TVM module
+            return kernel
     kernel = build()
+    if kernel.kernel.module is None:
+        _write(pkl, lambda p: Path(p).write_bytes(cloudpickle.dumps(kernel)))
+        return kernel
     kernel.kernel.module = exported(kernel.kernel.module, lib)
     module, kernel.kernel.module = kernel.kernel.module, None
     try:

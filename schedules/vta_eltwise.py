@@ -32,10 +32,11 @@ from .vta_pool import blocked, crop_unpack_nchw, pad_pack_nchw
 VTHREADS = 2       # one thread's store overlaps the other's loads and ALU chain (docs/ops.md)
 
 
-def choose_tile(cfg: Config, entries: int, vthreads: int, loads: int = 2) -> tuple:
-    """(tile entries, tiles): every loaded operand of each thread's tile in ACC, as few tiles as
-    possible (a multiple of the threads), evenly cut."""
-    cap = cfg.buffers["acc"].depth // (loads * vthreads)
+def choose_tile(cfg: Config, entries: int, vthreads: int, loads: int = 2, fixed: int = 0) -> tuple:
+    """(tile entries, tiles): every loaded operand of each thread's tile in ACC, beside `fixed`
+    entries per thread (a REQ form's multiplier), as few tiles as possible (a multiple of the
+    threads), evenly cut."""
+    cap = (cfg.buffers["acc"].depth - fixed * vthreads) // (loads * vthreads)
     tiles = -(-entries // (cap * vthreads)) * vthreads
     return -(-entries // tiles), tiles
 
@@ -122,7 +123,7 @@ def eltwise_kernel(cfg: Config, shape: tuple, p, vthreads: int = VTHREADS) -> Op
     check_params(p)
     nn, cc = blocked(cfg, n, c)
     entries = nn // cfg.BATCH * (cc // cfg.BLOCK_OUT) * h * w
-    tile, tiles = choose_tile(cfg, entries, vthreads, len(p.program()[0]))
+    tile, tiles = choose_tile(cfg, entries, vthreads, len(p.program()[0]), int(isinstance(p, ReqSumParams)))
     padded = tile * tiles
     entry = (cfg.BATCH, cfg.BLOCK_OUT)
 

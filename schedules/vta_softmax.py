@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from intrinsics.alu_program import AluProgram, Level, Param
-from requantisation.softmax import E_BITS, POLY, POLY_FRAC, SoftmaxParams
+from requantisation.softmax import POLY, POLY_FRAC, SoftmaxParams
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
@@ -61,7 +61,7 @@ def _tree(prog: AluProgram, op: str, base: int, groups: int, length: int) -> Non
         size = half
 
 
-def _division(prog: AluProgram, p: SoftmaxParams, quotient: int, negsum: int, rem: int, scratch: int,
+def division(prog: AluProgram, p: SoftmaxParams, quotient: int, negsum: int, rem: int, scratch: int,
               groups: int) -> None:
     """ACC[quotient + g] = D // sum, per lane, with ACC[negsum + g] = -sum (sum >= 2^E_BITS):
     restoring division over the dividend's low `p.steps` bits, the first remainder its top bits.
@@ -128,7 +128,7 @@ def program(cfg: Config, p: SoftmaxParams, tiles: int, groups: int) -> AluProgra
         prog.reset(neg, groups)
         prog.alu("add", neg, x, outer=Level(groups, 1, length))
         prog.alu("mul", neg, imm=-1, outer=Level(groups, 1))
-        _division(prog, p, quo, neg, rem, scratch, groups)
+        division(prog, p, quo, neg, rem, scratch, groups)
         prog.req(w, quo, p.shift, p.zero_point, outer=rows[0], inner=rows[1])
         prog.store("y", offset, span, w)
     return prog

@@ -172,3 +172,13 @@ def test_req_sums_match_the_reference(cfg, shape, mults, zeros, zy, lo, vthreads
     y, result = kernel(*xs)
     np.testing.assert_array_equal(y, req_sum_ref(xs, p))
     assert all(np.array_equal(x, k) for x, k in zip(xs, kept)) and result.cycles > 0
+
+
+def test_a_req_add_that_fills_acc_leaves_room_for_its_multiplier(cfg):
+    """2,048 entries, two operands, two threads: the tiles alone would fill ACC; REQ's
+    multiplier entry per thread must fit beside them (it did not: BERT's adds failed to compile)."""
+    p = choose_req_sum([0.7, 0.4], (3, -2), 5, -128, 127)
+    shape = (1, 8, 64, 32)
+    a, b = _int8(shape, 1), _int8(shape, 2)
+    y, _ = eltwise_kernel(cfg, shape, p)(a, b)
+    np.testing.assert_array_equal(y, req_sum_ref((a, b), p))

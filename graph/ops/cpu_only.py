@@ -54,8 +54,6 @@ RULES = (
            cpu_reason="no integer form here: the ALU (MIN, MAX, ADD, SHR, MUL) has no exp or table lookup"),
     OpRule(kind="silu", float_ops=("relax.nn.silu",),
            cpu_reason="no integer form here: x * sigmoid(x) needs exp or a table lookup"),
-    OpRule(kind="softmax", float_ops=("relax.nn.softmax",),
-           cpu_reason="no integer form here: exp and a divide"),
     OpRule(kind="gather", float_ops=("relax.take",), is_layer=lambda g, call: _float_out(call),
            cpu_reason="a lookup by index (token ids into an embedding table, a token of a sequence): the "
                       "accelerator's loads take addresses fixed when its program is built"),

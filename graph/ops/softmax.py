@@ -1,0 +1,150 @@
+"""softmax: the quantised softmax over the last axis on the ALU (requantisation.softmax).
+
+QDQ block:  quantize(softmax(dq(x), axis=-1))  ->  call_pure_packed("vta.softmax_int", x_q, params)
+            params: the SoftmaxParams as one int64 constant; the CPU build calls the numpy
+            reference (requantisation.softmax.reference) through it, the accelerator runs
+            schedules.vta_softmax. The input's zero point cancels (max(q) - q); an int8 output.
+Pattern:    that call
+Spec:       SoftmaxSpec(shape, SoftmaxParams); kernel schedules.vta_softmax.softmax_kernel over
+            the rows of the leading dims
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.relax.dpl import ExternFuncPattern, is_const, is_op, wildcard
+
+from requantisation import softmax as rq_softmax
+from requantisation.softmax import SoftmaxParams
+from schedules import vta_softmax
+from schedules.op_kernel import OpKernel
+from vta_sim.config import Config
+from vta_sim.errors import CompileError
+
+from .base import Emitter, OpRule, QdqBlock, Read, Refusal, Unsupported, op_name
+from .host_padding import viewed
+from .qdq_read import QdqGraph, dq_input, known_shape, output_scale, single_use, static_shape
+from .relax_read import ValueOf, const
+
+#: The packed function of the integer form (registered below: the CPU build's reference).
+SYMBOL = "vta.softmax_int"
+_FIELDS = [f.name for f in dataclasses.fields(SoftmaxParams)]
+
+
+def _params_array(p: SoftmaxParams) -> np.ndarray:
+    return np.array([getattr(p, name) for name in _FIELDS], np.int64)
+
+
+def _params_of(values: np.ndarray) -> SoftmaxParams:
+    return SoftmaxParams(*(int(v) for v in values.reshape(-1)))
+
+
+def _softmax_int(x: Any, params: Any) -> Any:
+    return tvm.runtime.tensor(rq_softmax.reference(x.numpy(), _params_of(params.numpy())))
+
+
+tvm.register_global_func(SYMBOL, _softmax_int, override=True)
+
+
+@dataclass(frozen=True)
+class SoftmaxSpec:
+    shape: tuple[int, ...]          # the scores; the softmax runs over the last dim
+    params: SoftmaxParams
+    op: str = field(default="softmax", init=False)
+    macs = 0
+
+    @property
+    def rows(self) -> int:
+        return math.prod(self.shape[:-1])
+
+    def describe(self) -> str:
+        return f"{'x'.join(map(str, self.shape[:-1]))} rows of {self.shape[-1]}"
+
+    def input_shapes(self) -> list[Any]:
+        return [self.shape]
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        return vta_softmax.misfit(cfg, self.shape[-1])
+
+    def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
+        flat = (self.rows, self.shape[-1])
+        return viewed(vta_softmax.softmax_kernel(cfg, self.rows, self.params), [flat], self.shape)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        return rq_softmax.reference(x, self.params)
+
+
+@dataclass(frozen=True)
+class SoftmaxPlan:
+    x: relax.Expr
+    params: SoftmaxParams
+    shape: tuple[int, ...]
+
+
+def claims(g: QdqGraph, body: Any) -> Any:
+    return body if g.call(body, "relax.nn.softmax") is not None else None
+
+
+def plan(g: QdqGraph, block: QdqBlock) -> SoftmaxPlan:
+    call = block.inner
+    single_use(g, block.body, block.relu)
+    if block.relu is not None:
+        raise Refusal("a ReLU after a softmax (it changes nothing) is not folded")
+    x, scale_in, _, _ = dq_input(g, call.args[0], "input", zero_point_ok=True, uint8_ok=True)
+    shape = known_shape(call.args[0])
+    axis = int(call.attrs.axis)
+    if axis not in (-1, len(shape) - 1):
+        raise Refusal(f"a softmax over axis {axis} of a {len(shape)}-d tensor: the accelerator's runs over the "
+                      "last axis")
+    scale_out, zero_out = output_scale(g, block.q)
+    try:
+        params = rq_softmax.choose(scale_in, scale_out, zero_out, shape[-1])
+    except CompileError as exc:
+        raise Refusal(str(exc)) from None
+    return SoftmaxPlan(x, params, shape)
+
+
+def emit(em: Emitter, p: SoftmaxPlan) -> relax.Expr:
+    x = em.visit(p.x)
+    if x.ty.dtype == "uint8":            # the same scores, zero point moved: max(q) - q is unchanged
+        x = em.emit(relax.op.astype(relax.op.subtract(relax.op.astype(x, "int32"), relax.const(128, "int32")), "int8"))
+    call = relax.call_pure_packed(SYMBOL, x, relax.const(_params_array(p.params)),
+                                  ty_args=relax.TensorType(p.shape, "int8"))
+    return em.root(call)
+
+
+def _read_call(root: Any, value_of: ValueOf) -> tuple[Any, SoftmaxParams]:
+    call = value_of(root)
+    func = call.args[0] if op_name(call) == "relax.call_pure_packed" else None
+    # FuseOpsByPattern makes the ExternFunc a parameter of the composite (the pattern named it)
+    if func is None or (isinstance(func, relax.ExternFunc) and str(func.global_symbol) != SYMBOL):
+        raise Unsupported(f"not a call of {SYMBOL}")
+    x = call.args[1]
+    if x.ty.dtype != "int8":
+        raise Unsupported(f"a {x.ty.dtype} input: the accelerator's softmax takes int8")
+    return x, _params_of(const(call.args[2]))
+
+
+def read(root: Any, value_of: ValueOf) -> Read:
+    x, params = _read_call(root, value_of)
+    return Read(SoftmaxSpec(static_shape(x), params))
+
+
+def activations(root: Any, value_of: ValueOf) -> list[Any]:
+    return [_read_call(root, value_of)[0]]
+
+
+def _pattern() -> Any:
+    return is_op("relax.call_pure_packed")(ExternFuncPattern(SYMBOL), wildcard(), is_const())
+
+
+RULE = OpRule(
+    kind="softmax", float_ops=("relax.nn.softmax",), onnx_ops=("Softmax",), claims=claims, plan=plan, emit=emit,
+    patterns=lambda main: {"vta.softmax": _pattern()}, read=read, activations=activations,
+    cpu_reason="its input or output is not quantised (no DequantizeLinear/QuantizeLinear around it)")
