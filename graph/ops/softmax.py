@@ -114,7 +114,8 @@ def emit(em: Emitter, p: SoftmaxPlan) -> relax.Expr:
     x = em.visit(p.x)
     if x.ty.dtype == "uint8":            # the same scores, zero point moved: max(q) - q is unchanged
         x = em.emit(relax.op.astype(relax.op.subtract(relax.op.astype(x, "int32"), relax.const(128, "int32")), "int8"))
-    call = relax.call_pure_packed(SYMBOL, x, relax.const(_params_array(p.params)),
+    # int64 named: relax.const keeps an int64 array as int32 otherwise, and the dividend needs 46 bits
+    call = relax.call_pure_packed(SYMBOL, x, relax.const(_params_array(p.params), "int64"),
                                   ty_args=relax.TensorType(p.shape, "int8"))
     return em.root(call)
 
