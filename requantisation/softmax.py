@@ -63,6 +63,13 @@ class SoftmaxParams:
     lo: int = INT8_MIN
     hi: int = INT8_MAX
 
+    def __post_init__(self) -> None:
+        """Refuse constants no `choose` gives (a graph's constant read back wrong, say)."""
+        if not (1 <= self.c <= IMM_MAX and 1 <= self.frac <= POLY_FRAC and 1 <= self.dividend < 1 << 46
+                and 0 <= self.shift <= MAX_SHIFT and self.length >= 1 and INT8_MIN <= self.zero_point <= INT8_MAX):
+            raise CompileError(f"softmax constants {self}: c in 1..{IMM_MAX}, frac in 1..{POLY_FRAC}, a dividend "
+                               f"in 1..2^46, shift in 0..{MAX_SHIFT} and an int8 zero point are accepted")
+
     @property
     def steps(self) -> int:
         """Quotient bits the restoring division computes; the dividend's top bits before them

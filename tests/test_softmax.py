@@ -60,6 +60,8 @@ def test_refusals_name_what_does_not_fit():
         sm.choose(0.0, 1 / 255, -128, 16)
     with pytest.raises(CompileError, match="zero point"):
         sm.choose(0.1, 1 / 255, 200, 16)
+    with pytest.raises(CompileError, match="dividend"):
+        sm.SoftmaxParams(16, 1898, 15, -134217728, 24, 0)      # a dividend wrapped to int32
     assert "ACC holds 2048" in vta_softmax.misfit(CFG, 700)
     assert vta_softmax.misfit(CFG, 681) is None
 
