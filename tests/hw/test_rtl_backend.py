@@ -83,3 +83,19 @@ def test_hw_run_dumps_waves(tmp_path):
                      "--waves", str(waves), "--workdir", str(tmp_path / "w")]) == 0
     dumped = list(tmp_path.glob("fail.*"))
     assert dumped and dumped[0].stat().st_size > 10_000
+
+
+def test_the_alu_softmax_on_rtl_equals_the_simulator():
+    """The integer softmax's ALU program (schedules.vta_softmax: MAX/ADD trees, shifts by a
+    tensor operand, the restoring division, REQ with a broadcast multiplier) on the Verilated
+    RTL: the simulator's bits and cycles, and the numpy form's bits."""
+    from requantisation import softmax as sm
+    from schedules.vta_softmax import softmax_kernel
+    cfg = Config.load("1x8x8")
+    p = sm.choose(0.04, 1 / 127, 0, 16)
+    kernel = softmax_kernel(cfg, 12, p)
+    x = np.random.default_rng(0).integers(-128, 128, (12, 16)).astype(np.int8)
+    got, res = kernel(x, backend="rtl")
+    want, ref = kernel(x)
+    assert np.array_equal(got, want) and np.array_equal(got, sm.reference(x, p))
+    assert res.backend == "rtl" and res.cycles == ref.cycles
