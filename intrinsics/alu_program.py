@@ -90,10 +90,10 @@ class AluProgram:
         self.calls.append(Alu(dst, src, 0, outer.extent, inner.extent, outer.dst, outer.src, 0, inner.dst,
                               inner.src, 0, ((0, 0, 0),), op, use_imm, imm))
 
-    def copy(self, dst: int, src: int, entries: int) -> None:
-        """ACC[dst + i] = ACC[src + i] for i < entries: a reset, then ADD of the source."""
+    def copy(self, dst: int, src: int, entries: int, src_step: int = 1) -> None:
+        """ACC[dst + i] = ACC[src + i * src_step] for i < entries: a reset, then ADD of the source."""
         self.reset(dst, entries)
-        self.alu("add", dst, src, outer=Level(entries, 1, 1))
+        self.alu("add", dst, src, outer=Level(entries, 1, src_step))
 
     def compile(self) -> CompiledKernel:
         """The kernel: its program built from the calls (tokens, layout), callable on numpy."""

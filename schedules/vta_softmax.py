@@ -32,6 +32,7 @@ from requantisation.softmax import POLY, POLY_FRAC, SoftmaxParams
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
+from . import alu_rows
 from .op_kernel import OpKernel
 
 #: Entries of ACC a tile takes per group of rows (X, Y, W) and per group beside them (M, N, A, Q, S).
@@ -51,41 +52,6 @@ def misfit(cfg: Config, length: int) -> str | None:
     return None
 
 
-def _tree(prog: AluProgram, op: str, base: int, groups: int, length: int) -> None:
-    """Reduce each group's `length` entries from `base + g*length` into its first entry: halving
-    steps, entry i taking entry i + ceil(L/2) for i < floor(L/2)."""
-    size = length
-    while size > 1:
-        half = (size + 1) // 2
-        prog.alu(op, base, base + half, outer=Level(groups, length, length), inner=Level(size // 2, 1, 1))
-        size = half
-
-
-def division(prog: AluProgram, p: SoftmaxParams, quotient: int, negsum: int, rem: int, scratch: int,
-              groups: int) -> None:
-    """ACC[quotient + g] = D // sum, per lane, with ACC[negsum + g] = -sum (sum >= 2^E_BITS):
-    restoring division over the dividend's low `p.steps` bits, the first remainder its top bits.
-    Per step: rem = 2 rem + bit - sum; m = rem >> 31 (-1: it went below zero); quotient = 2
-    quotient + m (from 1, so that it ends one above the quotient); rem += m * -sum."""
-    vec = Level(groups, 1, 1)
-    prog.reset(rem, groups)
-    prog.alu("add", rem, imm=p.first_remainder, outer=Level(groups, 1))
-    prog.reset(quotient, groups)
-    prog.alu("add", quotient, imm=1, outer=Level(groups, 1))
-    for k in reversed(range(p.steps)):
-        prog.alu("add", rem, rem, outer=vec)
-        if p.dividend >> k & 1:
-            prog.alu("add", rem, imm=1, outer=Level(groups, 1))
-        prog.alu("add", rem, negsum, outer=vec)
-        prog.copy(scratch, rem, groups)
-        prog.alu("shr", scratch, imm=31, outer=Level(groups, 1))
-        prog.alu("add", quotient, quotient, outer=vec)
-        prog.alu("add", quotient, scratch, outer=vec)
-        prog.alu("mul", scratch, negsum, outer=vec)
-        prog.alu("add", rem, scratch, outer=vec)
-    prog.alu("add", quotient, imm=-1, outer=Level(groups, 1))
-
-
 def program(cfg: Config, p: SoftmaxParams, tiles: int, groups: int) -> AluProgram:
     """The kernel's calls: `tiles` tiles of `groups` row groups each."""
     length = p.length
@@ -103,10 +69,8 @@ def program(cfg: Config, p: SoftmaxParams, tiles: int, groups: int) -> AluProgra
         offset = tile * span
         prog.load("x", offset, span, x)
         prog.load("x", offset, span, y)
-        _tree(prog, "max", y, groups, length)
-        prog.reset(m, groups)
-        prog.alu("add", m, y, outer=Level(groups, 1, length))
-        prog.alu("mul", m, imm=-1, outer=Level(groups, 1))
+        alu_rows.tree(prog, "max", y, groups, length)
+        alu_rows.gather(prog, m, y, groups, length, negate=True)
         prog.alu("add", x, m, outer=rows[0], inner=rows[1])           # q - max = -u
         prog.alu("mul", x, imm=-p.c, outer=every)                   # t = u * c
         prog.copy(y, x, span)
@@ -124,11 +88,9 @@ def program(cfg: Config, p: SoftmaxParams, tiles: int, groups: int) -> AluProgra
             prog.alu("add", w, imm=coef, outer=every)
         prog.alu("shr", w, y, outer=pairs)                          # e = P(f) >> z
         prog.copy(x, w, span)
-        _tree(prog, "add", x, groups, length)
-        prog.reset(neg, groups)
-        prog.alu("add", neg, x, outer=Level(groups, 1, length))
-        prog.alu("mul", neg, imm=-1, outer=Level(groups, 1))
-        division(prog, p, quo, neg, rem, scratch, groups)
+        alu_rows.tree(prog, "add", x, groups, length)
+        alu_rows.gather(prog, neg, x, groups, length, negate=True)
+        alu_rows.division(prog, p.dividend, p.steps, quo, neg, rem, scratch, groups)
         prog.req(w, quo, p.shift, p.zero_point, outer=rows[0], inner=rows[1])
         prog.store("y", offset, span, w)
     return prog

@@ -10,7 +10,7 @@ from graph.quantize import quantizer_named
 from graph.run import ModelCase, run_model
 from intrinsics.alu_program import AluProgram, Level, Param
 from requantisation import softmax as sm
-from schedules import vta_softmax
+from schedules import alu_rows, vta_softmax
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
@@ -134,7 +134,7 @@ def test_a_softmax_over_another_axis_stays_on_the_cpu_with_the_reason():
 
 
 def test_the_alu_division_is_floor_division():
-    """The restoring division alone (vta_softmax.division) on row sums across its whole range:
+    """The restoring division alone (schedules.alu_rows.division) on row sums across its whole range:
     the quotient, read back in three bytes, is D // sum exactly (a quotient one off changes the
     probabilities too rarely for the end-to-end tests to see)."""
     p = sm.choose(0.012, 1 / 127, 0, 197)
@@ -146,7 +146,7 @@ def test_the_alu_division_is_floor_division():
     neg, quo, rem, scratch, out = 0, groups, 2 * groups, 3 * groups, 4 * groups
     prog.load("sums", 0, groups, neg)
     prog.alu("mul", neg, imm=-1, outer=Level(groups, 1))
-    vta_softmax.division(prog, p, quo, neg, rem, scratch, groups)
+    alu_rows.division(prog, p.dividend, p.steps, quo, neg, rem, scratch, groups)
     for k in range(3):
         prog.copy(out + k * groups, quo, groups)
         prog.alu("shr", out + k * groups, imm=8 * k, outer=Level(groups, 1))

@@ -1,0 +1,81 @@
+"""Row arithmetic on VTA-8's ALU, for ops whose rows sit one per lane and run along ACC entries
+(schedules.vta_softmax, schedules.vta_layer_norm): reductions along a row, and the per-row
+integer square root and division that the ALU (MIN, MAX, ADD, SHR, MUL, REQ) has no instruction
+for, as fixed instruction sequences over one entry per group of rows.
+
+A group is `length` consecutive entries from `base + g * length`; a per-row vector is one
+entry per group, `groups` entries from its base. Every sequence keeps its values below 2^31
+(the ALU wraps at 32 bits) for the ranges its docstring states.
+"""
+from __future__ import annotations
+
+from intrinsics.alu_program import AluProgram, Level
+
+
+def tree(prog: AluProgram, op: str, base: int, groups: int, length: int) -> None:
+    """Reduce each group's `length` entries into its first entry with `op` (max or add): halving
+    steps, entry i taking entry i + ceil(L/2) for i < floor(L/2), so no iteration reads an
+    entry an earlier iteration of the same instruction wrote, and any length works."""
+    size = length
+    while size > 1:
+        half = (size + 1) // 2
+        prog.alu(op, base, base + half, outer=Level(groups, length, length), inner=Level(size // 2, 1, 1))
+        size = half
+
+
+def gather(prog: AluProgram, dst: int, base: int, groups: int, length: int, negate: bool = False) -> None:
+    """The per-row vector at `dst` = each group's first entry (a tree's result), negated where
+    `negate`."""
+    prog.copy(dst, base, groups, src_step=length)
+    if negate:
+        prog.alu("mul", dst, imm=-1, outer=Level(groups, 1))
+
+
+def fill(prog: AluProgram, dst: int, groups: int, value: int) -> None:
+    """The per-row vector at `dst` = `value` (a signed 16-bit immediate)."""
+    prog.reset(dst, groups)
+    if value:
+        prog.alu("add", dst, imm=value, outer=Level(groups, 1))
+
+
+def division(prog: AluProgram, dividend: int, steps: int, quotient: int, negdiv: int, rem: int, scratch: int,
+             groups: int) -> None:
+    """ACC[quotient + g] = dividend // d per lane, with ACC[negdiv + g] = -d, d >= 1: restoring
+    division over the dividend's low `steps` bits, its top bits (dividend >> steps, which must be
+    below every d) the first remainder. Per step: rem = 2 rem + bit - d; m = rem >> 31 (-1:
+    below zero); quotient = 2 quotient + m (from 1, so that it ends one above the quotient);
+    rem += m * -d. The remainder stays below 2 d, the quotient below 2^31."""
+    vec, imm = Level(groups, 1, 1), Level(groups, 1)
+    fill(prog, rem, groups, dividend >> steps)
+    fill(prog, quotient, groups, 1)
+    for k in reversed(range(steps)):
+        prog.alu("add", rem, rem, outer=vec)
+        if dividend >> k & 1:
+            prog.alu("add", rem, imm=1, outer=imm)
+        prog.alu("add", rem, negdiv, outer=vec)
+        prog.copy(scratch, rem, groups)
+        prog.alu("shr", scratch, imm=31, outer=imm)
+        prog.alu("add", quotient, quotient, outer=vec)
+        prog.alu("add", quotient, scratch, outer=vec)
+        prog.alu("mul", scratch, negdiv, outer=vec)
+        prog.alu("add", rem, scratch, outer=vec)
+    prog.alu("add", quotient, imm=-1, outer=imm)
+
+
+def isqrt(prog: AluProgram, root: int, value: int, cand: int, scratch: int, groups: int, bits: int) -> None:
+    """ACC[root + g] = floor(sqrt(v)) per lane, v = ACC[value + g] in [0, 2^(2 bits)), bits <= 15:
+    the root's bits from the top, each kept where (root + 2^b)^2 <= v. Per bit: cand = root +
+    2^b; scratch = v - cand^2; m = scratch >> 31 (-1: too large); root += (m + 1) 2^b."""
+    vec, imm = Level(groups, 1, 1), Level(groups, 1)
+    prog.reset(root, groups)
+    for b in reversed(range(bits)):
+        prog.copy(cand, root, groups)
+        prog.alu("add", cand, imm=1 << b, outer=imm)
+        prog.copy(scratch, cand, groups)
+        prog.alu("mul", scratch, cand, outer=vec)
+        prog.alu("mul", scratch, imm=-1, outer=imm)
+        prog.alu("add", scratch, value, outer=vec)
+        prog.alu("shr", scratch, imm=31, outer=imm)
+        prog.alu("add", scratch, imm=1, outer=imm)
+        prog.alu("shr", scratch, imm=-b, outer=imm)
+        prog.alu("add", root, scratch, outer=vec)
