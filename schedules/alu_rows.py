@@ -9,7 +9,11 @@ entry per group, `groups` entries from its base. Every sequence keeps its values
 """
 from __future__ import annotations
 
+import numpy as np
+
 from intrinsics.alu_program import AluProgram, Level
+from vta_sim.config import Config
+from vta_sim.errors import CompileError
 
 
 def tree(prog: AluProgram, op: str, base: int, groups: int, length: int) -> None:
@@ -79,3 +83,32 @@ def isqrt(prog: AluProgram, root: int, value: int, cand: int, scratch: int, grou
         prog.alu("add", scratch, imm=1, outer=imm)
         prog.alu("shr", scratch, imm=-b, outer=imm)
         prog.alu("add", root, scratch, outer=vec)
+
+
+class RowLayout:
+    """Plain int8 (rows, length) <-> the packed entries of `tiles` x `groups` row groups: a row
+    per lane, BATCH x BLOCK_OUT rows to a group, a group's `length` elements on consecutive
+    entries; rows past the last are zeros (computed, then cropped)."""
+
+    def __init__(self, cfg: Config, rows: int, length: int, groups: int, what: str):
+        self.cfg, self.rows, self.length, self.what = cfg, rows, length, what
+        self.lanes = cfg.BATCH * cfg.BLOCK_OUT
+        total = -(-rows // self.lanes)
+        self.groups = min(groups, total)
+        self.tiles = -(-total // self.groups)
+        self.padded = self.tiles * self.groups
+
+    def pack(self, x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        if x.dtype != np.int8 or x.shape != (self.rows, self.length):
+            raise CompileError(f"{self.what} input: expected int8 ({self.rows}, {self.length}), got {x.dtype} {x.shape}")
+        cfg = self.cfg
+        full = np.zeros((self.padded * self.lanes, self.length), np.int8)
+        full[:self.rows] = x
+        packed = full.reshape(self.padded, cfg.BATCH, cfg.BLOCK_OUT, self.length).transpose(0, 3, 1, 2)
+        return np.ascontiguousarray(packed).reshape(self.padded * self.length, cfg.BATCH, cfg.BLOCK_OUT)
+
+    def unpack(self, out: np.ndarray) -> np.ndarray:
+        cfg = self.cfg
+        plain = out.reshape(self.padded, self.length, cfg.BATCH, cfg.BLOCK_OUT).transpose(0, 2, 3, 1)
+        return plain.reshape(self.padded * self.lanes, self.length)[:self.rows]

@@ -25,7 +25,6 @@ entries (docs/ops.md has the cycles).
 """
 from __future__ import annotations
 
-import numpy as np
 
 from intrinsics.alu_program import AluProgram, Level, Param
 from requantisation.softmax import POLY, POLY_FRAC, SoftmaxParams
@@ -105,27 +104,7 @@ def softmax_kernel(cfg: Config, rows: int, p: SoftmaxParams) -> OpKernel:
     reason = misfit(cfg, p.length)
     if reason:
         raise CompileError(reason)
-    lanes = cfg.BATCH * cfg.BLOCK_OUT
-    total_groups = -(-rows // lanes)
-    groups = min(groups_per_tile(cfg, p.length), total_groups)
-    tiles = -(-total_groups // groups)
-    padded = tiles * groups
-    length = p.length
-    kernel = program(cfg, p, tiles, groups).compile()
-
-    def pack(x: np.ndarray) -> tuple:
-        x = np.asarray(x)
-        if x.dtype != np.int8 or x.shape != (rows, length):
-            raise CompileError(f"softmax input: expected int8 ({rows}, {length}), got {x.dtype} {x.shape}")
-        full = np.zeros((padded * lanes, length), np.int8)
-        full[:rows] = x
-        # (group, lane, t) -> (group, t, batch, block_out)
-        return (np.ascontiguousarray(full.reshape(padded, cfg.BATCH, cfg.BLOCK_OUT, length)
-                                     .transpose(0, 3, 1, 2)).reshape(padded * length, cfg.BATCH, cfg.BLOCK_OUT),)
-
-    def unpack(out: np.ndarray) -> np.ndarray:
-        plain = out.reshape(padded, length, cfg.BATCH, cfg.BLOCK_OUT).transpose(0, 2, 3, 1)
-        return plain.reshape(padded * lanes, length)[:rows]
-
-    return OpKernel("softmax", kernel, pack=pack, unpack=unpack,
-                    tiles={"groups_per_tile": groups, "tiles": tiles})
+    layout = alu_rows.RowLayout(cfg, rows, p.length, groups_per_tile(cfg, p.length), "softmax")
+    kernel = program(cfg, p, layout.tiles, layout.groups).compile()
+    return OpKernel("softmax", kernel, pack=lambda x: (layout.pack(x),), unpack=layout.unpack,
+                    tiles={"groups_per_tile": layout.groups, "tiles": layout.tiles})

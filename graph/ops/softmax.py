@@ -1,9 +1,9 @@
 """softmax: the quantised softmax over the last axis on the ALU (requantisation.softmax).
 
 QDQ block:  quantize(softmax(dq(x), axis=-1))  ->  call_pure_packed("vta.softmax_int", x_q, params)
-            params: the SoftmaxParams as one int64 constant; the CPU build calls the numpy
-            reference (requantisation.softmax.reference) through it, the accelerator runs
-            schedules.vta_softmax. The input's zero point cancels (max(q) - q); an int8 output.
+            (graph.ops.packed_form: params the SoftmaxParams as one int64 constant; the CPU
+            build calls requantisation.softmax.reference, the accelerator runs
+            schedules.vta_softmax). The input's zero point cancels (max(q) - q); an int8 output.
 Pattern:    that call
 Spec:       SoftmaxSpec(shape, SoftmaxParams); kernel schedules.vta_softmax.softmax_kernel over
             the rows of the leading dims
@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import tvm
 from tvm import relax
-from tvm.relax.dpl import ExternFuncPattern, is_const, is_op, wildcard
 
 from requantisation import softmax as rq_softmax
 from requantisation.softmax import SoftmaxParams
@@ -27,29 +25,21 @@ from schedules.op_kernel import OpKernel
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
-from .base import Emitter, OpRule, QdqBlock, Read, Refusal, Unsupported, op_name
+from .base import Emitter, OpRule, QdqBlock, Read, Refusal
 from .host_padding import viewed
+from .packed_form import PackedForm, to_int8
 from .qdq_read import QdqGraph, dq_input, known_shape, output_scale, single_use, static_shape
-from .relax_read import ValueOf, const
+from .relax_read import ValueOf
 
-#: The packed function of the integer form (registered below: the CPU build's reference).
-SYMBOL = "vta.softmax_int"
 _FIELDS = [f.name for f in dataclasses.fields(SoftmaxParams)]
-
-
-def _params_array(p: SoftmaxParams) -> np.ndarray:
-    return np.array([getattr(p, name) for name in _FIELDS], np.int64)
 
 
 def _params_of(values: np.ndarray) -> SoftmaxParams:
     return SoftmaxParams(*(int(v) for v in values.reshape(-1)))
 
 
-def _softmax_int(x: Any, params: Any) -> Any:
-    return tvm.runtime.tensor(rq_softmax.reference(x.numpy(), _params_of(params.numpy())))
-
-
-tvm.register_global_func(SYMBOL, _softmax_int, override=True)
+FORM = PackedForm("vta.softmax_int", lambda x, params: rq_softmax.reference(x, _params_of(params)))
+FORM.register()
 
 
 @dataclass(frozen=True)
@@ -111,41 +101,20 @@ def plan(g: QdqGraph, block: QdqBlock) -> SoftmaxPlan:
 
 
 def emit(em: Emitter, p: SoftmaxPlan) -> relax.Expr:
-    x = em.visit(p.x)
-    if x.ty.dtype == "uint8":            # the same scores, zero point moved: max(q) - q is unchanged
-        x = em.emit(relax.op.astype(relax.op.subtract(relax.op.astype(x, "int32"), relax.const(128, "int32")), "int8"))
-    # int64 named: relax.const keeps an int64 array as int32 otherwise, and the dividend needs 46 bits
-    call = relax.call_pure_packed(SYMBOL, x, relax.const(_params_array(p.params), "int64"),
-                                  ty_args=relax.TensorType(p.shape, "int8"))
-    return em.root(call)
-
-
-def _read_call(root: Any, value_of: ValueOf) -> tuple[Any, SoftmaxParams]:
-    call = value_of(root)
-    func = call.args[0] if op_name(call) == "relax.call_pure_packed" else None
-    # FuseOpsByPattern makes the ExternFunc a parameter of the composite (the pattern named it)
-    if func is None or (isinstance(func, relax.ExternFunc) and str(func.global_symbol) != SYMBOL):
-        raise Unsupported(f"not a call of {SYMBOL}")
-    x = call.args[1]
-    if x.ty.dtype != "int8":
-        raise Unsupported(f"a {x.ty.dtype} input: the accelerator's softmax takes int8")
-    return x, _params_of(const(call.args[2]))
+    params = np.array([getattr(p.params, name) for name in _FIELDS], np.int64)
+    return em.root(FORM.emit(to_int8(em, em.visit(p.x)), params, p.shape))
 
 
 def read(root: Any, value_of: ValueOf) -> Read:
-    x, params = _read_call(root, value_of)
-    return Read(SoftmaxSpec(static_shape(x), params))
+    x, params = FORM.read(root, value_of)
+    return Read(SoftmaxSpec(static_shape(x), _params_of(params)))
 
 
 def activations(root: Any, value_of: ValueOf) -> list[Any]:
-    return [_read_call(root, value_of)[0]]
-
-
-def _pattern() -> Any:
-    return is_op("relax.call_pure_packed")(ExternFuncPattern(SYMBOL), wildcard(), is_const())
+    return [FORM.read(root, value_of)[0]]
 
 
 RULE = OpRule(
     kind="softmax", float_ops=("relax.nn.softmax",), onnx_ops=("Softmax",), claims=claims, plan=plan, emit=emit,
-    patterns=lambda main: {"vta.softmax": _pattern()}, read=read, activations=activations,
+    patterns=lambda main: {"vta.softmax": FORM.pattern()}, read=read, activations=activations,
     cpu_reason="its input or output is not quantised (no DequantizeLinear/QuantizeLinear around it)")

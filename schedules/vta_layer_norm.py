@@ -1,0 +1,111 @@
+"""The integer LayerNorm (requantisation.layer_norm) on VTA-8's ALU: rows of int8 tokens in,
+int8 out, bit for bit the module's reference.
+
+Layout as the softmax's (schedules.vta_softmax): a row per lane, groups of BATCH x BLOCK_OUT
+rows, a group's D elements on D consecutive ACC entries. A constants input (int32 ACC entries,
+each the same in every lane) holds E, a 1 (REQ's multiplier) and the per-element G_i and B_i,
+loaded once.
+
+Per tile of G groups (two G*D-entry buffers X, Y, eight G-entry vectors):
+
+    X <- q; Y = X; add tree on Y; M = -sum(q)      X *= D; X += M; X >>= a        c
+    Y = X; Y *= X; Y >>= b; add tree on Y          V = max(sum + E, 1)
+    isqrt(V) (15 steps); r = 2^k // isqrt (k+1 steps)
+    X *= r (broadcast); X >>= p; X *= G_i; X += B_i                               P
+    REQ X by 1, shift h, zero point; store X
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from intrinsics.alu_program import AluProgram, Level, Param
+from requantisation.layer_norm import V_BITS, LayerNormParams
+from vta_sim.config import Config
+from vta_sim.errors import CompileError
+
+from . import alu_rows
+from .op_kernel import OpKernel
+
+ROW_BUFFERS, GROUP_VECTORS = 2, 8
+
+
+def _constants_entries(length: int) -> int:
+    return 2 + 2 * length          # E, 1, G_0.., B_0..
+
+
+def groups_per_tile(cfg: Config, length: int) -> int:
+    free = cfg.buffers["acc"].depth - _constants_entries(length)
+    return max(free // (ROW_BUFFERS * length + GROUP_VECTORS), 0)
+
+
+def misfit(cfg: Config, length: int) -> str | None:
+    if groups_per_tile(cfg, length) < 1:
+        return (f"a layer norm over {length} elements: two copies of a row group and its {_constants_entries(length)} "
+                f"constants take {ROW_BUFFERS * length + _constants_entries(length) + GROUP_VECTORS} ACC entries, "
+                f"ACC holds {cfg.buffers['acc'].depth}")
+    return None
+
+
+def constants(cfg: Config, p: LayerNormParams) -> np.ndarray:
+    """The constants input: E, 1, G_i, B_i, each one ACC entry with the value in every lane."""
+    values = np.array([p.eps_term, 1, *p.gamma, *p.beta], np.int64)
+    return np.repeat(values, cfg.BATCH * cfg.BLOCK_OUT).reshape(-1, cfg.BATCH, cfg.BLOCK_OUT).astype(np.int32)
+
+
+def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int) -> AluProgram:
+    length, span = p.length, groups * p.length
+    shape = (tiles * span, cfg.BATCH, cfg.BLOCK_OUT)
+    k_entries = _constants_entries(length)
+    prog = AluProgram(cfg, [Param("x", shape, "int8", "acc8"),
+                            Param("consts", (k_entries, cfg.BATCH, cfg.BLOCK_OUT), "int32", "acc"),
+                            Param("y", shape, "int8", "out")])
+    x, y, kbase = 0, span, 2 * span
+    eps, one, gam, bet = kbase, kbase + 1, kbase + 2, kbase + 2 + length
+    m, v, root, cand, scratch, neg, rem, quo = (kbase + k_entries + i * groups for i in range(GROUP_VECTORS))
+    every, pairs = Level(span, 1, 0), Level(span, 1, 1)
+    rows = Level(groups, length, 1), Level(length, 1, 0)         # each element with its row's vector entry
+    per_element = Level(groups, length, 0), Level(length, 1, 1)  # each element with its G_i / B_i
+    prog.load("consts", 0, k_entries, kbase)
+    for tile in range(tiles):
+        offset = tile * span
+        prog.load("x", offset, span, x)
+        prog.copy(y, x, span)
+        alu_rows.tree(prog, "add", y, groups, length)
+        alu_rows.gather(prog, m, y, groups, length, negate=True)
+        prog.alu("mul", x, imm=length, outer=every)
+        prog.alu("add", x, m, outer=rows[0], inner=rows[1])
+        if p.pre_shift:
+            prog.alu("shr", x, imm=p.pre_shift, outer=every)       # c
+        prog.copy(y, x, span)
+        prog.alu("mul", y, x, outer=pairs)
+        if p.sq_shift:
+            prog.alu("shr", y, imm=p.sq_shift, outer=every)
+        alu_rows.tree(prog, "add", y, groups, length)
+        alu_rows.gather(prog, v, y, groups, length)
+        prog.alu("add", v, eps, outer=Level(groups, 1, 0))
+        prog.alu("max", v, imm=1, outer=Level(groups, 1))            # V
+        alu_rows.isqrt(prog, root, v, cand, scratch, groups, V_BITS // 2)
+        prog.copy(neg, root, groups)
+        prog.alu("mul", neg, imm=-1, outer=Level(groups, 1))
+        alu_rows.division(prog, 1 << p.k, p.k + 1, quo, neg, rem, scratch, groups)      # r
+        prog.alu("mul", x, quo, outer=rows[0], inner=rows[1])
+        prog.alu("shr", x, imm=p.post_shift, outer=every)
+        prog.alu("mul", x, gam, outer=per_element[0], inner=per_element[1])
+        prog.alu("add", x, bet, outer=per_element[0], inner=per_element[1])
+        prog.req(x, one, p.shift, p.zero_point, outer=Level(groups, length, 0), inner=Level(length, 1, 0))
+        prog.store("y", offset, span, x)
+    return prog
+
+
+def layer_norm_kernel(cfg: Config, rows: int, p: LayerNormParams) -> OpKernel:
+    """Compiled integer LayerNorm of plain int8 (rows, D) -> int8 (rows, D), D = p.length."""
+    if rows < 1:
+        raise CompileError(f"layer norm of {rows} rows: at least 1 is needed")
+    reason = misfit(cfg, p.length)
+    if reason:
+        raise CompileError(reason)
+    layout = alu_rows.RowLayout(cfg, rows, p.length, groups_per_tile(cfg, p.length), "layer norm")
+    kernel = program(cfg, p, layout.tiles, layout.groups).compile()
+    extra = constants(cfg, p)
+    return OpKernel("layer_norm", kernel, pack=lambda x: (layout.pack(x), extra), unpack=layout.unpack,
+                    tiles={"groups_per_tile": layout.groups, "tiles": layout.tiles})
