@@ -11,7 +11,9 @@ its reference, bit for bit:
 2. V = sum(c^2 >> b) + E, at least 1: b keeps the sum below 2^29 for any row (the sum of squares
    of D values in -128..127 about their mean is at most D (255/2)^2); E = eps D^3 / (s_x^2 4^a 2^b)
    is the epsilon in these units. Then (x - mean) / sqrt(var + eps) = c sqrt(D / 2^b) / sqrt(V).
-3. r = 2^k // isqrt(V): k as large as keeps c r below 2^30 for every V the row can have.
+3. r = (2^k // isqrt(V 4^j)) 2^j: V is first moved up by 4^j (j <= NORM_STEPS, while below
+   2^NORM_TOP) so that its square root keeps 13 or more bits on rows of nearly equal values; k
+   as large as keeps c r below 2^30 for every V the row can have.
 4. P = ((c r) >> p) G_i + B_i, p = 15: G_i = round(2^(p+h) sqrt(D / 2^b) gamma_i / (s_y 2^k))
    and B_i = round(2^h beta_i / s_y), per element of the row, h as large as keeps both in range.
 5. y = clamp(round_half_up(P / 2^h) + z_y, -128, 127): REQ with a multiplier of 1.
@@ -40,6 +42,8 @@ POST_SHIFT = 15
 #: G_i and B_i bounds: (c r >> p) G_i < 2^30 and the sum stays below 2^31.
 COEF_BITS = 15
 MAX_SHIFT = 62
+#: V is multiplied by 4 up to NORM_STEPS times while below 2^NORM_TOP, before its square root.
+NORM_STEPS, NORM_TOP = 7, 27
 #: Scalar fields of the parameters, in the order they are packed into one int64 constant.
 SCALARS = ("length", "pre_shift", "sq_shift", "eps_term", "k", "post_shift", "shift", "zero_point")
 
@@ -145,7 +149,11 @@ def reference(q: np.ndarray, p: LayerNormParams) -> np.ndarray:
     x = q.astype(np.int64)
     c = (p.length * x - x.sum(axis=-1, keepdims=True)) >> p.pre_shift
     v = np.maximum(((c * c) >> p.sq_shift).sum(axis=-1, keepdims=True) + p.eps_term, 1)
-    r = (1 << p.k) // isqrt(v)
+    j = np.zeros_like(v)
+    for _ in range(NORM_STEPS):
+        up = (v >> NORM_TOP) == 0
+        v, j = v << (2 * up), j + up
+    r = ((1 << p.k) // isqrt(v)) << j
     acc = ((c * r) >> p.post_shift) * np.array(p.gamma, np.int64) + np.array(p.beta, np.int64)
     y = ((acc + (1 << (p.shift - 1))) >> p.shift) + p.zero_point
     return np.clip(y, INT8_MIN, INT8_MAX).astype(np.int8)

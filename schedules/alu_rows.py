@@ -66,6 +66,22 @@ def division(prog: AluProgram, dividend: int, steps: int, quotient: int, negdiv:
     prog.alu("add", quotient, imm=-1, outer=imm)
 
 
+def normalise(prog: AluProgram, value: int, count: int, scratch: int, groups: int, steps: int, top: int) -> None:
+    """Per lane, up to `steps` times: where v = ACC[value + g] < 2^top, v *= 4 and the count at
+    ACC[count + g] (from 0) goes up by one. Per step: f = 1 - min(v >> top, 1); v <<= 2 f."""
+    vec, imm = Level(groups, 1, 1), Level(groups, 1)
+    prog.reset(count, groups)
+    for _ in range(steps):
+        prog.copy(scratch, value, groups)
+        prog.alu("shr", scratch, imm=top, outer=imm)
+        prog.alu("min", scratch, imm=1, outer=imm)
+        prog.alu("mul", scratch, imm=-1, outer=imm)
+        prog.alu("add", scratch, imm=1, outer=imm)
+        prog.alu("add", count, scratch, outer=vec)
+        prog.alu("mul", scratch, imm=-2, outer=imm)
+        prog.alu("shr", value, scratch, outer=vec)
+
+
 def isqrt(prog: AluProgram, root: int, value: int, cand: int, scratch: int, groups: int, bits: int) -> None:
     """ACC[root + g] = floor(sqrt(v)) per lane, v = ACC[value + g] in [0, 2^(2 bits)), bits <= 15:
     the root's bits from the top, each kept where (root + 2^b)^2 <= v. Per bit: cand = root +

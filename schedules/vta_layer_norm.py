@@ -10,7 +10,8 @@ Per tile of G groups (two G*D-entry buffers X, Y, eight G-entry vectors):
 
     X <- q; Y = X; add tree on Y; M = -sum(q)      X *= D; X += M; X >>= a        c
     Y = X; Y *= X; Y >>= b; add tree on Y          V = max(sum + E, 1)
-    isqrt(V) (15 steps); r = 2^k // isqrt (k+1 steps)
+    V *= 4 while below 2^27 (7 steps, j counts them); isqrt(V) (15 steps);
+    r = (2^k // isqrt) << j (k+1 steps)
     X *= r (broadcast); X >>= p; X *= G_i; X += B_i                               P
     REQ X by 1, shift h, zero point; store X
 """
@@ -19,14 +20,14 @@ from __future__ import annotations
 import numpy as np
 
 from intrinsics.alu_program import AluProgram, Level, Param
-from requantisation.layer_norm import V_BITS, LayerNormParams
+from requantisation.layer_norm import NORM_STEPS, NORM_TOP, V_BITS, LayerNormParams
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
 from . import alu_rows
 from .op_kernel import OpKernel
 
-ROW_BUFFERS, GROUP_VECTORS = 2, 8
+ROW_BUFFERS, GROUP_VECTORS = 2, 9
 
 
 def _constants_entries(length: int) -> int:
@@ -61,7 +62,7 @@ def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int) -> AluProg
                             Param("y", shape, "int8", "out")])
     x, y, kbase = 0, span, 2 * span
     eps, one, gam, bet = kbase, kbase + 1, kbase + 2, kbase + 2 + length
-    m, v, root, cand, scratch, neg, rem, quo = (kbase + k_entries + i * groups for i in range(GROUP_VECTORS))
+    m, v, root, cand, scratch, neg, rem, quo, up = (kbase + k_entries + i * groups for i in range(GROUP_VECTORS))
     every, pairs = Level(span, 1, 0), Level(span, 1, 1)
     rows = Level(groups, length, 1), Level(length, 1, 0)         # each element with its row's vector entry
     per_element = Level(groups, length, 0), Level(length, 1, 1)  # each element with its G_i / B_i
@@ -84,10 +85,13 @@ def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int) -> AluProg
         alu_rows.gather(prog, v, y, groups, length)
         prog.alu("add", v, eps, outer=Level(groups, 1, 0))
         prog.alu("max", v, imm=1, outer=Level(groups, 1))            # V
+        alu_rows.normalise(prog, v, up, scratch, groups, NORM_STEPS, NORM_TOP)      # V 4^j
         alu_rows.isqrt(prog, root, v, cand, scratch, groups, V_BITS // 2)
         prog.copy(neg, root, groups)
         prog.alu("mul", neg, imm=-1, outer=Level(groups, 1))
-        alu_rows.division(prog, 1 << p.k, p.k + 1, quo, neg, rem, scratch, groups)      # r
+        alu_rows.division(prog, 1 << p.k, p.k + 1, quo, neg, rem, scratch, groups)
+        prog.alu("mul", up, imm=-1, outer=Level(groups, 1))
+        prog.alu("shr", quo, up, outer=Level(groups, 1, 1))                          # r = quotient 2^j
         prog.alu("mul", x, quo, outer=rows[0], inner=rows[1])
         prog.alu("shr", x, imm=p.post_shift, outer=every)
         prog.alu("mul", x, gam, outer=per_element[0], inner=per_element[1])
