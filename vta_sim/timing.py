@@ -80,15 +80,15 @@ class DmaCost:
 _IDLE, _PORT, _RUN, _PUSH = range(4)                       # module phases
 _FETCH_GRANT, _FETCH_ENQUEUE, _ISSUE, _BEGIN, _GRANT, _DONE, _PUSHED = range(7)
 
-#: Revision 3's registered hand-offs (docs/timing.md, "Hand-offs"), fixed by the RTL's structure.
+#: The registered hand-offs (docs/timing.md, "Hand-offs"), fixed by the RTL's structure.
 FETCH_DECODE = 3   # a word whose last beat is due at D is checked at D + 1 and D + 2, enqueued from D + 3
-FETCH_NEXT = 1     # the next word is requested 1 cycle after the enqueue (revision 6: a registered request)
+FETCH_NEXT = 1     # the next word is requested 1 cycle after the enqueue (a registered request)
 QUEUE_DELAY = 1    # an instruction enqueued at t can issue from t + 1; a slot freed at t is seen at t + 1
 TOKEN_DELAY = 1    # a token pushed at t can be popped from t + 1; a slot freed at t is seen at t + 1
 ISSUE_DELAY = 1    # an instruction issued (taken from its queue, tokens popped) at t begins from t + 1
 BEGIN_DELAY = 1    # a module freed at t begins its next instruction from t + 1 (registered free)
 REQUEST_DELAY = 1  # a read burst requests the port 1 cycle after the segment before it (or the begin)
-#: Cycles per ALU micro-op iteration (docs/timing.md, "Revision 6"): one with an immediate; with a
+#: Cycles per ALU micro-op iteration (docs/timing.md, "Why each delay is there"): one with an immediate; with a
 #: tensor operand two (its ACC[dst] and ACC[src] reads), three for the ops whose result only the
 #: ALU's third stage has (SHR, MUL), so the next iteration can read what this one wrote.
 ALU_IMM_INTERVAL = 1

@@ -2,18 +2,17 @@
 // arithmetic right by y (y >= 0) or left by -y (y < 0), the amount capped at 31; reset gives 0.
 // Three stages, z two cycles after x, y, op and reset (and zr, MIN/MAX/ADD's result, one):
 // the first registers ADD's sum (or x), y and whether MIN/MAX picks y (the compare's result, not
-// the 32-bit choice: the compare's fan-out over the lane into the op's mux was the 92.3 MHz run's
-// worst path, 10.84 ns), SHR's operand shifted by the amount's multiple of 8 with the rest (0-7)
+// the 32-bit choice, so the compare does not fan out over the lane into the op's mux in the same
+// cycle), SHR's operand shifted by the amount's multiple of 8 with the rest (0-7)
 // and the direction, and the three 16 x 16 partial products of MUL's low 32 bits (with
 // VTA_ECP5_CELLS three MULT18X18D per lane, hw/rtl/ecp5/vta_ecp5_mul.v, from operand registers
-// of their own at the DSP columns, the products in the blocks' output registers: with the
-// operands in the blocks' input registers instead, the ACC block RAM's output ran through the
-// forward mux straight into them, 11.3 ns of mostly route); the second shifts, adds the partial
+// of their own at the DSP columns, the products in the blocks' output registers: operands in the
+// blocks' input registers would put the ACC block RAM's output, through the forward mux, straight
+// into them across the die); the second shifts, adds the partial
 // products and picks the result, registered in z.
-// The third stage is what issue 17's last runs lacked: with z taken from the second stage's
-// logic, the loop operand -> multiplier -> partial products -> add -> forward -> operand spanned
-// two cycles and two crossings of the DSP columns (about 20.5 ns placed, 93.8 MHz); it now spans
-// three (docs/hardware.md, "Revision 6").
+// The third stage (z registered after the second stage's logic) makes the loop operand ->
+// multiplier -> partial products -> add -> forward -> operand span three cycles, with two
+// crossings of the DSP columns (docs/hardware.md, "Compute pipeline").
 // REQ (docs/isa-extensions.md; docs/hardware.md, "REQ") shares MUL's partial products: lo x hi and
 // hi x lo are taken signed (the low half as an unsigned 17-bit operand, the high half signed), which
 // leaves their low 16 bits, all MUL reads, unchanged, and a fourth product per lane, hi x hi, joins
@@ -56,7 +55,7 @@ module vta_alu_core (
     // SHR's operand shifted by the amount's multiple of 8, bit-reversed for a left shift: the
     // second stage then only shifts right (x << n is rev(rev(x) >> n)), one 8:1 mux per bit
     // filling with fill_a (the sign, or 0 for a left shift) instead of a 16:1 mux for both
-    // directions (four LUT levels, the 92.3 MHz run's path into the ACC write register)
+    // directions (four LUT levels in front of the ACC write register)
     reg [`VTA_ACC_BYTES*8-1:0] x_a;
     reg [`VTA_ACC_BYTES*8-1:0] x_c;
     reg [LANES*FB-1:0] amt_c, amt_a;                   // the rest of its amount
@@ -82,7 +81,7 @@ module vta_alu_core (
     end endgenerate
     reg mul_a;          // MUL, not under reset
     // -v bit by bit, v[k] ^ (v[k-1:0] != 0), each bit a LUT of v's bits: written as -v it is a
-    // carry chain in front of the shifter (y -> the chain -> x_a, 10.72 ns placed at 93.3 MHz)
+    // carry chain in front of the shifter (y -> the chain -> x_a)
     function automatic [SB-1:0] neg_bits(input [SB-1:0] v);
         integer j;
         for (j = 0; j < SB; j = j + 1) neg_bits[j] = v[j] ^ ((v & SB'((1 << j) - 1)) != 0);
@@ -173,7 +172,7 @@ module vta_alu_core (
             zr[i * 32 +: 32] = pick_a[i] ? b_a[i * 32 +: 32] : r_a[i * 32 +: 32];
             t = 32'($signed({fill_a[i], x_a[i * 32 +: 32]}) >>> amt_a[i * FB +: FB]);
             // ll[31:16] + lh + hl in one carry chain: the three reduced to sum and carry words
-            // bit by bit first (two chained adders were on the 81.6 MHz run's worst path)
+            // bit by bit first (not two chained adders)
             cs_s = ll_a[i * 32 + 16 +: 16] ^ lh_a[i * 16 +: 16] ^ hl_a[i * 16 +: 16];
             cs_c = {(ll_a[i * 32 + 16 +: 15] & lh_a[i * 16 +: 15]) | (ll_a[i * 32 + 16 +: 15] & hl_a[i * 16 +: 15]) |
                     (lh_a[i * 16 +: 15] & hl_a[i * 16 +: 15]), 1'b0};

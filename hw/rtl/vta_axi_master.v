@@ -1,10 +1,10 @@
 // The AXI4 master: one read port shared by fetch (client 0), load (1) and compute (2), one write
 // port used by store. The read port is granted, in the cycle it is free, to the highest-priority
 // requester (fetch > compute > load) for one burst, held until the holder signals the burst's
-// last cycle (docs/timing.md "Resources", revision 2). Read data goes through a FIFO so that DRAM may answer early.
+// last cycle (docs/timing.md "Resources"). Read data goes through a FIFO so that DRAM may answer early.
 // The FIFO does not bypass: a beat reaches its client the cycle after it arrives, so the clients'
-// data paths start at the FIFO's registers, not at the bypass select (its fan-out over the bus
-// width into the DMAs' SRAM write data was a failing path at 100 MHz). The cycle comes out of
+// data paths start at the FIFO's registers, not at a bypass select fanned out over the bus width
+// into the DMAs' SRAM write data. The cycle comes out of
 // DMA_READ_LATENCY's slack: a DRAM answering two cycles before the burst's end stays exact.
 `default_nettype none
 `include "vta_cfg.vh"
@@ -69,8 +69,8 @@ module vta_axi_master (
     reg       owned;
     reg [1:0] owner;
     // owned and owner again, one-hot: every client's beat valid and the FIFO's read are an AND
-    // of this register with the FIFO's (the owner's decode in front of them, routed to a DMA's
-    // beat and on over its position registers' enables, was 10.65 ns placed at 92.3 MHz)
+    // of this register with the FIFO's, so no decode of the owner sits in front of a DMA's beat
+    // and its position registers' enables
     reg [2:0] own;
 
     wire port_free = !owned || port_done[owner];

@@ -1,11 +1,10 @@
 // A bytes-moved statistic (inp/wgt/acc/uop/out_load_nbytes, spec statistics): each DMA
 // instruction adds X_SIZE * Y_SIZE elements of 2^lg bytes. The product is registered the cycle
 // after the begin, shifted to bytes and registered the cycle after, and added the cycle after
-// that, so no multiplier, shifter and adder chain hangs off the begin (the placed critical path
-// while it was one cycle); the total is final three cycles after the last begin, long before
-// the host can read it. With VTA_ECP5_CELLS the product is a MULT18X18D's output register (the
-// instruction -> a combinational multiplier -> n was a failing path, 10.81 ns placed; the
-// block's output -> the route out of its column -> the shift -> the adder, 10.51 ns).
+// that, so no multiplier, shifter and adder chain hangs off the begin; the total is final three
+// cycles after the last begin, long before the host can read it. With VTA_ECP5_CELLS the product
+// is a MULT18X18D's output register, so neither the instruction -> the multiplier nor the
+// block's output -> the route out of its column -> the shift -> the adder is one cycle.
 `default_nettype none
 module vta_bytes_stat (
     input  wire        clk,

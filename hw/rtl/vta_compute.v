@@ -22,7 +22,7 @@
 // iterations ahead of it have written theirs (S7), so S6 takes their sums from the write register
 // (z_r, the one just ahead) or the two behind it (z_rr, z_rrr) when they wrote the same entry.
 // The ALU reads ACC in S1 and S1b and writes in S5, so an iteration can miss the writes of those
-// ahead of it; S2 forwards what they wrote (docs/hardware.md, "Revision 6"):
+// ahead of it; S2 forwards what they wrote (docs/hardware.md, "Compute pipeline"):
 //   - with an immediate (one per cycle), the one three ahead writes in this cycle (alu_z) and the
 //     one four ahead wrote in the cycle before (w6_z); the one or two just ahead (S3, S4) have no
 //     result yet: when m of them wrote the same entry, this iteration applies the operation m + 1
@@ -151,8 +151,8 @@ module vta_compute (
     localparam DNW = 14 + `VTA_GEMM_UOP_END_W;
 `ifdef VTA_ECP5_CELLS
     // the halves' products in the MULT18X18D cells' output registers, loading every cycle: d_oi
-    // and d_u hold from the start, so at step 2 they hold what step 1 would have registered (the
-    // fabric register after the block's multiplier was a failing path, 11.8 ns placed)
+    // and d_u hold from the start, so at step 2 they hold what step 1 would have registered (no
+    // route from a combinational multiplier into a fabric register)
     wire [DNW-1:0] d_n_lo, d_n_hi;
     wire [2*`VTA_GEMM_UOP_END_W-1:0] p_lo, p_hi;
     vta_ecp5_mul #(.W(`VTA_GEMM_UOP_END_W), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) dn_lo (.clk(clk),
@@ -221,12 +221,12 @@ module vta_compute (
     reg rq_ok;     // REQ's queue has room for one more iteration (always, for the other instructions)
     wire issue = (kind == KIND_EXEC) && in_body && g_active && (slot == 2'd0) && rq_ok;
     // the loop's last-iteration tests as registers, set with the counters they test (at the start
-    // and at each issue): the compares' adders were in front of the counters' and the index
-    // adders' enables (u -> u + 1 == u_end -> j, i, d_ij: 13.3 ns placed)
+    // and at each issue), so no compare's adder sits in front of the counters' and the index
+    // adders' enables (u -> u + 1 == u_end -> j, i, d_ij)
     reg last_u, last_j, last_i;   // u + 1 == u_end, j + 1 == n_in, i + 1 == n_out
     // and those of the counters' next values against the bounds less two (the bounds themselves,
     // u_end and n_out, are not kept), set at the start: an equality of registers, not an adder
-    // in front of one (j -> j + 2 == n_in: 11.2 ns placed)
+    // in front of one (j -> j + 2 == n_in)
     reg [`VTA_GEMM_UOP_END_W-1:0] u_end_m2;
     reg [13:0] n_in_m2, n_out_m2;
     reg u_single;                 // u_bgn + 1 == u_end: the micro-op loop has one iteration
@@ -245,8 +245,8 @@ module vta_compute (
     reg [31:0] s0b_d, s0b_s, s0b_w, s1b_a;
     // S0b's index adders by carry select: the micro-op's field (W bits) added to the offset's low
     // W bits, the offset's high bits and those plus one registered with it and chosen by the
-    // carry (the UOP block RAM's output -> its read muxes -> a 32-bit carry chain -> wg was
-    // 10.63 ns placed, 18 endpoints)
+    // carry, so the UOP block RAM's output -> its read muxes -> a 32-bit carry chain -> wg is not
+    // one cycle
     localparam DW = `VTA_UOP_DST_IDX_W, SW_ = `VTA_UOP_SRC_IDX_W, WW = `VTA_UOP_WGT_IDX_W;
     reg [31:DW] s0b_d1;
     reg [31:SW_] s0b_s1;
@@ -258,8 +258,8 @@ module vta_compute (
     reg [31:0] s1b_src, s1r_a, s1r_src, s2_a, s3_a, s4_a, s5_a, s6_a, s7_a, s8_a;  // and a micro-op's bits above its three indices
     /* verilator lint_on UNUSEDSIGNAL */
     // S1's indices, the micro-op's plus the loop's offsets added in S0b from the UOP SRAM's output
-    // register: the range checks and the SRAM addresses in S1 start at flip-flops (the adder in
-    // S1 put a 32-bit carry chain in front of each compare: 11.3 ns placed)
+    // register: the range checks and the SRAM addresses in S1 start at flip-flops (no 32-bit
+    // carry chain in front of each compare)
     reg [31:0] a, src, wg;
     reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2, w6_z;   // w6: the ALU's write of the cycle before
     reg [2:0]  op3;                     // the operation the ALU's first stage applies (S3)
@@ -286,8 +286,8 @@ module vta_compute (
     endfunction
 `ifdef VTA_ECP5_CELLS
     // the immediate's square by halves (the doubled MUL) in MULT18X18D output registers as the
-    // duration's: imm holds from the start, so at step 2 they hold its square (imm -> a
-    // combinational multiplier -> a fabric register was 10.96 ns placed, 30 endpoints)
+    // duration's: imm holds from the start, so at step 2 they hold its square (no path imm -> a
+    // combinational multiplier -> a fabric register)
     wire [31:0] sq_ll, p_sq_lh;
     vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) sq_lo (.clk(clk), .a(imm[15:0]), .b(imm[15:0]),
         .p(sq_ll));

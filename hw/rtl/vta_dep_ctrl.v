@@ -1,4 +1,4 @@
-// Instruction life cycle of one module (docs/timing.md revision 3, "Hand-offs"), in two stages.
+// Instruction life cycle of one module (docs/timing.md, "Hand-offs"), in two stages.
 //
 // Issue: the queue's head (registered FIFO) moves into the issue register once every token it
 // pops is queued (registered counters) and the register is empty or hands its instruction on in

@@ -7,7 +7,7 @@
 // previous segment ends and holds it DMA_READ_LATENCY + beats cycles from the grant. The engine runs one cycle behind
 // the model: the cycle that processes the last cycle of a segment raises done_now, or registers
 // the next burst's request and set-up, seen from the next cycle (REQUEST_DELAY of
-// docs/timing.md, revision 3). Beats that arrive early
+// docs/timing.md). Beats that arrive early
 // wait in the master's read FIFO; a burst whose beats are late (DRAM back-pressure) holds its
 // last cycle until they have all arrived, so the RTL is never faster than the model.
 `default_nettype none
@@ -37,8 +37,8 @@ module vta_dma_read #(
     output wire [15:0]                wr_idx,
     output reg  [MAXE*8-1:0]          wr_data,
     // wr_data of an element no narrower than a beat, without the narrow elements' shifter: what a
-    // memory whose elements are never narrow writes (the shifter's select, cur, in front of the
-    // ACC SRAM's write register: 10.55 ns placed at 92.3 MHz)
+    // memory whose elements are never narrow writes (no shifter select, cur, in front of the
+    // ACC SRAM's write register)
     output wire [MAXE*8-1:0]          wr_wide,
     output wire [K-1:0]               wr_lanes,  // valid elements of a narrow-element beat
     output wire                       done_now   // the LOAD's last cycle
@@ -67,7 +67,7 @@ module vta_dma_read #(
                                  // K > 1 (hw/header.py refuses the rest), a constant 0 elsewhere
     reg [7:0]  bc_last;          // an element's last beat: 2^(lg - LOG_BUS_BYTES) - 1, or 0
     // an element's bytes, and lg as narrow elements need it (lg < LOG_BUS_BYTES), registered at
-    // go: the shifts by lg were in front of the position's adders (lg -> cur: 13.5 ns placed)
+    // go, so no shift by lg sits in front of the position's adders (lg -> cur)
     localparam LGB = (LBB > 1) ? $clog2(LBB) : 1;
     reg [31:0] e_bytes;          // 1 << lg
     reg [LGB-1:0] lg_n;          // lg when narrow
@@ -100,7 +100,7 @@ module vta_dma_read #(
     reg          ar_pend, empty;
     // compares kept as registers, updated with what they compare: a burst's end (into the port's
     // release and the next grant) and an element's last beat (into the write and the position
-    // logic) read flip-flops only (the compares were on the 81.6 MHz run's failing paths)
+    // logic) read flip-flops only
     reg          last_tick;    // b_tick == b_beats
     reg          got_all;      // b_got == b_beats
     reg          last_beat_r;  // bc == bc_last
@@ -120,8 +120,8 @@ module vta_dma_read #(
         fits = (n[16:LBB+1] == 0) && (n[LBB:0] <= e);
     endfunction
     // a narrow beat's elements from cur on (in_beat) and whether the row's data ends in it
-    // (xl_le_beat), registered with cur and xl (dma_beat_regs): worked out from cur they were in
-    // front of the narrow write's row wrap and its fan-out into the position's enables (11.2 ns)
+    // (xl_le_beat), registered with cur and xl (dma_beat_regs), so they are not worked out from
+    // cur in front of the narrow write's row wrap and its fan-out into the position's enables
     reg [LBB:0] in_beat;
     reg xl_le_beat;
     wire [16:0] n_narrow = xl_le_beat ? xl : 17'(in_beat);
@@ -130,8 +130,8 @@ module vta_dma_read #(
     wire beat = r_ready && r_valid;
     wire in_pad = (state == S_PAD);
     // in_pad again in a flip-flop of its own for the written data's zeroing (its fan-out over
-    // the MAXE*8 data bits, placed at the SRAMs' inputs, away from the state's logic: state ->
-    // a route of 3.8 ns -> the narrow shifter -> the UOP SRAM's write register was 10.30 ns)
+    // the MAXE*8 data bits, placed at the SRAMs' inputs, away from the state's logic, so the
+    // route from the state does not precede the narrow shifter into the UOP SRAM's write register)
     (* keep *) reg pad_d;
     assign wr_en = in_pad || (beat && (narrow || last_beat));
     assign wr_idx = idx;
@@ -163,10 +163,10 @@ module vta_dma_read #(
     // c + 1 < x_pad_0 and c + 1 >= x_end as compares of c with registered bounds
     reg [16:0] x0_m1, x_end_m1;   // x_pad_0 - 1, x_end - 1 (x_end >= 1: x_size >= 1)
     // the column's compares as registers: a pad segment's end reads flip-flops only (c's compares
-    // fed the module's completion and its token pushes, a failing path at 100 MHz). Only a pad
+    // would feed the module's completion and its token pushes in one cycle). Only a pad
     // reads them, and a pad never follows a data write in the next cycle (a burst's last cycle
     // writes nothing), so a data write marks them stale and the cycle after it compares the
-    // written c (c + step then a compare: two carry chains, 11.8 ns placed). A pad moves c by
+    // written c (not c + step then a compare: two carry chains). A pad moves c by
     // one: its compares are c1's (c + 1, a register), worked out a write ahead.
     reg c_wrap, c_lt_x0, c_ge_xend;   // c == w_last, c < x0_m1, c >= x_end_m1, unless c_stale
     reg [16:0] c1;                    // c + 1, unless c_stale
@@ -180,13 +180,13 @@ module vta_dma_read #(
     wire p_pad_next = p_wrap ? (pad_row1 || x0 != 4'd0)
                              : (!data_row || (x0 != 4'd0 && c_lt_x0) || c_ge_xend);
     wire p_end_next = p_wrap && r_at_last;
-    // xl == 1 as a register (a wide element's write then ends the row's data): the 17-bit compare
-    // was in front of the row's wrap and the position's clock enables (11.0 ns placed)
+    // xl == 1 as a register (a wide element's write then ends the row's data), so no 17-bit
+    // compare sits in front of the row's wrap and the position's clock enables
     reg xl_is1;
     wire d_fill = narrow ? xl_le_beat : xl_is1;            // this write ends the row's data
     // the row wraps if this cycle writes (a pad always does): registers only. Every register the
     // write moves is updated under wr_en from it, so the beat (the read FIFO's valid, the owner)
-    // is only their clock enable, not also in front of their data (10.44 ns placed at 93.3 MHz)
+    // is only their clock enable, not also in front of their data
     wire wrap = in_pad ? p_wrap : (d_fill && no_xp1);
     wire [16:0] r_next = wrap ? r + 1 : r;
     // the write's step added to c, xl and idx beside the step's choice, chosen after (* keep *:
@@ -214,7 +214,7 @@ module vta_dma_read #(
     // or the row's xl entries left) are adders on registers, chosen after: no carry chain waits
     // for the entry count the beat writes
     // (* keep *): Yosys' opt_share would otherwise merge the shifts with go's `DRAM_BASE << elog`
-    // and put go's choice in front of the shifter and this carry chain (the placed critical path).
+    // and put go's choice in front of the shifter and this carry chain.
     // `~(32'(..))`, not `~32'(..)`: Yosys 0.70 drops a `~` in front of a sized cast.
     (* keep *) wire [31:0] cur_beat_end = (cur & ~(32'(BB - 1))) + 32'(BB);
     (* keep *) wire [31:0] cur_row_data_end = cur + (32'(xl) << lg_n);
@@ -223,8 +223,8 @@ module vta_dma_read #(
     wire [31:0] cur_next = wrap ? row_base_next : !in_pad ? cur_step : cur;
     // in_beat and xl_le_beat of the written position, from each case's cur and xl beside the choice
     wire [LBB:0] ib_nrb = beat_elems(nrb[LBB-1:0], lg_n), ib_rb = beat_elems(row_base[LBB-1:0], lg_n);
-    // (from the low bits of cur + e_bytes by an adder of their own: from the 32-bit sum's chain
-    // they were in front of fits() into xl_le_beat, 10.18 ns placed; kept as a wire, as the
+    // (from the low bits of cur + e_bytes by an adder of their own, so the 32-bit sum's chain is
+    // not in front of fits() into xl_le_beat; kept as a wire, as the
     // adder's own output under (* keep *) made Yosys 0.70's ABC9 exit without a message)
     (* keep *) wire [LBB:0] ib_wide = beat_elems(LBB'(cur[LBB-1:0] + e_bytes[LBB-1:0]), lg_n);
     wire [LBB:0] ib_end = beat_elems(cur_row_data_end[LBB-1:0], lg_n);
@@ -276,8 +276,8 @@ module vta_dma_read #(
     wire seg_pad = in_pad ? p_pad_next : pad_r;        // at seg_end: pads follow
     // the instruction's data end (x_pad_0 + x_size) and its first narrow beat's elements
     wire [16:0] i_x_end = 17'(`VTA_MEM_X_PAD_0(insn)) + 17'(`VTA_MEM_X_SIZE(insn));
-    // x_pad_0 + x_size == 1 and x_pad_0 + x_size + x_pad_1 == 1 from the fields' own bits: the
-    // sums' carry chains in front of the compares were a failing path into c_wrap (10.18 ns)
+    // x_pad_0 + x_size == 1 and x_pad_0 + x_size + x_pad_1 == 1 from the fields' own bits, so no
+    // sum's carry chain sits in front of the compares into c_wrap
     wire i_x0_0 = (`VTA_MEM_X_PAD_0(insn) == 4'd0), i_xp1_0 = (`VTA_MEM_X_PAD_1(insn) == 4'd0);
     wire i_xs_0 = (`VTA_MEM_X_SIZE(insn) == 16'd0), i_xs_1 = (`VTA_MEM_X_SIZE(insn) == 16'd1);
     wire i_x_end_1 = (i_xs_1 && i_x0_0) || (i_xs_0 && `VTA_MEM_X_PAD_0(insn) == 4'd1);
@@ -290,7 +290,7 @@ module vta_dma_read #(
     wire go_no_rows = (`VTA_MEM_Y_PAD_0(insn) == 4'd0) && (`VTA_MEM_Y_SIZE(insn) == 16'd0) &&
                       (`VTA_MEM_Y_PAD_1(insn) == 4'd0);
     // a burst requests the port from a register, the cycle after the segment before it ends (or
-    // after go): docs/timing.md revision 3, REQUEST_DELAY; its set-up is registered with it (while
+    // after go): docs/timing.md, REQUEST_DELAY; its set-up is registered with it (while
     // idle, from the instruction every cycle)
     wire to_req = idle || (seg_end && !seg_last && !seg_pad);
     assign port_req = (state == S_REQ);
@@ -306,8 +306,8 @@ module vta_dma_read #(
             c_stale <= 1'b0;
         end else if (idle) begin
             // While idle every register of the LOAD follows the instruction, and go only leaves
-            // idle: go fans out to the state, not to the enables of some 400 flip-flops (its
-            // chain from the module's start into them was a failing path at 100 MHz). A go
+            // idle: go fans out to the state, not to the enables of some 400 flip-flops, so the
+            // chain from the module's start does not reach them. A go
             // outside idle is ignored; the modules start a LOAD only after the last one's end
             // (vta_dep_ctrl: a retire at t begins the next instruction at t + 1 at the earliest).
             lg <= elog;
@@ -412,8 +412,8 @@ module vta_dma_read #(
             end
         end
         // the element's beats so far, outside the go/idle priority above (a beat is never in go's
-        // cycle nor idle): go's path into the clock enables of these MAXE*8 flip-flops spread over
-        // the block RAMs' inputs was the placed critical path (14.1 ns, 86 % routing)
+        // cycle nor idle), so go has no path into the clock enables of these MAXE*8 flip-flops
+        // spread over the block RAMs' inputs
         if (beat && !narrow && !last_beat) asm_r <= wr_data;
         // the next burst's set-up, registered with its request; latched while it is requested
         if (to_req) begin
@@ -428,7 +428,7 @@ module vta_dma_read #(
         pad_r <= idle ? !i_burst : pad_next;
         // loaded every cycle of the request (q_ and left_r hold while it waits), not on the grant:
         // the grant, after fetch's enqueue and the arbiter, moves the state alone, not the
-        // enables of these registers too (fetch.ok_r -> load.dma.got_all, 10.67 ns at 93.3 MHz)
+        // enables of these registers too (no path fetch.ok_r -> load.dma.got_all)
         if (!rst && state == S_REQ) begin
             b_beats <= q_beats;
             b_len <= q_last;

@@ -1,7 +1,7 @@
 // A cycle-count statistic (the stall_* counters, spec statistics): the cycles in which `event`
 // holds, counted a cycle late. The event is the end of a chain through a module's body and its
-// token queues; registered first, it no longer reaches the 32 clock enables of the counter (a
-// placed critical path while it did). The total is final a cycle after the last event, before
+// token queues; registered first, it does not reach the 32 clock enables of the counter. The
+// total is final a cycle after the last event, before
 // the run's DONE is set (two cycles after FINISH).
 `default_nettype none
 module vta_event_stat (

@@ -1,7 +1,8 @@
 // Fetch: reads the program one instruction (one read burst) at a time, checks it and appends it
-// to its module's queue (spec section 4). It requests the read port at cycle 0 and again in the
-// cycle it enqueues an instruction; the word's last beat is due DMA_READ_LATENCY + beats cycles
-// after the grant (D). Revision 3 (docs/timing.md "Hand-offs") registers both hand-offs after it:
+// to its module's queue (spec section 4). It requests the read port at cycle 0 and again the
+// cycle after it enqueues an instruction (FETCH_NEXT); the word's last beat is due
+// DMA_READ_LATENCY + beats cycles after the grant (D). Both hand-offs after it are registered
+// (docs/timing.md "Hand-offs"):
 // the word is latched at D, its entry count multiplied out at D + 1 (S_CHK) and checked at D + 2
 // (S_CHK2, results registered), and it is enqueued from D + 3 (S_ENQ, FETCH_DECODE = 3) when
 // its queue had room at the last edge. A word that breaks a static rule of the spec is not
@@ -65,10 +66,10 @@ module vta_fetch (
             end
         end
     endgenerate
-    // from registers only (got_all: got == IB through the port's release into the next grant was
-    // 10.48 ns placed), as the DMAs' burst end: the last beat came in a cycle before (the DRAM
-    // answers within DMA_READ_LATENCY, docs/timing.md); the read FIFO's valid through this
-    // compare into the port's release and the next grant was the placed critical path
+    // from registers only (got_all, so no compare got == IB runs through the port's release into
+    // the next grant), as the DMAs' burst end: the last beat came in a cycle before (the DRAM
+    // answers within DMA_READ_LATENCY, docs/timing.md), so the read FIFO's valid does not run
+    // through this compare into the port's release and the next grant
     wire data_done = (state == S_RUN) && got_all && lat_end;
     assign port_done = data_done;
 
@@ -76,9 +77,9 @@ module vta_fetch (
     /* verilator lint_off UNUSEDSIGNAL */  // the checks read some fields of the word
     wire [127:0] w = word_r;
     /* verilator lint_on UNUSEDSIGNAL */
-    // k + 1 == count as a register, updated with k: the compare's carry chain fed port_req and
-    // through the arbiter every read client's grant (81.6 MHz run); updated by k == count - 2
-    // (k + 2 in front of the compare: 10.33 ns placed at 92.3 MHz)
+    // k + 1 == count as a register, updated with k, so no compare's carry chain feeds port_req and
+    // through the arbiter every read client's grant; updated by k == count - 2 (no k + 2 in front
+    // of the compare)
     reg last_r;
     wire last = last_r;
     wire [2:0] op = w[2:0];
@@ -98,15 +99,15 @@ module vta_fetch (
     // word_r every cycle, their product at S_CHK, so that one DSP multiply from registers is all
     // S_CHK does and the multiplier never feeds the checks directly. word_r is whole from the
     // cycle after the last beat, the earliest data_done, so the sides are in by S_CHK (taken from
-    // the beat's data itself they were behind the read FIFO's bypass: 11.4 ns placed).
+    // word_r, not from the beat's data, they are not behind the read FIFO's output).
     wire [16:0] ys_w = 17'(`VTA_MEM_Y_PAD_0(w)) + 17'(`VTA_MEM_Y_SIZE(w)) + 17'(`VTA_MEM_Y_PAD_1(w));
     wire [16:0] xs_w = 17'(`VTA_MEM_X_PAD_0(w)) + 17'(`VTA_MEM_X_SIZE(w)) + 17'(`VTA_MEM_X_PAD_1(w));
     reg  [39:0] entries_r;
 `ifdef VTA_ECP5_CELLS
     // the sides again in a MULT18X18D's input registers, loaded every cycle as ys_r and xs_r are
-    // (so equal to them): the block's product goes to entries_r in the fabric (ys_r -> a
-    // combinational multiplier -> entries_r was a failing path, 10.38 ns placed; the product in
-    // the block's output register instead, its route out into the range compare, 10.41 ns)
+    // (so equal to them): the block's product goes to entries_r in the fabric (neither ys_r -> a
+    // combinational multiplier -> entries_r, nor the block's output register -> the route out ->
+    // the range compare, is one cycle)
     wire [33:0] entries_p;
     vta_ecp5_mul #(.W(17), .SIGNED(0), .IN_REG(1), .OUT_REG(0)) side_mul (.clk(clk), .a(ys_w), .b(xs_w), .p(entries_p));
 `else
@@ -116,7 +117,7 @@ module vta_fetch (
 `endif
     // the entries the memory has from SRAM_BASE on (depth - base, negative past its end),
     // registered from word_r every cycle as the sides are: base + entries > depth as one compare
-    // of entries_r with it (the sum then a compare, two carry chains: 10.57 ns placed)
+    // of entries_r with it (not the sum then a compare, two carry chains)
     reg  signed [41:0] room_r;
     reg [31:0] depth;
     always @(*) begin
@@ -153,8 +154,8 @@ module vta_fetch (
     end
     reg [`VTA_ERROR_CODE_BITS-1:0] code_r;
     reg [2:0] target_r;
-    // code_r's test as a register of its own, set with it: the compare was in front of the
-    // enqueue, port_req and the arbiter into a DMA's grant registers (10.75 ns placed)
+    // code_r's test as a register of its own, set with it, so no compare sits in front of the
+    // enqueue, port_req and the arbiter into a DMA's grant registers
     reg ok_r;
     wire have = (state == S_ENQ);
     wire bad = have && !ok_r;
@@ -162,9 +163,9 @@ module vta_fetch (
     assign q_data = word_r;
     assign q_valid = (have && !bad) ? target_r : 3'b000;
     wire enq = |(q_valid & q_ready);
-    // the next word is requested from S_REQ only, the cycle after the enqueue (FETCH_NEXT,
-    // revision 6): requested in the enqueue's own cycle, the queue's room -> the enqueue -> the
-    // arbiter -> the grant -> the state was a failing loop (10.59 ns placed)
+    // the next word is requested from S_REQ only, the cycle after the enqueue (FETCH_NEXT), so
+    // the queue's room -> the enqueue -> the arbiter -> the grant -> the state is not a one-cycle
+    // loop
     assign port_req = (state == S_REQ);
     assign busy = (state == S_REQ) || (state == S_RUN) || (state == S_CHK) || (state == S_CHK2) || enq || bad;
 

@@ -2,10 +2,10 @@
 // in that cycle and a full FIFO accepts an entry in the cycle its head leaves (the master's read
 // FIFO). With BYPASS = 0 every hand-off is registered: an entry is visible from the cycle after
 // its write and a slot freed by a read is free from the next cycle, which is what docs/timing.md
-// (revision 3) asks of the instruction queues.
+// ("Hand-offs") asks of the instruction queues.
 // The entry at the head is kept in its own register (`head`), loaded as it becomes the head: the
-// output is a register (or the bypassed input), never the memory's read, which was the read
-// FIFO's part of the placed critical path (LUT RAM read -> the DMAs' beat data).
+// output is a register (or the bypassed input), never the memory's read, so no LUT RAM read
+// feeds the DMAs' beat data in the same cycle.
 `default_nettype none
 module vta_fifo #(
     parameter WIDTH = 8,
@@ -28,8 +28,8 @@ module vta_fifo #(
     reg [WIDTH-1:0] mem [0:DEPTH-1];
     reg [AW-1:0] rd_ptr, wr_ptr;
     reg [CW-1:0] cnt;
-    // cnt == 0 as its own register: the read FIFO's bypass select fans out over the bus width
-    // into the DMAs' data paths (the compare in front of it was part of the critical path)
+    // cnt == 0 as its own register: a bypass select fans out over the bus width into the
+    // consumer's data path, so no compare sits in front of it
     reg empty;
     reg [WIDTH-1:0] head;   // mem[rd_ptr] whenever the FIFO holds an entry
     assign count     = cnt;
@@ -57,8 +57,8 @@ module vta_fifo #(
             // the memory takes every valid input, stored or not: a slot not stored into is free
             // (an empty FIFO's, when it bypasses) or the head's, whose entry is in `head` (a full
             // FIFO: wr_ptr == rd_ptr; only the entry behind the head is ever read). Its write
-            // enable is then the input's valid alone, not the read (the store's W handshake
-            // through the bypass into the LUT RAMs' enables: 10.7 ns placed)
+            // enable is then the input's valid alone, not the read (so the store's W handshake
+            // does not run through the bypass into the LUT RAMs' enables)
             if (in_valid) mem[wr_ptr] <= in_data;
             if (inc) wr_ptr <= next_ptr(wr_ptr);
             if (dec) rd_ptr <= next_ptr(rd_ptr);
@@ -66,12 +66,11 @@ module vta_fifo #(
             // that holds none after this cycle's read, or the head as it is. The choice of data
             // reads the count alone (an empty FIFO's count is 0), so the read (out_ready, late:
             // the owner's burst state in the master) is only the registers' clock enable, no
-            // mux after it on the whole width (11.0 ns placed)
+            // mux after it on the whole width
             if (dec || empty) head <= (cnt > CW'(1)) ? mem[next_ptr(rd_ptr)] : in_data;
             cnt <= cnt_next;
             // cnt_next == 0 as compares of cnt's register chosen by the step, not through the
-            // adder: the read ready's path through the count into this register was the placed
-            // critical path (14.8 ns)
+            // adder, so the read ready does not run through the count's adder into this register
             empty <= (inc == dec) ? (cnt == 0) : dec ? (cnt == CW'(1)) : (cnt == {CW{1'b1}});
         end
     end

@@ -101,8 +101,8 @@ module vta_store (
     (* keep *) wire [LB:0] f_to_bound = (LB+1)'(BOUND) - (LB+1)'(f_base & (BOUND - 1));
 
     // burst lengths for WLAST; registered (no bypass): a burst's W beats start the cycle after its
-    // AW at the earliest, so AWREADY no longer reaches the W path and the entry queue (12.2 ns
-    // placed), and the OUT entries' own read latency already keeps the first beat that late
+    // AW at the earliest, so AWREADY does not reach the W path and the entry queue, and the OUT
+    // entries' own read latency already keeps the first beat that late
     wire       wl_valid;
     wire [8:0] wl_len;
     reg  [8:0] w_in_burst;
@@ -128,8 +128,8 @@ module vta_store (
     wire        e_last_beat = (wb == 8'(EB - 1));
     // the entry queue's slots taken or promised (e_count + rd_inflight + rd_inflight2) and
     // rd_rows != 0, each a register stepped with what it counts: the read's enable from
-    // flip-flops only (the count's sum and compare into the OUT read address's clock enables
-    // was 10.95 ns placed at 91.3 MHz)
+    // flip-flops only (no sum and compare of the counts in front of the OUT read address's clock
+    // enables)
     reg  [2:0]  occ;
     reg         rows_left;
     wire out_re = rows_left && (occ < 3'd4);
@@ -190,7 +190,6 @@ module vta_store (
             rem <= rem_next;
             // rem_next <= 1 as rem_sum <= 1 + in_body: in_body (the body's start, from the
             // controller) chooses after the sum's carry chain, not in front of a second one
-            // (10.38 ns placed at 93.3 MHz)
             dur_over <= rem_sum[47] || (rem_sum[47:2] == 0 && rem_sum[1:0] <= (in_body ? 2'd2 : 2'd1));
             rem_add <= aw_fire ? 16'(beats) + 16'(`VTA_DMA_WRITE_LATENCY) : 16'd0;
             if (aw_fire) begin

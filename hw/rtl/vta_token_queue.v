@@ -1,5 +1,5 @@
 // Dependency-token queue (spec section 6): a counter of up to TOKEN_DEPTH tokens, registered both
-// ways (docs/timing.md revision 3, "Hand-offs"): a token pushed at t can be popped from t + 1,
+// ways (docs/timing.md, "Hand-offs"): a token pushed at t can be popped from t + 1,
 // and a slot freed by a pop at t takes a push from t + 1.
 `default_nettype none
 module vta_token_queue #(

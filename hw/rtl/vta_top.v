@@ -74,9 +74,9 @@ module vta_top (
 
     // The run ends in the cycle of its first error or of FINISH (`running`, the modules' enable,
     // drops at once); its status (DONE, ERROR, CYCLES, ERROR_CODE/INDEX) is written a cycle later
-    // from registers that load every cycle: the last cycle of a module's body (a DMA's compares,
-    // the retire, FINISH) reached the clock enables of those 100 flip-flops across the die (the
-    // placed critical path). A deadlock is seen a cycle late too (no state can change in it) and
+    // from registers that load every cycle, so the last cycle of a module's body (a DMA's compares,
+    // the retire, FINISH) does not reach the clock enables of those 100 flip-flops across the
+    // die. A deadlock is seen a cycle late too (no state can change in it) and
     // its CYCLES are its first cycle's.
     reg        dead_q, ev_q, ev_err;
     reg [31:0] ev_cycle, ev_index;
@@ -90,8 +90,8 @@ module vta_top (
         // a bus error first: the data fetch or compute saw may be that of the failed beat
         ev_code <= bus_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_AXI_RESP) : fetch_err ? fetch_err_code :
                    index_err ? `VTA_ERROR_CODE_BITS'(`VTA_ERR_INDEX) : `VTA_ERROR_CODE_BITS'(`VTA_ERR_DEADLOCK);
-        // (a bus error's NO_INDEX is applied at the capture, from ev_code: bus_err, after the read
-        // FIFO's count and RREADY, fanned out over these 32 flip-flops was a failing path, 10.12 ns)
+        // (a bus error's NO_INDEX is applied at the capture, from ev_code, so bus_err, which comes
+        // after the read FIFO's count and RREADY, does not fan out over these 32 flip-flops)
         ev_index <= fetch_err ? fetch_err_index : `VTA_NO_INDEX;
         if (rst) begin
             running <= 1'b0;
