@@ -79,6 +79,10 @@ def layer_tensors(proto: onnx.ModelProto) -> dict:
             continue
         if node.op_type == "MatMul" and not _constant(node.input[1], producers, inits):
             kind = "matmul"          # two activations (attention's Q.K^T, weights.V): graph.ops.matmul
+        fused = ops.BY_KIND[kind].onnx_tensors
+        if fused is not None:
+            out.setdefault(kind, []).append(fused(node, producers, consumers))
+            continue
         operands = node.input[:2] if kind in ("add", "matmul") else node.input if kind == "concat" else node.input[:1]
         inputs = [_quantised_input(i, producers, inits) for i in operands]
         if kind == "add" and not all(producers.get(i) is not None and producers[i].op_type == "DequantizeLinear"

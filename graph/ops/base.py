@@ -165,6 +165,8 @@ class OpRule:
     kind: str                                       # the report's name
     float_ops: tuple[str, ...]                      # Relax ops of the imported graph that are its layer
     onnx_ops: tuple[str, ...] = ()                  # ONNX node types of the layer (graph.layer_agreement)
+    onnx_tensors: Callable[..., Any] | None = None  # (node, producers, consumers) -> (int8 inputs, int8 output),
+                                                    # where they are not the node's own (a fused chain)
     claims: Callable[..., Any] | None = None        # (QdqGraph, inner) -> the layer's var, or None
     plan: Callable[..., Any] | None = None          # (QdqGraph, QdqBlock) -> a typed plan, or Refusal
     emit: Callable[..., relax.Expr] | None = None   # (Emitter, plan) -> the block's last expr

@@ -57,8 +57,6 @@ RULES = (
     OpRule(kind="gather", float_ops=("relax.take",), is_layer=lambda g, call: _float_out(call),
            cpu_reason="a lookup by index (token ids into an embedding table, a token of a sequence): the "
                       "accelerator's loads take addresses fixed when its program is built"),
-    OpRule(kind="gelu", float_ops=("relax.erf",),
-           cpu_reason="GELU's erf: no integer form here (it needs a polynomial or a table lookup)"),
     OpRule(kind="tanh", float_ops=("relax.tanh",),
            cpu_reason="no integer form here: tanh needs exp or a table lookup"),
     OpRule(kind="mask", float_ops=MASK_OPS, is_layer=from_integer_input,
