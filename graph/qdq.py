@@ -45,10 +45,12 @@ def plan(func: relax.Function) -> tuple[dict, list, dict]:
     g = QdqGraph(func)
     plans: dict = {}
     outcome: dict = {}           # layer var -> None (integer) or why it stays in float
+    quantised: set = set()       # vars a quantize reads: no rule claimed them, but they are quantised
     for binding in bindings(func):
         q = binding.value
         if op_name(q) != "relax.quantize":
             continue
+        quantised.add(q.args[0])
         body, relu = q.args[0], None
         if g.call(body, "relax.nn.relu") is not None:
             relu, body = body, g.val(body).args[0]
@@ -73,7 +75,7 @@ def plan(func: relax.Function) -> tuple[dict, list, dict]:
         if binding.var in outcome:
             reason = outcome[binding.var]
         else:
-            reason = NOT_QUANTISED if rule.plan is not None else rule.cpu_reason
+            reason = NOT_QUANTISED if rule.plan is not None and binding.var not in quantised else rule.cpu_reason
         decision = Decision(len(decisions), f"{rule.kind}{index}", rule.kind, reason is None, reason,
                             rule.macs(binding.value))
         decisions.append(decision)

@@ -116,3 +116,18 @@ def test_the_alu_layer_norm_on_rtl_equals_the_simulator():
     want, ref = kernel(x)
     assert np.array_equal(got, want) and np.array_equal(got, ln.reference(x, p))
     assert res.backend == "rtl" and res.cycles == ref.cycles
+
+
+def test_the_alu_gelu_on_rtl_equals_the_simulator():
+    """The GELU chain's ALU program (the erf polynomial, three REQs from constant entries) on the
+    Verilated RTL, over all 256 int8 inputs: the simulator's bits and cycles."""
+    from requantisation import gelu as ge
+    from schedules.vta_gelu import gelu_kernel
+    cfg = Config.load("1x8x8")
+    p = ge.choose(ge.GeluChain(0.05, 5, 1.4142135, 1 / 127, 3, 1.0, 2 / 127, -4, 0.07, 2, 0.5, 0.05, 3))
+    x = np.arange(-128, 128, dtype=np.int8).reshape(16, 16)
+    kernel = gelu_kernel(cfg, x.shape, p)
+    got, res = kernel(x, backend="rtl")
+    want, ref = kernel(x)
+    assert np.array_equal(got, want) and np.array_equal(got, ge.reference(x, p))
+    assert res.backend == "rtl" and res.cycles == ref.cycles
