@@ -14,7 +14,7 @@ its reference, bit for bit:
 3. r = (2^k // isqrt(V 4^j)) 2^j: V is first moved up by 4^j (j <= NORM_STEPS, while below
    2^NORM_TOP) so that its square root keeps 13 or more bits on rows of nearly equal values; k
    as large as keeps c r below 2^30 for every V the row can have.
-4. P = ((c r) >> p) G_i + B_i, p = 15: G_i = round(2^(p+h) sqrt(D / 2^b) gamma_i / (s_y 2^k))
+4. P = round_half_up(c r / 2^p) G_i + B_i, p = 15 (rounded: 98.8 -> 99.4 % identical at D = 128): G_i = round(2^(p+h) sqrt(D / 2^b) gamma_i / (s_y 2^k))
    and B_i = round(2^h beta_i / s_y), per element of the row, h as large as keeps both in range.
 5. y = clamp(round_half_up(P / 2^h) + z_y, -128, 127): REQ with a multiplier of 1.
 
@@ -154,7 +154,8 @@ def reference(q: np.ndarray, p: LayerNormParams) -> np.ndarray:
         up = (v >> NORM_TOP) == 0
         v, j = v << (2 * up), j + up
     r = ((1 << p.k) // isqrt(v)) << j
-    acc = ((c * r) >> p.post_shift) * np.array(p.gamma, np.int64) + np.array(p.beta, np.int64)
+    n = (c * r + (1 << (p.post_shift - 1))) >> p.post_shift
+    acc = n * np.array(p.gamma, np.int64) + np.array(p.beta, np.int64)
     y = ((acc + (1 << (p.shift - 1))) >> p.shift) + p.zero_point
     return np.clip(y, INT8_MIN, INT8_MAX).astype(np.int8)
 

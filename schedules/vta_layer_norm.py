@@ -12,7 +12,7 @@ Per tile of G groups (two G*D-entry buffers X, Y, eight G-entry vectors):
     Y = X; Y *= X; Y >>= b; add tree on Y          V = max(sum + E, 1)
     V *= 4 while below 2^27 (7 steps, j counts them); isqrt(V) (15 steps);
     r = (2^k // isqrt) << j (k+1 steps)
-    X *= r (broadcast); X >>= p; X *= G_i; X += B_i                               P
+    X *= r (broadcast); X = round(X / 2^p); X *= G_i; X += B_i                              P
     REQ X by 1, shift h, zero point; store X
 """
 from __future__ import annotations
@@ -93,6 +93,7 @@ def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int) -> AluProg
         prog.alu("mul", up, imm=-1, outer=Level(groups, 1))
         prog.alu("shr", quo, up, outer=Level(groups, 1, 1))                          # r = quotient 2^j
         prog.alu("mul", x, quo, outer=rows[0], inner=rows[1])
+        prog.alu("add", x, imm=1 << (p.post_shift - 1), outer=every)
         prog.alu("shr", x, imm=p.post_shift, outer=every)
         prog.alu("mul", x, gam, outer=per_element[0], inner=per_element[1])
         prog.alu("add", x, bet, outer=per_element[0], inner=per_element[1])
