@@ -14,9 +14,11 @@ its reference, bit for bit:
 3. r = (2^k // isqrt(V 4^j)) 2^j: V is first moved up by 4^j (j <= NORM_STEPS, while below
    2^NORM_TOP) so that its square root keeps 13 or more bits on rows of nearly equal values; k
    as large as keeps c r below 2^30 for every V the row can have.
-4. P = round_half_up(c r / 2^p) G_i + B_i, p = 15 (rounded: 98.8 -> 99.4 % identical at D = 128): G_i = round(2^(p+h) sqrt(D / 2^b) gamma_i / (s_y 2^k))
-   and B_i = round(2^h beta_i / s_y), per element of the row, h as large as keeps both in range.
-5. y = clamp(round_half_up(P / 2^h) + z_y, -128, 127): REQ with a multiplier of 1.
+4. y = clamp(round_half_up((c r + B_i) G_i / 2^h) + z_y, -128, 127): REQ with the per-element
+   multiplier G_i = round(2^h sqrt(D / 2^b) gamma_i / (s_y 2^k)) (31 bits, h as large as keeps
+   it so) and B_i = round(2^h beta_i / (s_y G_i)), beta in c r's units. REQ's 64-bit product
+   keeps all of c r: a 32-bit MUL by G_i needed c r shifted to 15 bits first, which made 0.6 %
+   of the outputs differ from float at D = 128 (0.05 % with REQ).
 
 The only roundings besides the output's are the floor shifts of steps 1, 2 and 4, the integer
 square root and the quotient; docs/ops.md measures what they cost against onnxruntime.
@@ -36,16 +38,15 @@ from .bounds import INT8_MAX, INT8_MIN
 C_BITS = 15
 #: V < 2^V_BITS: its square root has at most V_BITS / 2 bits (the ALU's isqrt takes 15).
 V_BITS = 30
-#: c r < 2^N_BITS; its post-shift p leaves below 2^15.
+#: c r < 2^N_BITS, and with B_i below 2^31.
 N_BITS = 30
-POST_SHIFT = 15
-#: G_i and B_i bounds: (c r >> p) G_i < 2^30 and the sum stays below 2^31.
-COEF_BITS = 15
+#: G_i < 2^G_BITS (REQ's int32 multiplier).
+G_BITS = 31
 MAX_SHIFT = 62
 #: V is multiplied by 4 up to NORM_STEPS times while below 2^NORM_TOP, before its square root.
 NORM_STEPS, NORM_TOP = 7, 27
 #: Scalar fields of the parameters, in the order they are packed into one int64 constant.
-SCALARS = ("length", "pre_shift", "sq_shift", "eps_term", "k", "post_shift", "shift", "zero_point")
+SCALARS = ("length", "pre_shift", "sq_shift", "eps_term", "k", "shift", "zero_point")
 
 
 @dataclass(frozen=True)
@@ -55,23 +56,22 @@ class LayerNormParams:
     sq_shift: int               # b
     eps_term: int               # E
     k: int                      # r = 2^k // isqrt(V)
-    post_shift: int             # p
     shift: int                  # h: REQ's shift
     zero_point: int             # z_y
-    gamma: tuple[int, ...]      # G_i
-    beta: tuple[int, ...]       # B_i
+    gamma: tuple[int, ...]      # G_i: REQ's multipliers
+    beta: tuple[int, ...]       # B_i: added to c r
 
     def __post_init__(self) -> None:
         if len(self.gamma) != self.length or len(self.beta) != self.length:
             raise CompileError(f"layer norm over {self.length}: {len(self.gamma)} gammas and {len(self.beta)} betas")
         if not (1 <= self.shift <= MAX_SHIFT and 0 <= self.eps_term < 1 << (V_BITS - 1) and 1 <= self.k <= 30
                 and INT8_MIN <= self.zero_point <= INT8_MAX
-                and max(map(abs, self.gamma)) < 1 << COEF_BITS and max(map(abs, self.beta)) < 1 << 30):
+                and max(map(abs, self.gamma)) < 1 << G_BITS and max(map(abs, self.beta)) < 1 << N_BITS):
             raise CompileError(f"layer norm constants out of range: {self.describe()}")
 
     def describe(self) -> str:
         return (f"c>>{self.pre_shift}, sum c^2>>{self.sq_shift} + {self.eps_term}, 2^{self.k}//isqrt, "
-                f">>{self.post_shift} G + B >> {self.shift} {self.zero_point:+d}")
+                f"(c r + B) G >> {self.shift} {self.zero_point:+d}")
 
     def packed(self) -> np.ndarray:
         """The parameters as one int64 vector (the integer graph's constant)."""
@@ -118,19 +118,21 @@ def choose(scale_x: float, gamma: np.ndarray, beta: np.ndarray, eps: float, scal
     k = N_BITS - math.ceil(math.log2(_ratio_bound(length, sq, eps_term)))
     if k < 8:
         raise CompileError(f"layer norm over {length} elements: the quotient keeps only {k} bits")
-    unit = math.sqrt(length / 2 ** sq) * 2 ** (POST_SHIFT - k) / scale_y      # G_i / (gamma_i 2^h)
-    big_g, big_b = float(np.abs(gamma).max()) * unit, float(np.abs(beta).max()) / scale_y
-    shift = MAX_SHIFT
-    if big_g > 0:
-        shift = min(shift, math.floor(math.log2(((1 << COEF_BITS) - 1) / big_g)))
-    if big_b > 0:
-        shift = min(shift, math.floor(math.log2(((1 << 29) - 1) / big_b)))
-    if shift < 8:
-        raise CompileError(f"layer norm gamma up to {np.abs(gamma).max():.4g} and beta up to {np.abs(beta).max():.4g} "
-                           f"at output scale {scale_y:.4g}: the integer coefficients keep under 8 bits")
-    g = tuple(int(v) for v in np.rint(gamma * unit * 2.0 ** shift))
-    b = tuple(int(v) for v in np.rint(beta / scale_y * 2.0 ** shift))
-    return LayerNormParams(length, pre, sq, eps_term, k, POST_SHIFT, shift, int(zero_y), g, b)
+    unit = math.sqrt(length / 2 ** sq) * 2.0 ** -k / scale_y      # G_i / (gamma_i 2^h)
+    if not np.all(gamma != 0):
+        raise CompileError("layer norm with a gamma of 0: its output there is beta alone, which REQ's product "
+                           "cannot give")
+    shift = min(MAX_SHIFT, math.floor(math.log2(((1 << G_BITS) - 1) / (float(np.abs(gamma).max()) * unit))))
+    g = np.rint(gamma * unit * 2.0 ** shift)
+    if shift < 8 or not np.all(g != 0):
+        raise CompileError(f"layer norm gamma from {np.abs(gamma).min():.4g} to {np.abs(gamma).max():.4g}: the "
+                           "integer multipliers keep under 8 bits")
+    b = np.rint(beta / scale_y * 2.0 ** shift / g)
+    if np.abs(b).max() >= 1 << N_BITS:
+        raise CompileError(f"layer norm beta up to {np.abs(beta).max():.4g} against gamma down to "
+                           f"{np.abs(gamma).min():.4g}: beta in the normalised value's units does not fit 30 bits")
+    return LayerNormParams(length, pre, sq, eps_term, k, shift, int(zero_y), tuple(int(v) for v in g),
+                           tuple(int(v) for v in b))
 
 
 def isqrt(v: np.ndarray) -> np.ndarray:
@@ -154,8 +156,7 @@ def reference(q: np.ndarray, p: LayerNormParams) -> np.ndarray:
         up = (v >> NORM_TOP) == 0
         v, j = v << (2 * up), j + up
     r = ((1 << p.k) // isqrt(v)) << j
-    n = (c * r + (1 << (p.post_shift - 1))) >> p.post_shift
-    acc = n * np.array(p.gamma, np.int64) + np.array(p.beta, np.int64)
+    acc = (c * r + np.array(p.beta, np.int64)) * np.array(p.gamma, np.int64)       # below 2^62
     y = ((acc + (1 << (p.shift - 1))) >> p.shift) + p.zero_point
     return np.clip(y, INT8_MIN, INT8_MAX).astype(np.int8)
 

@@ -3,7 +3,7 @@ int8 out, bit for bit the module's reference.
 
 Layout as the softmax's (schedules.vta_softmax): a row per lane, groups of BATCH x BLOCK_OUT
 rows, a group's D elements on D consecutive ACC entries. A constants input (int32 ACC entries,
-each the same in every lane) holds E, a 1 (REQ's multiplier) and the per-element G_i and B_i,
+each the same in every lane) holds E and the per-element G_i (REQ's multipliers) and B_i,
 loaded once.
 
 Per tile of G groups (two G*D-entry buffers X, Y, eight G-entry vectors):
@@ -12,8 +12,7 @@ Per tile of G groups (two G*D-entry buffers X, Y, eight G-entry vectors):
     Y = X; Y *= X; Y >>= b; add tree on Y          V = max(sum + E, 1)
     V *= 4 while below 2^27 (7 steps, j counts them); isqrt(V) (15 steps);
     r = (2^k // isqrt) << j (k+1 steps)
-    X *= r (broadcast); X = round(X / 2^p); X *= G_i; X += B_i                              P
-    REQ X by 1, shift h, zero point; store X
+    X *= r (broadcast); X += B_i; REQ X by G_i, shift h, zero point; store X
 """
 from __future__ import annotations
 
@@ -31,7 +30,7 @@ ROW_BUFFERS, GROUP_VECTORS = 2, 9
 
 
 def _constants_entries(length: int) -> int:
-    return 2 + 2 * length          # E, 1, G_0.., B_0..
+    return 1 + 2 * length          # E, G_0.., B_0..
 
 
 def groups_per_tile(cfg: Config, length: int) -> int:
@@ -48,8 +47,8 @@ def misfit(cfg: Config, length: int) -> str | None:
 
 
 def constants(cfg: Config, p: LayerNormParams) -> np.ndarray:
-    """The constants input: E, 1, G_i, B_i, each one ACC entry with the value in every lane."""
-    values = np.array([p.eps_term, 1, *p.gamma, *p.beta], np.int64)
+    """The constants input: E, G_i, B_i, each one ACC entry with the value in every lane."""
+    values = np.array([p.eps_term, *p.gamma, *p.beta], np.int64)
     return np.repeat(values, cfg.BATCH * cfg.BLOCK_OUT).reshape(-1, cfg.BATCH, cfg.BLOCK_OUT).astype(np.int32)
 
 
@@ -61,7 +60,7 @@ def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int) -> AluProg
                             Param("consts", (k_entries, cfg.BATCH, cfg.BLOCK_OUT), "int32", "acc"),
                             Param("y", shape, "int8", "out")])
     x, y, kbase = 0, span, 2 * span
-    eps, one, gam, bet = kbase, kbase + 1, kbase + 2, kbase + 2 + length
+    eps, gam, bet = kbase, kbase + 1, kbase + 1 + length
     m, v, root, cand, scratch, neg, rem, quo, up = (kbase + k_entries + i * groups for i in range(GROUP_VECTORS))
     every, pairs = Level(span, 1, 0), Level(span, 1, 1)
     rows = Level(groups, length, 1), Level(length, 1, 0)         # each element with its row's vector entry
@@ -92,12 +91,9 @@ def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int) -> AluProg
         alu_rows.division(prog, 1 << p.k, p.k + 1, quo, neg, rem, scratch, groups)
         prog.alu("mul", up, imm=-1, outer=Level(groups, 1))
         prog.alu("shr", quo, up, outer=Level(groups, 1, 1))                          # r = quotient 2^j
-        prog.alu("mul", x, quo, outer=rows[0], inner=rows[1])
-        prog.alu("add", x, imm=1 << (p.post_shift - 1), outer=every)
-        prog.alu("shr", x, imm=p.post_shift, outer=every)
-        prog.alu("mul", x, gam, outer=per_element[0], inner=per_element[1])
+        prog.alu("mul", x, quo, outer=rows[0], inner=rows[1])                   # c r
         prog.alu("add", x, bet, outer=per_element[0], inner=per_element[1])
-        prog.req(x, one, p.shift, p.zero_point, outer=Level(groups, length, 0), inner=Level(length, 1, 0))
+        prog.req(x, gam, p.shift, p.zero_point, outer=per_element[0], inner=per_element[1])
         prog.store("y", offset, span, x)
     return prog
 
