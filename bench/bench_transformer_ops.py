@@ -3,10 +3,15 @@ the CPU (their rules switched off) and on VTA-8's ALU: total cycles, the ALU lay
 DRAM bytes, how many layers leave the accelerator, and the logits against onnxruntime
 (docs/graph.md, "Attention without the CPU").
 
-    python bench/bench_transformer_ops.py [MODEL ...]      # encoder bert
+    python bench/bench_transformer_ops.py [--json-dir DIR] [MODEL ...]      # encoder bert
+
+`--json-dir`: each run's report as DIR/MODEL_cpu.json and DIR/MODEL_alu.json (bench/draw_timeline.py
+draws them).
 """
+import argparse
 import dataclasses
-import sys
+import json
+from pathlib import Path
 
 from graph import ops
 from graph.ops.base import Refusal
@@ -34,11 +39,18 @@ def run(model, on_alu):
             ops.RULES, ops.BY_KIND = saved[0], saved[1]
 
 
-print("| model | softmax, LayerNorm, GELU | layers on VTA-8 | CPU trips | total cycles | their cycles | their DRAM bytes | logits vs onnxruntime |")
+parser = argparse.ArgumentParser()
+parser.add_argument("models", nargs="*", default=["encoder", "bert"])
+parser.add_argument("--json-dir", type=Path)
+args = parser.parse_args()
+print("| model | softmax, LayerNorm, GELU | layers on VTA-8 | layers on the CPU | total cycles | their cycles | their DRAM bytes | logits vs onnxruntime |")
 print("|---|---|---|---|---|---|---|---|")
-for model in sys.argv[1:] or ["encoder", "bert"]:
+for model in args.models:
     for on_alu in (False, True):
         r = run(model, on_alu)
+        if args.json_dir:
+            args.json_dir.mkdir(parents=True, exist_ok=True)
+            (args.json_dir / f"{model}_{'alu' if on_alu else 'cpu'}.json").write_text(json.dumps(r.to_json(), default=str))
         mine = [x for x in r.layers if x["op"] in ALU_OPS and x["target"] == "vta"]
         on = sum(x["target"] == "vta" for x in r.layers)
         o = r.onnxruntime

@@ -19,7 +19,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-COLOURS = {"dense": "#2ca02c", "matmul": "#e377c2", "add": "#d62728", "softmax": "#ff7f0e",
+COLOURS = {"dense": "#2ca02c", "matmul": "#e377c2", "add": "#8c564b", "softmax": "#ff7f0e",
            "layer_norm": "#1f77b4", "gelu": "#9467bd"}
 
 
