@@ -131,3 +131,17 @@ def test_the_alu_gelu_on_rtl_equals_the_simulator():
     want, ref = kernel(x)
     assert np.array_equal(got, want) and np.array_equal(got, ge.reference(x, p))
     assert res.backend == "rtl" and res.cycles == ref.cycles
+
+
+def test_a_whole_encoder_layer_on_rtl_equals_the_simulator():
+    """The built-in encoder (one post-norm layer: Q/K/V, Q.K^T, softmax, weights.V, the output
+    projection, residual adds, two LayerNorms, the GELU feed-forward, the classifier) with every
+    layer but the mean over tokens on VTA-8, on the Verilated RTL: each layer's cycles and the
+    logits are the simulator's, and bit-exact with the CPU build."""
+    from graph.run import load_case, run_model
+    case = load_case("encoder", quantizer="onnxruntime-symmetric")
+    rtl, sim = (run_model(case, "1x8x8", backend=b) for b in ("rtl", "sim"))
+    assert rtl.verified and rtl.logits_identical and rtl.backend == "rtl"
+    assert {r["op"] for r in rtl.layers if r["target"] == "vta"} >= {"softmax", "layer_norm", "gelu", "matmul"}
+    assert [(r["name"], r["cycles"]) for r in rtl.layers] == [(r["name"], r["cycles"]) for r in sim.layers]
+    np.testing.assert_array_equal(rtl.logits_vta, sim.logits_vta)
