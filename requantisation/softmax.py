@@ -27,6 +27,7 @@ bits.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -82,6 +83,14 @@ class SoftmaxParams:
 
     def describe(self) -> str:
         return f"exp2(-u*{self.c}/2^{self.frac}), {self.dividend}//sum >> {self.shift} {self.zero_point:+d}"
+
+    def packed(self) -> np.ndarray:
+        """The parameters as one int64 vector (the integer graph's constant)."""
+        return np.array([getattr(self, f.name) for f in dataclasses.fields(self)], np.int64)
+
+    @classmethod
+    def unpacked(cls, values: np.ndarray) -> SoftmaxParams:
+        return cls(*(int(v) for v in np.asarray(values).reshape(-1)))
 
 
 def choose(scale_in: float, scale_out: float, zero_out: int, length: int,

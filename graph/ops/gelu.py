@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from tvm import relax
 
 from requantisation import gelu as rq_gelu
 from requantisation.gelu import GeluChain, GeluParams
@@ -25,8 +24,8 @@ from schedules.op_kernel import OpKernel
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
-from .base import Emitter, OpRule, QdqBlock, Read, Refusal
-from .packed_form import PackedForm, to_int8
+from .base import OpRule, QdqBlock, Read, Refusal
+from .packed_form import PackedForm, PackedPlan
 from .qdq_read import QdqGraph, dq_input, known_shape, output_scale, static_shape
 from .relax_read import ValueOf
 
@@ -152,14 +151,7 @@ def claims(g: QdqGraph, body: Any) -> Any:
     return None if chain is None else chain.erf
 
 
-@dataclass(frozen=True)
-class GeluPlan:
-    x: relax.Expr
-    params: GeluParams
-    shape: tuple[int, ...]
-
-
-def plan(g: QdqGraph, block: QdqBlock) -> GeluPlan:
+def plan(g: QdqGraph, block: QdqBlock) -> PackedPlan:
     chain = find(g, block.body)
     if chain is None:
         raise Refusal("not torch's GELU chain")
@@ -176,11 +168,7 @@ def plan(g: QdqGraph, block: QdqBlock) -> GeluPlan:
                                           chain.half, s_y, z_y))
     except CompileError as exc:
         raise Refusal(str(exc)) from None
-    return GeluPlan(x, params, known_shape(chain.x_dq))
-
-
-def emit(em: Emitter, p: GeluPlan) -> relax.Expr:
-    return em.root(FORM.emit(to_int8(em, em.visit(p.x)), p.params.packed(), p.shape))
+    return PackedPlan(x, params, known_shape(chain.x_dq))
 
 
 def read(root: Any, value_of: ValueOf) -> Read:
@@ -188,12 +176,8 @@ def read(root: Any, value_of: ValueOf) -> Read:
     return Read(GeluSpec(static_shape(x), GeluParams.unpacked(params)))
 
 
-def activations(root: Any, value_of: ValueOf) -> list[Any]:
-    return [FORM.read(root, value_of)[0]]
-
-
 RULE = OpRule(
     kind="gelu", float_ops=("relax.erf",), onnx_ops=("Erf",), onnx_tensors=onnx_tensors, claims=claims, plan=plan,
-    emit=emit,
-    patterns=lambda main: {"vta.gelu": FORM.pattern()}, read=read, activations=activations,
+    emit=FORM.emit_plan, patterns=lambda main: {"vta.gelu": FORM.pattern()}, read=read,
+    activations=FORM.activations,
     cpu_reason="an erf outside torch's quantised GELU chain (Div, Erf, Add 1, Mul x, Mul 1/2)")

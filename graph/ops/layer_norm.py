@@ -13,12 +13,10 @@ Spec:       LayerNormSpec(shape, LayerNormParams); kernel schedules.vta_layer_no
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from tvm import relax
 
 from requantisation import layer_norm as rq_ln
 from requantisation.layer_norm import LayerNormParams
@@ -27,9 +25,9 @@ from schedules.op_kernel import OpKernel
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
-from .base import Emitter, OpRule, QdqBlock, Read, Refusal
+from .base import OpRule, QdqBlock, Read, Refusal
 from .host_padding import viewed
-from .packed_form import PackedForm, to_int8
+from .packed_form import PackedForm, PackedPlan, RowSpec
 from .qdq_read import QdqGraph, dq_input, known_shape, output_scale, single_use, static_shape
 from .relax_read import ValueOf
 
@@ -38,21 +36,9 @@ FORM.register()
 
 
 @dataclass(frozen=True)
-class LayerNormSpec:
-    shape: tuple[int, ...]          # the tokens; normalised over the last dim
+class LayerNormSpec(RowSpec):
     params: LayerNormParams
     op: str = field(default="layer_norm", init=False)
-    macs = 0
-
-    @property
-    def rows(self) -> int:
-        return math.prod(self.shape[:-1])
-
-    def describe(self) -> str:
-        return f"{'x'.join(map(str, self.shape[:-1]))} rows of {self.shape[-1]}"
-
-    def input_shapes(self) -> list[Any]:
-        return [self.shape]
 
     def misfit(self, cfg: Config, vthreads: int) -> str | None:
         return vta_layer_norm.misfit(cfg, self.shape[-1])
@@ -63,13 +49,6 @@ class LayerNormSpec:
 
     def reference(self, x: np.ndarray) -> np.ndarray:
         return rq_ln.reference(x, self.params)
-
-
-@dataclass(frozen=True)
-class LayerNormPlan:
-    x: relax.Expr
-    params: LayerNormParams
-    shape: tuple[int, ...]
 
 
 def claims(g: QdqGraph, body: Any) -> Any:
@@ -85,7 +64,7 @@ def _constant(g: QdqGraph, e: Any, what: str, length: int) -> np.ndarray:
     return np.broadcast_to(value.reshape(-1), (length,)).astype(np.float64)
 
 
-def plan(g: QdqGraph, block: QdqBlock) -> LayerNormPlan:
+def plan(g: QdqGraph, block: QdqBlock) -> PackedPlan:
     call = block.inner
     single_use(g, block.body, block.relu)
     if block.relu is not None:
@@ -104,11 +83,7 @@ def plan(g: QdqGraph, block: QdqBlock) -> LayerNormPlan:
         params = rq_ln.choose(scale_x, gamma, beta, float(call.attrs.epsilon), scale_y, zero_y)
     except CompileError as exc:
         raise Refusal(str(exc)) from None
-    return LayerNormPlan(x, params, shape)
-
-
-def emit(em: Emitter, p: LayerNormPlan) -> relax.Expr:
-    return em.root(FORM.emit(to_int8(em, em.visit(p.x)), p.params.packed(), p.shape))
+    return PackedPlan(x, params, shape)
 
 
 def read(root: Any, value_of: ValueOf) -> Read:
@@ -116,12 +91,8 @@ def read(root: Any, value_of: ValueOf) -> Read:
     return Read(LayerNormSpec(static_shape(x), LayerNormParams.unpacked(params)))
 
 
-def activations(root: Any, value_of: ValueOf) -> list[Any]:
-    return [FORM.read(root, value_of)[0]]
-
-
 RULE = OpRule(
     kind="layer_norm", float_ops=("relax.nn.layer_norm",), onnx_ops=("LayerNormalization",), claims=claims,
-    plan=plan, emit=emit, patterns=lambda main: {"vta.layer_norm": FORM.pattern()}, read=read,
-    activations=activations,
+    plan=plan, emit=FORM.emit_plan, patterns=lambda main: {"vta.layer_norm": FORM.pattern()}, read=read,
+    activations=FORM.activations,
     cpu_reason="its input or output is not quantised (no DequantizeLinear/QuantizeLinear around it)")

@@ -8,6 +8,7 @@ program compute the same bits by different routes, which every run checks.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -16,8 +17,36 @@ import tvm
 from tvm import relax
 from tvm.relax.dpl import ExternFuncPattern, is_const, is_op, wildcard
 
-from .base import Unsupported, op_name
+from .base import Emitter, Unsupported, op_name
 from .relax_read import ValueOf, const
+
+
+@dataclass(frozen=True)
+class PackedPlan:
+    """A planned block of a packed form: its int8 input (uint8 moved at emit), its typed
+    parameters (with `packed()`), the input's shape."""
+    x: relax.Expr
+    params: Any
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """The spec of an op over the rows of its input's last axis (softmax, layer_norm): its
+    report line and shapes; the op's module adds `op`, `misfit`, `kernel` and `reference`."""
+    shape: tuple[int, ...]
+    params: Any
+    macs = 0
+
+    @property
+    def rows(self) -> int:
+        return math.prod(self.shape[:-1])
+
+    def describe(self) -> str:
+        return f"{'x'.join(map(str, self.shape[:-1]))} rows of {self.shape[-1]}"
+
+    def input_shapes(self) -> list[Any]:
+        return [self.shape]
 
 
 @dataclass(frozen=True)
@@ -35,6 +64,13 @@ class PackedForm:
         # "int64" named: relax.const keeps an int64 array as int32 otherwise (a softmax's dividend needs 46 bits)
         return relax.call_pure_packed(self.symbol, x, relax.const(np.asarray(params, np.int64), "int64"),
                                       ty_args=relax.TensorType(shape, "int8"))
+
+    def emit_plan(self, em: Emitter, p: PackedPlan) -> relax.Expr:
+        """The block's call on the int8 input, bound and stamped."""
+        return em.root(self.emit(to_int8(em, em.visit(p.x)), p.params.packed(), p.shape))
+
+    def activations(self, root: Any, value_of: ValueOf) -> list[Any]:
+        return [self.read(root, value_of)[0]]
 
     def pattern(self) -> Any:
         return is_op("relax.call_pure_packed")(ExternFuncPattern(self.symbol), wildcard(), is_const())

@@ -10,13 +10,10 @@ Spec:       SoftmaxSpec(shape, SoftmaxParams); kernel schedules.vta_softmax.soft
 """
 from __future__ import annotations
 
-import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from tvm import relax
 
 from requantisation import softmax as rq_softmax
 from requantisation.softmax import SoftmaxParams
@@ -25,39 +22,20 @@ from schedules.op_kernel import OpKernel
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
-from .base import Emitter, OpRule, QdqBlock, Read, Refusal
+from .base import OpRule, QdqBlock, Read, Refusal
 from .host_padding import viewed
-from .packed_form import PackedForm, to_int8
+from .packed_form import PackedForm, PackedPlan, RowSpec
 from .qdq_read import QdqGraph, dq_input, known_shape, output_scale, single_use, static_shape
 from .relax_read import ValueOf
 
-_FIELDS = [f.name for f in dataclasses.fields(SoftmaxParams)]
-
-
-def _params_of(values: np.ndarray) -> SoftmaxParams:
-    return SoftmaxParams(*(int(v) for v in values.reshape(-1)))
-
-
-FORM = PackedForm("vta.softmax_int", lambda x, params: rq_softmax.reference(x, _params_of(params)))
+FORM = PackedForm("vta.softmax_int", lambda x, params: rq_softmax.reference(x, SoftmaxParams.unpacked(params)))
 FORM.register()
 
 
 @dataclass(frozen=True)
-class SoftmaxSpec:
-    shape: tuple[int, ...]          # the scores; the softmax runs over the last dim
+class SoftmaxSpec(RowSpec):
     params: SoftmaxParams
     op: str = field(default="softmax", init=False)
-    macs = 0
-
-    @property
-    def rows(self) -> int:
-        return math.prod(self.shape[:-1])
-
-    def describe(self) -> str:
-        return f"{'x'.join(map(str, self.shape[:-1]))} rows of {self.shape[-1]}"
-
-    def input_shapes(self) -> list[Any]:
-        return [self.shape]
 
     def misfit(self, cfg: Config, vthreads: int) -> str | None:
         return vta_softmax.misfit(cfg, self.shape[-1])
@@ -70,18 +48,11 @@ class SoftmaxSpec:
         return rq_softmax.reference(x, self.params)
 
 
-@dataclass(frozen=True)
-class SoftmaxPlan:
-    x: relax.Expr
-    params: SoftmaxParams
-    shape: tuple[int, ...]
-
-
 def claims(g: QdqGraph, body: Any) -> Any:
     return body if g.call(body, "relax.nn.softmax") is not None else None
 
 
-def plan(g: QdqGraph, block: QdqBlock) -> SoftmaxPlan:
+def plan(g: QdqGraph, block: QdqBlock) -> PackedPlan:
     call = block.inner
     single_use(g, block.body, block.relu)
     if block.relu is not None:
@@ -97,24 +68,16 @@ def plan(g: QdqGraph, block: QdqBlock) -> SoftmaxPlan:
         params = rq_softmax.choose(scale_in, scale_out, zero_out, shape[-1])
     except CompileError as exc:
         raise Refusal(str(exc)) from None
-    return SoftmaxPlan(x, params, shape)
-
-
-def emit(em: Emitter, p: SoftmaxPlan) -> relax.Expr:
-    params = np.array([getattr(p.params, name) for name in _FIELDS], np.int64)
-    return em.root(FORM.emit(to_int8(em, em.visit(p.x)), params, p.shape))
+    return PackedPlan(x, params, shape)
 
 
 def read(root: Any, value_of: ValueOf) -> Read:
     x, params = FORM.read(root, value_of)
-    return Read(SoftmaxSpec(static_shape(x), _params_of(params)))
-
-
-def activations(root: Any, value_of: ValueOf) -> list[Any]:
-    return [FORM.read(root, value_of)[0]]
+    return Read(SoftmaxSpec(static_shape(x), SoftmaxParams.unpacked(params)))
 
 
 RULE = OpRule(
-    kind="softmax", float_ops=("relax.nn.softmax",), onnx_ops=("Softmax",), claims=claims, plan=plan, emit=emit,
-    patterns=lambda main: {"vta.softmax": FORM.pattern()}, read=read, activations=activations,
+    kind="softmax", float_ops=("relax.nn.softmax",), onnx_ops=("Softmax",), claims=claims, plan=plan,
+    emit=FORM.emit_plan, patterns=lambda main: {"vta.softmax": FORM.pattern()}, read=read,
+    activations=FORM.activations,
     cpu_reason="its input or output is not quantised (no DequantizeLinear/QuantizeLinear around it)")
