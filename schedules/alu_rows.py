@@ -9,11 +9,15 @@ entry per group, `groups` entries from its base. Every sequence keeps its values
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from intrinsics.alu_program import AluProgram, Level
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
+
+from .op_kernel import OpKernel
 
 
 def tree(prog: AluProgram, op: str, base: int, groups: int, length: int) -> None:
@@ -128,3 +132,18 @@ class RowLayout:
         cfg = self.cfg
         plain = out.reshape(self.padded, self.length, cfg.BATCH, cfg.BLOCK_OUT).transpose(0, 2, 3, 1)
         return plain.reshape(self.padded * self.lanes, self.length)[:self.rows]
+
+
+def row_kernel(cfg: Config, op: str, rows: int, length: int, groups: int, reason: str | None,
+               build: Callable[[int, int], AluProgram], extra: tuple = ()) -> OpKernel:
+    """The OpKernel of a row op: plain int8 (rows, length) in and out through a RowLayout of
+    `groups` groups a tile, `build(tiles, groups)` its program, `extra` inputs after the rows
+    (constants); CompileError with `reason` (the op's misfit) or for no rows."""
+    if rows < 1:
+        raise CompileError(f"{op} of {rows} rows: at least 1 is needed")
+    if reason:
+        raise CompileError(reason)
+    layout = RowLayout(cfg, rows, length, groups, op)
+    kernel = build(layout.tiles, layout.groups).compile()
+    return OpKernel(op, kernel, pack=lambda x: (layout.pack(x), *extra), unpack=layout.unpack,
+                    tiles={"groups_per_tile": layout.groups, "tiles": layout.tiles})

@@ -21,7 +21,6 @@ import numpy as np
 from intrinsics.alu_program import AluProgram, Level, Param
 from requantisation.layer_norm import NORM_STEPS, NORM_TOP, V_BITS, LayerNormParams
 from vta_sim.config import Config
-from vta_sim.errors import CompileError
 
 from . import alu_rows
 from .op_kernel import OpKernel
@@ -100,13 +99,6 @@ def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int) -> AluProg
 
 def layer_norm_kernel(cfg: Config, rows: int, p: LayerNormParams) -> OpKernel:
     """Compiled integer LayerNorm of plain int8 (rows, D) -> int8 (rows, D), D = p.length."""
-    if rows < 1:
-        raise CompileError(f"layer norm of {rows} rows: at least 1 is needed")
-    reason = misfit(cfg, p.length)
-    if reason:
-        raise CompileError(reason)
-    layout = alu_rows.RowLayout(cfg, rows, p.length, groups_per_tile(cfg, p.length), "layer norm")
-    kernel = program(cfg, p, layout.tiles, layout.groups).compile()
-    extra = constants(cfg, p)
-    return OpKernel("layer_norm", kernel, pack=lambda x: (layout.pack(x), extra), unpack=layout.unpack,
-                    tiles={"groups_per_tile": layout.groups, "tiles": layout.tiles})
+    return alu_rows.row_kernel(cfg, "layer_norm", rows, p.length, groups_per_tile(cfg, p.length),
+                               misfit(cfg, p.length), lambda tiles, groups: program(cfg, p, tiles, groups),
+                               (constants(cfg, p),))

@@ -97,14 +97,7 @@ def program(cfg: Config, p: SoftmaxParams, tiles: int, groups: int) -> AluProgra
 
 def softmax_kernel(cfg: Config, rows: int, p: SoftmaxParams) -> OpKernel:
     """Compiled integer softmax of plain int8 (rows, T) -> int8 (rows, T), T = p.length."""
-    if rows < 1:
-        raise CompileError(f"softmax of {rows} rows: at least 1 is needed")
     if p.lo != -128 or p.hi != 127:
         raise CompileError("the ALU's softmax clamps to int8 only (REQ's bounds)")
-    reason = misfit(cfg, p.length)
-    if reason:
-        raise CompileError(reason)
-    layout = alu_rows.RowLayout(cfg, rows, p.length, groups_per_tile(cfg, p.length), "softmax")
-    kernel = program(cfg, p, layout.tiles, layout.groups).compile()
-    return OpKernel("softmax", kernel, pack=lambda x: (layout.pack(x),), unpack=layout.unpack,
-                    tiles={"groups_per_tile": layout.groups, "tiles": layout.tiles})
+    return alu_rows.row_kernel(cfg, "softmax", rows, p.length, groups_per_tile(cfg, p.length),
+                               misfit(cfg, p.length), lambda tiles, groups: program(cfg, p, tiles, groups))
