@@ -155,6 +155,7 @@ def tvm_rows(case: ModelCase, refs: dict, opts: Options, device: str) -> list:
 
     from baselines import relax_builds
     from baselines.cpu_schedules import cpu_target
+    from graph.ops.packed_form import packed_calls
     from baselines.gpu_schedules import cuda_target, gpu_status
 
     plan = [("fp32", "plain"), ("fp32", "fused"), ("fp32", "tuned"), ("int8", "plain"), ("int8", "fused")]
@@ -178,6 +179,11 @@ def tvm_rows(case: ModelCase, refs: dict, opts: Options, device: str) -> list:
         if rung == "tuned" and opts.trials < 1:
             row.skipped = "tuning not asked for (--trials 0)"
             continue
+        callbacks = packed_calls(mod) if dtype == "int8" else []
+        if callbacks and device == "gpu":
+            row.skipped = (f"its integer graph calls numpy for {', '.join(callbacks)} (graph.ops.packed_form: the "
+                           "accelerator's softmax, LayerNorm and GELU), which runs on the CPU only")
+            continue
         log(f"{case.name}: building {row.build} for {device}")
         try:
             built = relax_builds.build(mod, target, rung, tuning, progress=lambda t: log(f"{case.name}: {t}"))
@@ -191,6 +197,8 @@ def tvm_rows(case: ModelCase, refs: dict, opts: Options, device: str) -> list:
                 traceback.print_exc()
             continue
         row.compile_s, row.note = built.compile_s, f"{built.note}; {where}"
+        if callbacks:
+            row.note += f"; {', '.join(callbacks)} run as numpy callbacks (the integer graph's reference form)"
         check = fp32_agreement(out, refs["fp32"]) if dtype == "fp32" else exact_agreement(out, refs["int8"])
         row.verified, row.agreement = check
         if row.verified:

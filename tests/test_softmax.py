@@ -155,3 +155,17 @@ def test_the_alu_division_is_floor_division():
     b = raw.reshape(3, groups, 1, 8).astype(np.int64)
     quotient = (b[0] & 0xFF) | ((b[1] & 0xFF) << 8) | (b[2] << 16)
     assert np.array_equal(quotient, p.dividend // sums.astype(np.int64))
+
+
+def test_the_integer_graph_names_its_numpy_callbacks():
+    """graph.ops.packed_form.packed_calls finds the softmax's call in the integer graph: what
+    `vta-sim compare` notes on its TVM int8 rows (and skips on a GPU, where numpy cannot run)."""
+    from graph.onnx_import import import_onnx
+    from graph.ops.packed_form import packed_calls
+    from graph.qdq import lower_qdq
+    rng = np.random.default_rng(3)
+    qdq = quantizer_named("onnxruntime-symmetric")(softmax_graph(), rng.standard_normal((16, 2, 8, 8)).astype(np.float32))
+    imported = import_onnx(qdq)
+    mod = imported[0] if isinstance(imported, tuple) else imported
+    assert packed_calls(mod) == []
+    assert packed_calls(lower_qdq(mod)[0]) == ["vta.softmax_int"]

@@ -56,6 +56,8 @@ class PackedForm:
 
     def register(self) -> None:
         """The packed function the CPU build calls (registered at import of the op's module)."""
+        FORMS[self.symbol] = self
+
         def call(x: Any, params: Any) -> Any:
             return tvm.runtime.tensor(self.reference(x.numpy(), params.numpy()))
         tvm.register_global_func(self.symbol, call, override=True)
@@ -93,3 +95,21 @@ def to_int8(em: Any, x: relax.Expr) -> relax.Expr:
     if x.ty.dtype != "uint8":
         return x
     return em.emit(relax.op.astype(relax.op.subtract(relax.op.astype(x, "int32"), relax.const(128, "int32")), "int8"))
+
+
+#: The packed forms registered (symbol -> PackedForm), for `packed_calls`.
+FORMS: dict[str, PackedForm] = {}
+
+
+def packed_calls(mod: Any) -> list[str]:
+    """The symbols of the packed forms `mod`'s main calls (their CPU side is a numpy callback,
+    not TVM code: a build of the integer graph runs them in Python, on the CPU)."""
+    found: set[str] = set()
+
+    def visit(e: Any) -> None:
+        if op_name(e) == "relax.call_pure_packed" and isinstance(e.args[0], relax.ExternFunc):
+            name = str(e.args[0].global_symbol)
+            if name in FORMS:
+                found.add(name)
+    relax.analysis.post_order_visit(mod["main"], visit)
+    return sorted(found)
