@@ -92,7 +92,7 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
     if not model.endswith(".onnx") and not Path(model).is_file():
         raise GraphError(f"unknown model {model!r}; accepted: {', '.join(BUILTIN)} or a path to an "
                          ".onnx file")
-    proto = onnx_import.load(model)
+    proto, upgrade = onnx_import.upgraded(onnx_import.load(model))
     onnx_import.check_importable(proto)
     if inputs is None:
         x = _single(model_inputs.synthetic(proto, onnx_import.model_inputs(proto, batch=1), seed))
@@ -102,7 +102,7 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
         quantize = quantizer_named(quantizer)
         with stage(f"quantising it with {quantizer}"):
             proto = quantize(proto, x)
-    return ModelCase(Path(model).stem, proto, x)
+    return ModelCase(Path(model).stem, proto, x, notes=[upgrade] if upgrade else [])
 
 
 def bert_case(shape, inputs=None, seed: int = 0, quantizer: str | None = None) -> ModelCase:
