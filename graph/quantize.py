@@ -158,7 +158,7 @@ def quantize_model(model: onnx.ModelProto, calibration) -> onnx.ModelProto:
         if inp.name in scales:
             nodes += qdq(inp.name)
     for node in graph.node:
-        node, src = _copy_node(node), node.input[0]
+        node, src = _copy_node(node), (node.input[0] if node.input else None)
         for i, name in enumerate(node.input):
             node.input[i] = renamed.get(name, name)
         how = QUANTISED.get(node.op_type, ops.Pow2Quantised())
