@@ -85,8 +85,8 @@ def register(subparsers) -> None:
                         "a model with one input; NAME=FILE.npy repeated, once per input, for a model with "
                         "several (--input input_ids=ids.npy --input attention_mask=mask.npy); or one "
                         "FILE.npz holding an array per input name. A wrong name, dtype or shape is refused "
-                        "naming what the model takes. Default: the held-out digits, or seeded random "
-                        "inputs in each input's dtype (floats in the range its quantiser covers, ids in "
+                        "naming what the model takes. Default: the held-out digits, or one seeded random "
+                        "sample (a batch where the file fixes one) in each input's dtype (floats in the range its quantiser covers, ids in "
                         "[0, rows of the table) where an input indexes a Gather, 0/1 padding masks for "
                         "other integer inputs)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")

@@ -94,8 +94,9 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
                          ".onnx file")
     proto, upgrade = onnx_import.upgraded(onnx_import.load(model))
     onnx_import.check_importable(proto)
-    if inputs is None:
-        x = _single(model_inputs.synthetic(proto, onnx_import.model_inputs(proto, batch=1), seed))
+    if inputs is None:               # one sample, or one batch of the size the file fixes
+        specs = onnx_import.model_inputs(proto, batch=onnx_import.fixed_batch(proto) or 1)
+        x = _single(model_inputs.synthetic(proto, specs, seed))
     else:
         x = _read(inputs, proto)
     if quantizer is not None:
