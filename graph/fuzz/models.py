@@ -71,7 +71,9 @@ class _Graph:
         return out
 
     def model(self, outputs: list) -> onnx.ModelProto:
-        outs = [helper.make_tensor_value_info(o, self.dtypes.get(o, TensorProto.FLOAT), None) for o in outputs]
+        outs = [helper.make_tensor_value_info(o, self.dtypes.get(o, TensorProto.FLOAT),
+                                              [None] * len(self.shapes[o]) if o in self.shapes else None)
+                for o in outputs]    # the rank, dimensions left to the model (as exporters write them)
         graph = helper.make_graph(self.nodes, "fuzz", self.inputs, outs, self.inits)
         opsets = [helper.make_opsetid("", self.opset)]
         return helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets),
