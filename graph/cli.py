@@ -7,7 +7,7 @@ from pathlib import Path
 
 from vta_sim import backends
 
-from .errors import GraphError
+from .errors import GraphError, one_line
 from vta_sim.errors import VTAError
 from vta_sim.progress import Progress
 
@@ -17,8 +17,16 @@ from .run import BUILTIN, load_case, run_model
 
 
 def cmd_model(args) -> int:
+    """Exit status 0 verified, 1 not verified; a refusal leaves as a VTAError (exit 2), and so does
+    anything else that escapes the stages' own error boundaries (graph.errors.stage)."""
     try:
-        return _model(args)
+        try:
+            return _model(args)
+        except VTAError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the last boundary: one line, never a traceback
+            raise GraphError(f"vta-sim model failed: {one_line(err)} (a bug of the graph level outside its "
+                             "stages; --debug shows the traceback)") from err
     except VTAError as err:
         if args.debug:
             traceback.print_exception(err)
