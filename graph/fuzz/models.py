@@ -1,6 +1,6 @@
 """Small ONNX graphs of the exporters' common ops, drawn by Hypothesis (`cases()`).
 
-A `Case` is a float ONNX model (opset 11-21, one float input of rank 1-5 or int64 token ids
+A `Case` is a float ONNX model (opset 11-21, or 7-10 one time in six, one float input of rank 1-5 or int64 token ids
 into an embedding table, batch 1-4 fixed in the file or symbolic), its inputs, and how
 `vta-sim model` is asked to run it (a quantiser or none, the inputs given as a file or left to
 the tool). The graph is a chain of 1-6 steps, each drawn from the op families below; a step
@@ -26,6 +26,8 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 OPSETS = tuple(range(11, 22))
+#: Opsets the graph level upgrades first (graph.onnx_import.upgraded), drawn one time in six.
+OLD_OPSETS = tuple(range(7, 11))
 QUANTIZERS = (None, "pow2", "onnxruntime", "onnxruntime-per-channel", "onnxruntime-symmetric")
 
 
@@ -76,7 +78,7 @@ class _Graph:
                 for o in outputs]    # the rank, dimensions left to the model (as exporters write them)
         graph = helper.make_graph(self.nodes, "fuzz", self.inputs, outs, self.inits)
         opsets = [helper.make_opsetid("", self.opset)]
-        return helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets),
+        return helper.make_model(graph, opset_imports=opsets, ir_version=max(4, helper.find_min_ir_version_for(opsets)),
                                  producer_name="vta-toolkit fuzz")
 
     def infer(self, outputs: list) -> bool:
@@ -174,7 +176,7 @@ def _gemm(draw, g, x, shape):
     n, trans = draw(st.integers(1, 10)), draw(st.booleans())
     w = _weights(draw, (n, shape[1]) if trans else (shape[1], n))
     inputs = [x, g.const(w, "w")]
-    if draw(st.booleans()):
+    if draw(st.booleans()) or g.opset < 11:            # C is optional from opset 11
         inputs.append(g.const(_weights(draw, (n,), 0.1), "b"))
     return g.node("Gemm", inputs, transB=int(trans)), f"Gemm(transB={int(trans)})"
 
@@ -199,11 +201,12 @@ def _pool(draw, g, x, shape):
     k = [draw(st.integers(1, min(3, s))) for s in spatial]
     stride = draw(st.sampled_from([1, 2]))
     pad = draw(st.sampled_from([0, 0, 1])) if min(k) > 1 else 0
-    attrs = dict(kernel_shape=k, strides=[stride] * len(k), pads=[pad] * 2 * len(k),
-                 ceil_mode=int(draw(st.booleans())))
+    attrs = dict(kernel_shape=k, strides=[stride] * len(k), pads=[pad] * 2 * len(k))
+    if g.opset >= 10:
+        attrs["ceil_mode"] = int(draw(st.booleans()))
     if op == "AveragePool":
         attrs["count_include_pad"] = int(draw(st.booleans()))
-    return g.node(op, [x], **attrs), f"{op}{len(k)}d(k{k}, s{stride}, p{pad}, ceil {attrs['ceil_mode']})"
+    return g.node(op, [x], **attrs), f"{op}{len(k)}d(k{k}, s{stride}, p{pad}, ceil {attrs.get('ceil_mode', 0)})"
 
 
 def _batch_norm(draw, g, x, shape):
@@ -224,7 +227,12 @@ def _pad(draw, g, x, shape):
     mode = draw(st.sampled_from(["constant", "constant", "reflect", "edge"]))
     if mode == "reflect" and any(p >= s for p, s in zip(pads[2:rank], shape[2:])):
         mode = "constant"
-    return g.node("Pad", [x, g.const(np.array(pads, np.int64), "pads")], mode=mode), f"Pad({mode})"
+    if g.opset < 11:                   # pads an attribute before opset 11
+        return g.node("Pad", [x], pads=pads, mode=mode), f"Pad({mode}, attribute)"
+    inputs = [x, g.const(np.array(pads, np.int64), "pads")]
+    if mode == "constant" and draw(st.booleans()):     # the value given, as torch's ConstantPad exports it
+        inputs.append(g.const(np.array(draw(st.sampled_from([0.0, 0.5])), np.float32), "value"))
+    return g.node("Pad", inputs, mode=mode), f"Pad({mode}{', value' if len(inputs) > 2 else ''})"
 
 
 def _concat(draw, g, x, shape):
@@ -317,7 +325,7 @@ STEPS = (_unary, _binary_const, _binary_branch, _conv, _conv, _gemm, _matmul, _p
 @st.composite
 def cases(draw, max_steps: int = 6) -> Case:
     """A generated model (see the module docstring) and how to run it."""
-    opset = draw(st.sampled_from(OPSETS))
+    opset = draw(st.sampled_from(OLD_OPSETS if draw(st.integers(0, 5)) == 0 else OPSETS))
     batch = draw(st.integers(1, 4))
     rng = np.random.default_rng(draw(st.integers(0, 2 ** 16)))
     steps: list = []
