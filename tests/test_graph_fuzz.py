@@ -110,3 +110,23 @@ def test_the_slice_draws_models_onnx_accepts():
         drawn.append(case)
     draw()
     assert len(drawn) == 20
+
+
+def test_1d_layers_and_an_unfolded_batch_norm_stay_on_the_cpu_as_report_rows(tmp_path):
+    """Found: a Conv1d, a 1-d pool or a BatchNormalization ran on the CPU with no row in the
+    report ("0 of 0 layers", their MACs missing); each is now a CPU layer with its reason."""
+    import json
+
+    model = _model([helper.make_node("BatchNormalization", ["input", "s", "b", "m", "v"], ["n"]),
+                    helper.make_node("Conv", ["n", "w"], ["c"], kernel_shape=[3]),
+                    helper.make_node("MaxPool", ["c"], ["output"], kernel_shape=[2])],
+                   {"s": _weights(2) + 1, "b": _weights(2), "m": _weights(2), "v": np.ones(2, np.float32),
+                    "w": _weights(4, 2, 3)}, [1, 2, 8])
+    case = _case(model, "onnxruntime")
+    outcome = run_case(case, keep=tmp_path)
+    assert outcome.kind == "verified", outcome.message
+    rows = {r["op"]: r for r in json.loads((tmp_path / "result.json").read_text())["layers"]}
+    assert set(rows) == {"batch_norm", "conv", "pool"} and all(r["target"] == "cpu" for r in rows.values())
+    assert rows["conv"]["macs"] == 4 * 6 * 2 * 3         # (4 channels x 6 positions) x (2 inputs x 3 taps)
+    assert "1-d or 3-d convolution" in rows["conv"]["reason"] and "1-d or 3-d pool" in rows["pool"]["reason"]
+    assert "not folded" in rows["batch_norm"]["reason"]

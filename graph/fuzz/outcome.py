@@ -77,9 +77,10 @@ def run_argv(argv: list) -> tuple:
             return 2, err, out.getvalue()
 
 
-def run_case(case) -> Outcome:
+def run_case(case, keep: Path | None = None) -> Outcome:
+    """The outcome of `case`; its files (model, inputs, result.json) are left in `keep` if given."""
     with tempfile.TemporaryDirectory(prefix="vta-fuzz-") as tmp:
-        argv = argv_of(case, Path(tmp))
+        argv = argv_of(case, Path(keep or tmp))
         try:
             rc, err, _ = run_argv(argv)
         except Exception as exc:  # noqa: BLE001 - a traceback the user would have seen: the finding
