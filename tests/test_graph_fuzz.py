@@ -130,3 +130,16 @@ def test_1d_layers_and_an_unfolded_batch_norm_stay_on_the_cpu_as_report_rows(tmp
     assert rows["conv"]["macs"] == 4 * 6 * 2 * 3         # (4 channels x 6 positions) x (2 inputs x 3 taps)
     assert "1-d or 3-d convolution" in rows["conv"]["reason"] and "1-d or 3-d pool" in rows["pool"]["reason"]
     assert "not folded" in rows["batch_norm"]["reason"]
+
+
+def test_onnxruntime_calibrates_a_free_batch_model_in_the_batch_it_is_given():
+    """Found: a model whose input batch is symbolic but whose Reshape constant holds the batch
+    (an export with dynamic axes that still traced the batch), given inputs of that batch, was
+    refused: onnxruntime's calibration fed it one sample at a time ("Non-zero status code
+    returned while running Reshape node")."""
+    model = _model([helper.make_node("Reshape", ["input", "shape"], ["r"]),
+                    helper.make_node("MatMul", ["r", "w"], ["output"])],
+                   {"shape": np.array([2, -1], np.int64), "w": _weights(8, 3)}, ["N", 2, 4])
+    case = _case(model, "onnxruntime", batch=2)
+    _verified(case)
+    assert onnxruntime_session(model).run(None, case.feeds)[0].shape == (2, 3)
