@@ -162,6 +162,8 @@ def _conv(draw, g, x, shape):
     stride = draw(st.sampled_from([1, 1, 2]))
     pad = draw(st.sampled_from([0, 1]))
     dilation = draw(st.sampled_from([1, 1, 1, 2]))
+    if any(dilation * (kk - 1) + 1 > s + 2 * pad for kk, s in zip(k, spatial)):
+        dilation = 1                   # a dilated window larger than the padded input: not a model
     inputs = [x, g.const(_weights(draw, (out, c // group, *k)), "w")]
     if draw(st.booleans()):
         inputs.append(g.const(_weights(draw, (out,), 0.1), "b"))
