@@ -104,10 +104,16 @@ def _last_line(exc: BaseException) -> str:
 
 
 def _third_party(exc: BaseException) -> bool:
+    """Was `exc` raised inside a third-party library: its type is one of theirs, or the frame
+    after the toolkit's innermost one is theirs (TVM's FFI appends its C++ frames after it)?"""
+    if (type(exc).__module__ or "").startswith(THIRD_PARTY):
+        return True
     frames = traceback.extract_tb(exc.__traceback__)
-    module = type(exc).__module__ or ""
-    inner = frames[-1].filename if frames else ""
-    return module.startswith(THIRD_PARTY) or any(f"/{p.replace('.', '/')}/" in inner for p in THIRD_PARTY)
+    root = str(Path(__file__).resolve().parents[2])
+    own = [i for i, f in enumerate(frames) if f.filename.startswith(root) and "site-packages" not in f.filename]
+    after = frames[own[-1] + 1:] if own else frames
+    return bool(after) and any(f"/{p.replace('.', '/')}/" in after[0].filename or "site-packages" in
+                               after[0].filename for p in THIRD_PARTY)
 
 
 def _traceback_key(exc: BaseException) -> str:
