@@ -44,13 +44,23 @@ def _vm(mod) -> relax.VirtualMachine:
     return relax.VirtualMachine(_executable(mod), tvm.cpu())
 
 
-def _single_output(vm, x) -> np.ndarray:
-    """`main` run on `x`: one array, or {input name: array} in the order of its parameters."""
+def _outputs(vm, x) -> list:
+    """`main` run on `x` (one array, or {input name: array} in the order of its parameters): its
+    output tensors, one for a model with one output, in the graph's order for several."""
     args = list(x.values()) if isinstance(x, dict) else [x]
     out = vm["main"](*(tvm.runtime.tensor(np.ascontiguousarray(a)) for a in args))
-    if not hasattr(out, "numpy"):
-        raise GraphError("the model returns more than one tensor; one output is supported")
-    return out.numpy()
+    return [out.numpy()] if hasattr(out, "numpy") else [_array(o) for o in out]
+
+
+def _array(value) -> np.ndarray:
+    if not hasattr(value, "numpy"):
+        raise GraphError("the model returns a nested tuple of tensors; outputs that are tensors are supported")
+    return value.numpy()
+
+
+def _single_output(vm, x) -> np.ndarray:
+    """The first output of `main` run on `x`."""
+    return _outputs(vm, x)[0]
 
 
 class CpuModel:
@@ -67,7 +77,12 @@ class CpuModel:
         return [lambda: _executable(mod)] if disk_cache.missing_vm(mod) else []
 
     def run(self, x) -> np.ndarray:
+        """The model's first output on `x`."""
         return _single_output(self.vm, x)
+
+    def run_all(self, x) -> list:
+        """Every output of the model on `x`, in the graph's order."""
+        return _outputs(self.vm, x)
 
 
 class VtaModel:
@@ -98,9 +113,15 @@ class VtaModel:
         self.compile_s = time.perf_counter() - t0
 
     def run(self, x) -> tuple[np.ndarray, list]:
+        """(the model's first output on `x`, the runs of its offloaded layers)."""
+        outs, runs = self.run_all(x)
+        return outs[0], runs
+
+    def run_all(self, x) -> tuple[list, list]:
+        """(every output of the model on `x`, in the graph's order; the runs of its offloaded layers)."""
         self.build.log.clear()
-        out = _single_output(self.vm, x)
-        return out, list(self.build.log)
+        outs = _outputs(self.vm, x)
+        return outs, list(self.build.log)
 
     def host_seconds(self, x, runs: list, repeats: int = 5) -> float:
         """The host's share of one run of `x`: the model run again with every offloaded region

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from vta_sim import backends
 
-from .errors import GraphError
+from .errors import GraphError, one_line
 from vta_sim.errors import VTAError
 from vta_sim.progress import Progress
 
@@ -17,8 +17,16 @@ from .run import BUILTIN, load_case, run_model
 
 
 def cmd_model(args) -> int:
+    """Exit status 0 verified, 1 not verified; a refusal leaves as a VTAError (exit 2), and so does
+    anything else that escapes the stages' own error boundaries (graph.errors.stage)."""
     try:
-        return _model(args)
+        try:
+            return _model(args)
+        except VTAError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the last boundary: one line, never a traceback
+            raise GraphError(f"vta-sim model failed: {one_line(err)} (a bug of the graph level outside its "
+                             "stages; --debug shows the traceback)") from err
     except VTAError as err:
         if args.debug:
             traceback.print_exception(err)
@@ -85,8 +93,8 @@ def register(subparsers) -> None:
                         "a model with one input; NAME=FILE.npy repeated, once per input, for a model with "
                         "several (--input input_ids=ids.npy --input attention_mask=mask.npy); or one "
                         "FILE.npz holding an array per input name. A wrong name, dtype or shape is refused "
-                        "naming what the model takes. Default: the held-out digits, or seeded random "
-                        "inputs in each input's dtype (floats in the range its quantiser covers, ids in "
+                        "naming what the model takes. Default: the held-out digits, or one seeded random "
+                        "sample (a batch where the file fixes one) in each input's dtype (floats in the range its quantiser covers, ids in "
                         "[0, rows of the table) where an input indexes a Gather, 0/1 padding masks for "
                         "other integer inputs)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random input (default 0)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import onnx
 
 from .errors import GraphError
@@ -42,6 +43,49 @@ def load(model) -> onnx.ModelProto:
         return onnx.load(str(path))
     except Exception as exc:      # onnx raises DecodeError and others; name the file either way
         raise GraphError(f"{str(path)!r} is not a readable ONNX model: {exc}") from exc
+
+
+#: Models of an older opset (of the default domain) are upgraded to UPGRADE_TO before anything
+#: else reads them: the quantisers, onnxruntime's calibration and TVM's frontend take 11 and later.
+MIN_OPSET, UPGRADE_TO = 11, 17
+
+
+def opset_of(model: onnx.ModelProto) -> int | None:
+    """The version of the default ONNX domain the model imports (None: it imports none)."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
+def upgraded(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
+    """(`model`, None) at opset MIN_OPSET or later; else (a copy upgraded to UPGRADE_TO with
+    onnx.version_converter, a note saying so). A model the converter cannot upgrade is refused
+    with the converter's reason."""
+    opset = opset_of(model)
+    if opset is None or opset >= MIN_OPSET:
+        return model, None
+    from onnx import version_converter
+
+    from .errors import one_line
+
+    unknown = next((n for n in model.graph.node if n.domain in ("", "ai.onnx") and not onnx.defs.has(n.op_type)), None)
+    if unknown is not None:
+        raise GraphError(f"the model uses opset {opset}, older than the {MIN_OPSET} the graph level takes, and "
+                         f"onnx.version_converter cannot upgrade it: node {unknown.name or '(unnamed)'} is "
+                         f"{unknown.op_type}, which is not an ONNX op; re-export it at opset {MIN_OPSET} or later")
+    try:
+        new = version_converter.convert_version(model, UPGRADE_TO)
+        new.ir_version = max(new.ir_version, onnx.helper.find_min_ir_version_for(list(new.opset_import)))
+        onnx.checker.check_model(new)
+    except Exception as err:  # noqa: BLE001 - the converter's and checker's errors, named in one line
+        raise GraphError(f"the model uses opset {opset}, older than the {MIN_OPSET} the graph level takes, and "
+                         f"onnx.version_converter could not upgrade it to {UPGRADE_TO} "
+                         f"({_readable(one_line(err))}); re-export it at opset {MIN_OPSET} or later") from err
+    return new, f"upgraded the model from opset {opset} to {UPGRADE_TO} (onnx.version_converter)"
+
+
+def _readable(message: str) -> str:
+    """The converter's C++ assertion text without its source position and unfilled format."""
+    message = message.split(" failed: ", 1)[-1]
+    return message.replace("'%s'", "").replace("%lld", "N")
 
 
 def check_importable(model: onnx.ModelProto) -> None:
@@ -127,13 +171,60 @@ def import_onnx(model, batch: int | None = None):
     input of the model is a parameter of `main`, in the graph's order (model_inputs)."""
     from tvm.relax.frontend.onnx import from_onnx
 
-    proto = load(model)
+    proto = _constant_pad_values(load(model))
     check_importable(proto)
     inputs = model_inputs(proto, batch)
     mod = from_onnx(proto, shape_dict={i.name: list(i.shape) for i in inputs},
                     dtype_dict={i.name: i.dtype for i in inputs}, keep_params_in_input=False)
     _check_compilable(mod)
     return mod, inputs[0]
+
+
+def _constant_pad_values(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """`proto`, or a copy where a Pad's constant value, a QuantizeLinear/DequantizeLinear of a
+    constant or a Constant node (onnxruntime's quantiser and the version converter write it so), is that value as a float initializer: TVM's
+    frontend reads the value only from a constant. The caller's model is not modified."""
+    from onnx import numpy_helper
+
+    inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    producers = {o: n for n in proto.graph.node for o in n.output}
+
+    def constant(name: str, depth: int = 0):
+        """The value of `name` where it is an initializer, or Q/DQ of one (else None)."""
+        if name in inits:
+            return inits[name]
+        node = producers.get(name)
+        if node is not None and node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            return numpy_helper.to_array(node.attribute[0].t)
+        if node is None or depth > 2 or node.op_type not in ("QuantizeLinear", "DequantizeLinear"):
+            return None
+        args = [constant(i, depth + 1) if i else None for i in node.input]
+        if args[0] is None or args[1] is None or (len(args) > 2 and node.input[2] and args[2] is None):
+            return None
+        x, scale = args[0].astype(np.float64), args[1].astype(np.float64)
+        zero = args[2] if len(args) > 2 and args[2] is not None else np.zeros((), np.uint8)
+        if node.op_type == "DequantizeLinear":
+            return np.asarray((x - zero.astype(np.float64)) * scale, np.float32)
+        info = np.iinfo(zero.dtype)
+        return np.clip(np.round(x / scale) + zero.astype(np.float64), info.min, info.max).astype(zero.dtype)
+
+    values = {}
+    for node in proto.graph.node:
+        if node.op_type == "Pad" and len(node.input) > 2 and node.input[2] and node.input[2] not in inits:
+            value = constant(node.input[2])
+            if value is not None:
+                values[node.input[2]] = np.asarray(value, np.float32)
+    if not values:
+        return proto
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    for node in copy.graph.node:
+        if node.op_type == "Pad" and len(node.input) > 2 and node.input[2] in values:
+            name = node.input[2] + "_float"
+            if name not in {i.name for i in copy.graph.initializer}:
+                copy.graph.initializer.append(numpy_helper.from_array(values[node.input[2]], name))
+            node.input[2] = name
+    return copy
 
 
 def _check_compilable(mod) -> None:

@@ -138,7 +138,9 @@ def lower_qdq(mod: tvm.IRModule) -> tuple:
     if not any(gv.name_hint == "main" for gv in mod.get_global_vars()):
         raise GraphError("the module has no main function")
     plans, decisions, layers = plan(mod["main"])
-    func = _Rewriter(mod, plans, layers).visit_expr(mod["main"])
-    out = tvm.IRModule({"main": func})
+    rewriter = _Rewriter(mod, plans, layers)
+    func = rewriter.visit_expr(mod["main"])
+    out = rewriter.builder_.get()    # main's callees kept: the frontend's TE functions (pad, maximum, ...)
+    out["main"] = func
     out = relax.transform.DeadCodeElimination(["main"])(out)
     return out, decisions

@@ -158,7 +158,7 @@ def quantize_model(model: onnx.ModelProto, calibration) -> onnx.ModelProto:
         if inp.name in scales:
             nodes += qdq(inp.name)
     for node in graph.node:
-        node, src = _copy_node(node), node.input[0]
+        node, src = _copy_node(node), (node.input[0] if node.input else None)
         for i, name in enumerate(node.input):
             node.input[i] = renamed.get(name, name)
         how = QUANTISED.get(node.op_type, ops.Pow2Quantised())
@@ -225,7 +225,8 @@ def quantize_with_onnxruntime(model: onnx.ModelProto, calibration, per_channel: 
     activations with zero points, int8 symmetric weights), calibrated on `calibration`.
 
     `calibration`: one array, or {input name: array} for every input (each fed in the model's
-    dtype, in the batch the file fixes, else one sample at a time). `per_channel` gives one
+    dtype, in the batch the file fixes, else in chunks of CALIBRATION_CHUNK samples: a model
+    whose Reshape constants hold the batch of the data it is given calibrates on that batch). `per_channel` gives one
     weight scale per output channel; `symmetric` also makes the
     activations symmetric (ActivationSymmetric/WeightSymmetric); `activation_type` is
     onnxruntime's QuantType (default QInt8)."""
@@ -237,8 +238,8 @@ def quantize_with_onnxruntime(model: onnx.ModelProto, calibration, per_channel: 
     data = calibration_feeds(model, calibration)
 
     class Reader(CalibrationDataReader):
-        def __init__(self):   # single samples, or the batch the file fixes
-            self.samples = iter(in_model_batches(model, data, 1))
+        def __init__(self):   # the batch the file fixes, else the samples as given, in chunks
+            self.samples = iter(in_model_batches(model, data, CALIBRATION_CHUNK))
 
         def get_next(self):
             return next(self.samples, None)

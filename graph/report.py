@@ -84,6 +84,9 @@ def summary(result) -> str:
         f"  logits identical to the CPU build   {'yes' if j['logits_identical'] else 'NO'}",
         f"  every offloaded layer bit-exact      {'yes' if all(r['verified'] for r in vta_rows) else 'NO'}",
     ]
+    if len(j["outputs"]) > 1:
+        lines[1:2] = [f"  output {o['name']} identical to the CPU build   {'yes' if o['identical'] else 'NO'}"
+                      for o in j["outputs"]]
     if j["accuracy_cpu"] is not None:
         ort = f"   onnxruntime {j['accuracy_onnxruntime']:.4f}" if "accuracy_onnxruntime" in j else ""
         lines.append(f"  accuracy  cpu {j['accuracy_cpu']:.4f}   vta {j['accuracy_vta']:.4f}{ort}")

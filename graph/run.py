@@ -92,17 +92,18 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
     if not model.endswith(".onnx") and not Path(model).is_file():
         raise GraphError(f"unknown model {model!r}; accepted: {', '.join(BUILTIN)} or a path to an "
                          ".onnx file")
-    proto = onnx_import.load(model)
+    proto, upgrade = onnx_import.upgraded(onnx_import.load(model))
     onnx_import.check_importable(proto)
-    if inputs is None:
-        x = _single(model_inputs.synthetic(proto, onnx_import.model_inputs(proto, batch=1), seed))
+    if inputs is None:               # one sample, or one batch of the size the file fixes
+        specs = onnx_import.model_inputs(proto, batch=onnx_import.fixed_batch(proto) or 1)
+        x = _single(model_inputs.synthetic(proto, specs, seed))
     else:
         x = _read(inputs, proto)
     if quantizer is not None:
         quantize = quantizer_named(quantizer)
         with stage(f"quantising it with {quantizer}"):
             proto = quantize(proto, x)
-    return ModelCase(Path(model).stem, proto, x)
+    return ModelCase(Path(model).stem, proto, x, notes=[upgrade] if upgrade else [])
 
 
 def bert_case(shape, inputs=None, seed: int = 0, quantizer: str | None = None) -> ModelCase:
@@ -140,14 +141,37 @@ class ModelResult:
     logits_onnxruntime: np.ndarray | None = None
     host_s: float | None = None      # the host's share of the run (measure_host=True)
     unit: str = "frame"              # what one sample is: "sequence" for a model of token ids
+    outputs: list = field(default_factory=list)   # every output: (name, on the CPU, on VTA-8)
+    outputs_onnxruntime: dict = field(default_factory=dict)   # {name: agreement} (compare_onnxruntime)
 
     @property
     def logits_identical(self) -> bool:
+        """The first output (the logits) of both builds identical."""
         return bool(np.array_equal(self.logits_cpu, self.logits_vta))
 
     @property
+    def outputs_identical(self) -> bool:
+        """Every output of both builds identical."""
+        return self.logits_identical and all(np.array_equal(cpu, vta) for _, cpu, vta in self.outputs)
+
+    @property
     def verified(self) -> bool:
-        return self.logits_identical and all(r["verified"] for r in self.layers if r["target"] == "vta")
+        return self.outputs_identical and all(r["verified"] for r in self.layers if r["target"] == "vta")
+
+    def outputs_json(self) -> list:
+        """Each output's agreement: its name, shape, whether the builds are identical, the
+        largest difference and the fraction of values that differ (and onnxruntime's
+        agreement, where compared)."""
+        rows = []
+        for name, cpu, vta in self.outputs or [("output", self.logits_cpu, self.logits_vta)]:
+            diff = np.abs(cpu.astype(np.float64) - vta.astype(np.float64)) if cpu.shape == vta.shape else None
+            rows.append({"name": name, "shape": list(vta.shape), "identical": bool(np.array_equal(cpu, vta)),
+                         "max_abs_diff": None if diff is None else float(diff.max(initial=0)),
+                         "differing_fraction": None if diff is None else float((diff > 0).mean()) if diff.size
+                         else 0.0,
+                         **({"onnxruntime": self.outputs_onnxruntime[name]}
+                            if name in self.outputs_onnxruntime else {})})
+        return rows
 
     @property
     def total_cycles(self) -> int:
@@ -182,7 +206,8 @@ class ModelResult:
     def to_json(self) -> dict:
         return {"model": self.model, "verified": self.verified,
                 "accuracy_cpu": self.accuracy(self.logits_cpu), "accuracy_vta": self.accuracy(self.logits_vta),
-                "logits_identical": self.logits_identical, "total_cycles": self.total_cycles,
+                "logits_identical": self.logits_identical, "outputs_identical": self.outputs_identical,
+                "outputs": self.outputs_json(), "total_cycles": self.total_cycles,
                 "cycles_per_frame": self.total_cycles / self.batch, "macs": self.macs,
                 "mac_fraction_vta": self.mac_fraction_vta,
                 "frames_per_second": self.frames_per_second, "clock_mhz": self.clock.mhz,
@@ -223,12 +248,13 @@ def check_finite(x: np.ndarray, what: str) -> None:
     model_inputs.check_finite(x, what)
 
 
-def output_step(proto) -> float:
-    """The quantisation step of the model's output (the scale of its final DequantizeLinear)."""
+def output_step(proto, out: str | None = None) -> float:
+    """The quantisation step of the model's output `out` (default: the first), the scale of the
+    DequantizeLinear that writes it."""
     from onnx import numpy_helper
 
     inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
-    out = proto.graph.output[0].name
+    out = proto.graph.output[0].name if out is None else out
     for node in proto.graph.node:
         if node.output[0] == out and node.op_type == "DequantizeLinear" and inits.get(node.input[1]) is not None:
             scale = inits[node.input[1]]
@@ -269,13 +295,13 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
                        also=CpuModel.cold_jobs(integer))   # a cold CPU build compiles beside the kernels
     with stage("building and running its CPU reference"):
         cpu = CpuModel(integer)
-        logits_cpu = np.concatenate([cpu.run(part) for part in parts])
+        outputs_cpu = _joined([cpu.run_all(part) for part in parts])
     if progress:
         vta.build.progress = progress.stage("run")
     t0 = time.perf_counter()
     with stage("running it on VTA-8"):
-        outs, part_runs = zip(*(vta.run(part) for part in parts))
-        logits_vta = np.concatenate(outs)
+        outs, part_runs = zip(*(vta.run_all(part) for part in parts))
+        outputs_vta = _joined(outs)
         runs = _merged(part_runs, cfg.name, backend, trace)
     run_s = time.perf_counter() - t0
     rows = layer_rows(vta.layers, runs, cfg)
@@ -284,8 +310,12 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
             row["macs"] *= len(parts)
             if row["utilization"] is not None:
                 row["utilization"] *= len(parts)
-    result = ModelResult(case.name, cfg, backend, vthreads, batch, logits_cpu, logits_vta, case.labels,
-                         rows, vta.compile_s, cpu.compile_s, run_s, vta.partitioned, case.notes, runs)
+    names = [o.name for o in case.onnx.graph.output]
+    if len(names) != len(outputs_vta):
+        raise GraphError(f"the model lists {len(names)} outputs and its build returns {len(outputs_vta)}")
+    result = ModelResult(case.name, cfg, backend, vthreads, batch, outputs_cpu[0], outputs_vta[0], case.labels,
+                         rows, vta.compile_s, cpu.compile_s, run_s, vta.partitioned, case.notes, runs,
+                         outputs=list(zip(names, outputs_cpu, outputs_vta)))
     if chunk is not None:
         result.notes = [*result.notes, f"the model fixes its batch at {chunk}: its {batch} samples ran as "
                         f"{len(parts)} batches of {chunk}, their cycles added"]
@@ -297,12 +327,30 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
         tensors = layer_agreement.layer_tensors(case.onnx)
         values = onnxruntime_outputs(layer_agreement.with_outputs(case.onnx, layer_agreement.needed(tensors)),
                                      feeds)
-        result.logits_onnxruntime = values[case.onnx.graph.output[0].name]
-        result.onnxruntime = agreement(logits_vta, result.logits_onnxruntime, step)
+        result.logits_onnxruntime = values[names[0]]
+        result.onnxruntime = agreement(result.logits_vta, result.logits_onnxruntime, step)
+        if len(names) > 1:
+            result.outputs_onnxruntime = {name: _agreement_of(case.onnx, name, vta, values[name])
+                                          for name, _, vta in result.outputs}
         if chunk is not None:        # each layer alone on the first batch's tensors
             values = {name: value[:chunk] for name, value in values.items()}
         layer_agreement.compare(result.layers, list(part_runs[0]), tensors, values)
     return result
+
+
+def _agreement_of(proto, name: str, logits: np.ndarray, reference: np.ndarray) -> dict:
+    """`agreement` in the output's quantisation steps; for a float output (no DequantizeLinear
+    writes it), the largest difference in its own units."""
+    try:
+        return agreement(logits, reference, output_step(proto, name))
+    except GraphError:
+        diff = np.abs(logits.astype(np.float64) - reference.astype(np.float64))
+        return {"max_abs_diff": float(diff.max(initial=0))}
+
+
+def _joined(parts: list) -> list:
+    """Each output's batches of `parts` (a list of outputs per batch) joined along the batch."""
+    return [np.concatenate(same) for same in zip(*parts)]
 
 
 def _import(proto, batch: int) -> tuple:
