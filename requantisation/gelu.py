@@ -31,6 +31,7 @@ import numpy as np
 from vta_sim.errors import CompileError
 
 from .bounds import INT8_MAX, INT8_MIN
+from .multiply_shift import req_lanes
 
 #: The fraction bits of v^2 / V^2 and the floor shift after each Horner multiply.
 Z_BITS = 14
@@ -124,10 +125,8 @@ class GeluParams:
 
 
 def _req(x: np.ndarray, m: int, n: int, zero: int) -> np.ndarray:
-    """REQ (docs/isa-extensions.md): clamp(round_half_up(x m / 2^n) + zero, -128, 127)."""
-    p = x * m
-    p = (p + (1 << (n - 1))) >> n if n else p
-    return np.clip(p + zero, INT8_MIN, INT8_MAX)
+    """REQ (docs/isa-extensions.md) by a scalar multiplier."""
+    return req_lanes(x, m, n, zero)
 
 
 def erf_part(q: np.ndarray, p: GeluParams) -> np.ndarray:

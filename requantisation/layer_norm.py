@@ -33,6 +33,7 @@ import numpy as np
 from vta_sim.errors import CompileError
 
 from .bounds import INT8_MAX, INT8_MIN
+from .multiply_shift import req_lanes
 
 #: |c| < 2^C_BITS after the pre-shift, so c^2 < 2^30.
 C_BITS = 15
@@ -156,9 +157,8 @@ def reference(q: np.ndarray, p: LayerNormParams) -> np.ndarray:
         up = (v >> NORM_TOP) == 0
         v, j = v << (2 * up), j + up
     r = ((1 << p.k) // isqrt(v)) << j
-    acc = (c * r + np.array(p.beta, np.int64)) * np.array(p.gamma, np.int64)       # below 2^62
-    y = ((acc + (1 << (p.shift - 1))) >> p.shift) + p.zero_point
-    return np.clip(y, INT8_MIN, INT8_MAX).astype(np.int8)
+    return req_lanes(c * r + np.array(p.beta, np.int64), np.array(p.gamma, np.int64), p.shift,
+                     p.zero_point).astype(np.int8)
 
 
 def float_reference(q: np.ndarray, scale_x: float, zero_x: int, gamma: np.ndarray, beta: np.ndarray, eps: float,

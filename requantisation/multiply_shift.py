@@ -73,11 +73,18 @@ def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN,
     return MultiplyShift(shift, zero_point, lo, hi), m.astype(np.int32)
 
 
+def req_lanes(x: np.ndarray, m: np.ndarray | int, shift: int, zero_point: int, lo: int = -128,
+              hi: int = 127) -> np.ndarray:
+    """REQ's lanes (docs/isa-extensions.md) in numpy int64: clamp(round_half_up(x m / 2^shift) +
+    zero_point, lo, hi), m broadcasting against x (|x m| <= 2^62, so the product is exact)."""
+    p = np.asarray(x, np.int64) * np.asarray(m, np.int64)
+    v = p if shift == 0 else (p >> shift) + ((p >> (shift - 1)) & 1)
+    return np.clip(v + zero_point, lo, hi)
+
+
 def requantize_ref(acc: np.ndarray, r: MultiplyShift, m: np.ndarray, axis: int = 1) -> np.ndarray:
     """The int8 output of int32 accumulators (bias added), channel on `axis`: the contract's
-    arithmetic in numpy int64 (|acc * m| <= 2^62, so the product is exact)."""
+    arithmetic in numpy int64."""
     shape = [1] * np.ndim(acc)
     shape[axis] = -1
-    p = np.asarray(acc, np.int64) * np.asarray(m, np.int64).reshape(shape)
-    v = p if r.shift == 0 else (p >> r.shift) + ((p >> (r.shift - 1)) & 1)
-    return np.clip(v + r.zero_point, r.lo, r.hi).astype(np.int8)
+    return req_lanes(acc, np.asarray(m, np.int64).reshape(shape), r.shift, r.zero_point, r.lo, r.hi).astype(np.int8)

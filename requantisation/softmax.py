@@ -36,6 +36,7 @@ import numpy as np
 from vta_sim.errors import CompileError
 
 from .bounds import INT8_MAX, INT8_MIN
+from .multiply_shift import req_lanes
 
 #: Fraction bits of f after step 4's alignment, and of the polynomial's shifts.
 POLY_FRAC = 15
@@ -151,8 +152,7 @@ def reference(q: np.ndarray, p: SoftmaxParams) -> np.ndarray:
         raise CompileError(f"softmax rows of {q.shape[-1]} entries, its parameters are for {p.length}")
     e = exp_values(q, p)
     r = p.dividend // e.sum(axis=-1, keepdims=True)
-    y = ((e * r + (1 << (p.shift - 1) if p.shift else 0)) >> p.shift) + p.zero_point
-    return np.clip(y, max(p.lo, INT8_MIN), min(p.hi, INT8_MAX)).astype(np.int8)
+    return req_lanes(e, r, p.shift, p.zero_point, max(p.lo, INT8_MIN), min(p.hi, INT8_MAX)).astype(np.int8)
 
 
 def float_reference(q: np.ndarray, scale_in: float, zero_in: int, scale_out: float, zero_out: int) -> np.ndarray:
