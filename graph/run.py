@@ -108,11 +108,11 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
 
 def bert_case(shape, inputs=None, seed: int = 0, quantizer: str | None = None) -> ModelCase:
     """The BERT-style builtin (graph.models.bert) of `shape`, quantised by `quantizer` (default
-    onnxruntime-symmetric: its matmuls of two activations need zero points 0) on
+    onnxruntime: quantize_static's own defaults, as users quantise it) on
     `bert.CALIBRATION_SEQUENCES` seeded padded sequences, run on one more (or on `inputs`)."""
     from .models import bert
 
-    name = quantizer or "onnxruntime-symmetric"
+    name = quantizer or "onnxruntime"
     with stage(f"quantising it with {name}"):
         qdq = quantizer_named(name)(bert.float_model(shape),
                                     bert.sequences(bert.CALIBRATION_SEQUENCES, shape, seed=bert.SEED + 100))
