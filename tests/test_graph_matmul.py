@@ -95,3 +95,40 @@ def test_a_matmul_spec_with_zero_points_is_the_product_of_the_shifted_operands()
     exact = np.matmul(a.astype(np.int64) + 7, b.astype(np.int64) - 11)
     assert np.array_equal(np.matmul(a.astype(np.int64), b.astype(np.int64)) + rows + cols, exact)
     assert np.array_equal(spec.reference(a, b, np.zeros(4, np.int32)), np.clip(exact, -128, 127))
+
+
+def _broadcast_add(a_shape, b_shape):
+    x = helper.make_tensor_value_info("a", TensorProto.FLOAT, list(a_shape))
+    y = helper.make_tensor_value_info("b", TensorProto.FLOAT, list(b_shape))
+    out_shape = list(np.broadcast_shapes(a_shape, b_shape))
+    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Relu", ["s"], ["y"])],
+                              "badd", [x, y], [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((1, 2, 4, 16), (1, 1, 1, 16)), ((1, 1, 1, 16), (1, 2, 4, 16)),
+                                             ((1, 3, 8), (1, 3, 1))])
+def test_an_add_whose_operand_broadcasts_runs_on_the_accelerator(a_shape, b_shape):
+    """An attention mask (1, 1, 1, T) added to scores (1, H, T, T), either operand the small one:
+    the host broadcasts it as it packs; the add on VTA-8 equals its int64 reference on
+    onnxruntime's own tensors and the CPU build."""
+    rng = np.random.default_rng(4)
+    calib = {"a": rng.standard_normal((8, *a_shape[1:])).astype(np.float32),
+             "b": 3 * rng.standard_normal((8, *b_shape[1:])).astype(np.float32)}
+    qdq = quantizer_named("onnxruntime")(_broadcast_add(a_shape, b_shape), calib)
+    x = {"a": rng.standard_normal(a_shape).astype(np.float32), "b": 3 * rng.standard_normal(b_shape).astype(np.float32)}
+    result = run_model(ModelCase("badd", qdq, x), "1x8x8", compare_onnxruntime=True)
+    (add,) = [r for r in result.layers if r["op"] == "add"]
+    assert add["target"] == "vta" and add["verified"] and result.logits_identical
+    assert add["onnxruntime"]["max_abs_lsb"] <= 1 and add["onnxruntime"]["identical_fraction"] >= 0.99
+
+
+def test_an_add_where_both_operands_broadcast_stays_on_the_cpu_with_the_reason():
+    rng = np.random.default_rng(4)
+    calib = {"a": rng.standard_normal((8, 1, 4, 1)).astype(np.float32),
+             "b": rng.standard_normal((8, 2, 1, 16)).astype(np.float32)}
+    qdq = quantizer_named("onnxruntime")(_broadcast_add((1, 1, 4, 1), (1, 2, 1, 16)), calib)
+    x = {"a": rng.standard_normal((1, 1, 4, 1)).astype(np.float32), "b": rng.standard_normal((1, 2, 1, 16)).astype(np.float32)}
+    result = run_model(ModelCase("badd", qdq, x), "1x8x8")
+    (add,) = [r for r in result.layers if r["op"] == "add"]
+    assert add["target"] == "cpu" and "both operands broadcast" in add["reason"] and result.verified
