@@ -135,3 +135,32 @@ def test_vit_is_a_builtin_of_vta_sim_model_and_compare(capsys):
     with pytest.raises(SystemExit):
         main(["model", "--help"])
     assert "vit" in " ".join(capsys.readouterr().out.split())
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "bench_transformers.py"
+    spec = importlib.util.spec_from_file_location("bench_transformers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_bench_counts_the_attention_matmuls_and_softmax(result):
+    """bench/bench_transformers.py's figures of the small ViT: the attention share is the cycles
+    of the matmuls of two activations and the softmax over all; their utilisation their MACs over
+    64 per cycle; a row of the table says it all."""
+    bench = _bench()
+    f = bench.figures(result)
+    mine = [r for r in result.layers if r["op"] in ("matmul", "softmax")]
+    assert f["attention_matmuls"] == f["attention_matmuls_vta"] == 2 * SHAPE.layers
+    assert f["attention_share"] == pytest.approx(sum(r["cycles"] for r in mine) / result.total_cycles)
+    assert 0.05 < f["attention_share"] < 0.5 and f["macs_per_cycle"] == 64
+    mm = [r for r in mine if r["op"] == "matmul"]
+    utilization = sum(r["macs"] for r in mm) / 64 / sum(r["cycles"] for r in mm)
+    assert f["attention_matmul_utilization"] == pytest.approx(utilization)
+    assert f["cycles_per_sample"] == result.total_cycles and sum(f["cycles_by_op"].values()) == result.total_cycles
+    line = bench.row("vit", "onnxruntime-symmetric", f, 1.0)
+    assert line.count("|") == bench.HEADER.splitlines()[0].count("|") and "| yes |" in line and "per frame" in line
