@@ -169,7 +169,8 @@ class GraphBuilder:
 
 
 def float_model(seed: int = SEED, norm_first: bool = False) -> onnx.ModelProto:
-    """The encoder classifier; `norm_first`: its layer pre-norm (nn.TransformerEncoderLayer(norm_first=True))."""
+    """The encoder classifier; `norm_first`: its layer pre-norm, as
+    nn.TransformerEncoderLayer(norm_first=True) exports."""
     p = _weights(seed)
     g = GraphBuilder()
     for key, value in p.items():
