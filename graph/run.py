@@ -25,7 +25,8 @@ from .quantize import quantizer_named
 from .report import back_to_back, layer_rows
 
 #: Models shipped with the toolkit, by the name `vta-sim model` takes.
-BUILTIN = ("digits", "resnet18", "encoder", "bert")
+BUILTIN = ("digits", "resnet18", "encoder", "bert",
+           "vit")
 
 
 @dataclass
@@ -89,6 +90,10 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
         from .models import bert
 
         return bert_case(bert.DEFAULT, inputs, seed, quantizer)
+    if model == "vit":
+        from .models import vit
+
+        return vit_case(vit.DEFAULT, inputs, seed, quantizer)
     if not model.endswith(".onnx") and not Path(model).is_file():
         raise GraphError(f"unknown model {model!r}; accepted: {', '.join(BUILTIN)} or a path to an "
                          ".onnx file")
@@ -118,6 +123,20 @@ def bert_case(shape, inputs=None, seed: int = 0, quantizer: str | None = None) -
                                     bert.sequences(bert.CALIBRATION_SEQUENCES, shape, seed=bert.SEED + 100))
     x = bert.sequences(1, shape, seed) if inputs is None else _read(inputs, qdq)
     return ModelCase("bert", qdq, x)
+
+
+def vit_case(shape, inputs=None, seed: int = 0, quantizer: str | None = None) -> ModelCase:
+    """The ViT builtin (graph.models.vit) of `shape`, quantised by `quantizer` (default
+    onnxruntime, as bert) on `vit.CALIBRATION_IMAGES` seeded images, run on one more (or on
+    `inputs`)."""
+    from .models import vit
+
+    name = quantizer or "onnxruntime"
+    with stage(f"quantising it with {name}"):
+        qdq = quantizer_named(name)(vit.float_model(shape),
+                                    vit.images(vit.CALIBRATION_IMAGES, shape, seed=vit.SEED + 100))
+    x = vit.images(1, shape, seed) if inputs is None else _read(inputs, qdq)
+    return ModelCase("vit", qdq, x)
 
 
 @dataclass
