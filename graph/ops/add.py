@@ -63,7 +63,9 @@ class AddSpec:
         return None      # an add is cut into as many flat tiles as it needs: it always fits
 
     def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
-        if len(self.shape) == 4:
+        # a CNN's NCHW add in channel blocks; a broadcast add (attention's (1, H, T, T) scores, few
+        # "channels" that would pad to whole blocks) runs flat, as any other rank does
+        if len(self.shape) == 4 and self.operands is None:
             kernel = vta_eltwise.eltwise_kernel(cfg, self.shape, self.params)
         else:
             nchw = (1, math.prod(self.shape), 1, 1)       # elementwise: any rank is one long channel row
