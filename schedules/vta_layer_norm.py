@@ -4,7 +4,9 @@ int8 out, bit for bit the module's reference.
 Layout as the softmax's (schedules.vta_softmax): a row per lane, groups of BATCH x BLOCK_OUT
 rows, a group's D elements on D consecutive ACC entries. A constants input (int32 ACC entries,
 each the same in every lane) holds E and the per-element G_i (REQ's multipliers) and B_i,
-loaded once.
+loaded once where they fit beside a tile ("resident"); where they do not (BERT-base's D = 768
+on 1x8x8), E is loaded once and each tile loads B_i, then G_i, into Y once the variance no
+longer needs it ("streamed": 2 D more ACC entries loaded a tile, rows up to 1,019 on 1x8x8).
 
 Per tile of G groups (two G*D-entry buffers X, Y, eight G-entry vectors):
 
@@ -32,16 +34,24 @@ def _constants_entries(length: int) -> int:
     return 1 + 2 * length          # E, G_0.., B_0..
 
 
-def groups_per_tile(cfg: Config, length: int) -> int:
-    free = cfg.buffers["acc"].depth - _constants_entries(length)
+def _groups(cfg: Config, length: int, constants: int) -> int:
+    free = cfg.buffers["acc"].depth - constants
     return max(free // (ROW_BUFFERS * length + GROUP_VECTORS), 0)
+
+
+def resident(cfg: Config, length: int) -> bool:
+    """Do all the constants fit beside one group (else they are streamed through Y a tile)?"""
+    return _groups(cfg, length, _constants_entries(length)) >= 1
+
+
+def groups_per_tile(cfg: Config, length: int) -> int:
+    return _groups(cfg, length, _constants_entries(length) if resident(cfg, length) else 1)
 
 
 def misfit(cfg: Config, length: int) -> str | None:
     if groups_per_tile(cfg, length) < 1:
-        return (f"a layer norm over {length} elements: two copies of a row group and its {_constants_entries(length)} "
-                f"constants take {ROW_BUFFERS * length + _constants_entries(length) + GROUP_VECTORS} ACC entries, "
-                f"ACC holds {cfg.buffers['acc'].depth}")
+        return (f"a layer norm over {length} elements: two copies of a row group take {ROW_BUFFERS * length} ACC "
+                f"entries beside {1 + GROUP_VECTORS} more, ACC holds {cfg.buffers['acc'].depth}")
     return None
 
 
@@ -59,12 +69,14 @@ def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int) -> AluProg
                             Param("consts", (k_entries, cfg.BATCH, cfg.BLOCK_OUT), "int32", "acc"),
                             Param("y", shape, "int8", "out")])
     x, y, kbase = 0, span, 2 * span
-    eps, gam, bet = kbase, kbase + 1, kbase + 1 + length
-    m, v, root, cand, scratch, neg, rem, quo, up = (kbase + k_entries + i * groups for i in range(GROUP_VECTORS))
+    kept = k_entries if resident(cfg, length) else 1       # streamed: E stays, G_i and B_i come through Y
+    eps = kbase
+    gam, bet = (kbase + 1, kbase + 1 + length) if kept > 1 else (y, y)
+    m, v, root, cand, scratch, neg, rem, quo, up = (kbase + kept + i * groups for i in range(GROUP_VECTORS))
     every, pairs = Level(span, 1, 0), Level(span, 1, 1)
     rows = Level(groups, length, 1), Level(length, 1, 0)         # each element with its row's vector entry
     per_element = Level(groups, length, 0), Level(length, 1, 1)  # each element with its G_i / B_i
-    prog.load("consts", 0, k_entries, kbase)
+    prog.load("consts", 0, kept, kbase)
     for tile in range(tiles):
         offset = tile * span
         prog.load("x", offset, span, x)
@@ -91,7 +103,11 @@ def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int) -> AluProg
         prog.alu("mul", up, imm=-1, outer=Level(groups, 1))
         prog.alu("shr", quo, up, outer=Level(groups, 1, 1))                          # r = quotient 2^j
         prog.alu("mul", x, quo, outer=rows[0], inner=rows[1])                   # c r
+        if kept == 1:
+            prog.load("consts", 1 + length, length, bet)                        # B_i into Y
         prog.alu("add", x, bet, outer=per_element[0], inner=per_element[1])
+        if kept == 1:
+            prog.load("consts", 1, length, gam)                                 # G_i into Y
         prog.req(x, gam, p.shift, p.zero_point, outer=per_element[0], inner=per_element[1])
         prog.store("y", offset, span, x)
     return prog

@@ -68,12 +68,13 @@ def test_refusals_and_packing():
     assert ln.LayerNormParams.unpacked(p.packed()) == p
     with pytest.raises(CompileError, match="expected"):
         ln.LayerNormParams.unpacked(p.packed()[:-1])
-    assert "ACC holds 2048" in vta_layer_norm.misfit(CFG, 768)
-    assert vta_layer_norm.misfit(CFG, 256) is None
+    assert "ACC holds 2048" in vta_layer_norm.misfit(CFG, 1020)
+    assert vta_layer_norm.misfit(CFG, 1019) is None and vta_layer_norm.misfit(CFG, 256) is None
+    assert vta_layer_norm.resident(CFG, 509) and not vta_layer_norm.resident(CFG, 510)
 
 
 @pytest.mark.parametrize("engine", ["compiled", "reference"])
-@pytest.mark.parametrize("rows, case", [(16, 0), (20, 1), (9, 4), (128, 2)])
+@pytest.mark.parametrize("rows, case", [(16, 0), (20, 1), (9, 4), (128, 2), (12, 3)])
 def test_the_alu_program_equals_the_numpy_form(rows, case, engine, monkeypatch):
     """Bit for bit on both simulator engines: rows that leave lanes empty (20, 9), several tiles
     (128 rows of 128), rows of nearly equal values."""

@@ -101,17 +101,19 @@ def test_the_alu_softmax_on_rtl_equals_the_simulator():
     assert res.backend == "rtl" and res.cycles == ref.cycles
 
 
-def test_the_alu_layer_norm_on_rtl_equals_the_simulator():
+@pytest.mark.parametrize("width", [16, 768])
+def test_the_alu_layer_norm_on_rtl_equals_the_simulator(width):
     """The integer LayerNorm's ALU program (the sums, the variance's normalisation, the integer
     square root, the division, per-element G_i and B_i, REQ by 1) on the Verilated RTL: the
-    simulator's bits and cycles, and the numpy form's bits."""
+    simulator's bits and cycles, and the numpy form's bits; BERT-base's 768 with G_i and B_i
+    streamed through ACC a tile."""
     from requantisation import layer_norm as ln
     from schedules.vta_layer_norm import layer_norm_kernel
     cfg = Config.load("1x8x8")
     rng = np.random.default_rng(1)
-    p = ln.choose(0.04, rng.uniform(0.5, 1.5, 16), rng.normal(0, 0.2, 16), 1e-5, 0.03, 2)
+    p = ln.choose(0.04, rng.uniform(0.5, 1.5, width), rng.normal(0, 0.2, width), 1e-5, 0.03, 2)
     kernel = layer_norm_kernel(cfg, 10, p)
-    x = rng.integers(-60, 60, (10, 16)).astype(np.int8)
+    x = rng.integers(-60, 60, (10, width)).astype(np.int8)
     got, res = kernel(x, backend="rtl")
     want, ref = kernel(x)
     assert np.array_equal(got, want) and np.array_equal(got, ln.reference(x, p))
