@@ -91,6 +91,11 @@ def patches(x: np.ndarray) -> np.ndarray:
     return x.reshape(n, side, PATCH, side, PATCH).transpose(0, 1, 3, 2, 4).reshape(n, side * side, PATCH * PATCH)
 
 
+def _mm(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """a (..., K) @ w (K, M) as one 2-D product (numpy would loop over the leading axes)."""
+    return (a.reshape(-1, a.shape[-1]) @ w).reshape(*a.shape[:-1], w.shape[-1])
+
+
 def _layer_norm(y, g, b):
     mean = y.mean(-1, keepdims=True)
     inv = 1 / np.sqrt(((y - mean) ** 2).mean(-1, keepdims=True) + EPSILON)
@@ -112,16 +117,18 @@ def _layer(x, p, pre, heads):
     def split(y):                                      # (N, T, D) -> (N, H, T, Dh)
         return y.reshape(n, t, heads, dh).transpose(0, 2, 1, 3)
 
-    q, k, v = (split(x @ p[f"{pre}{m}_w"] + p[f"{pre}{m}_b"]) for m in "qkv")
+    q, k, v = (split(_mm(x, p[f"{pre}{m}_w"]) + p[f"{pre}{m}_b"]) for m in "qkv")
     scores = (q / np.sqrt(dh)) @ k.transpose(0, 1, 3, 2)
     e = np.exp(scores - scores.max(-1, keepdims=True))
     attn = e / e.sum(-1, keepdims=True)
     ctx = (attn @ v).transpose(0, 2, 1, 3).reshape(n, t, d)
-    h1, ln1 = _layer_norm(x + ctx @ p[f"{pre}out_w"] + p[f"{pre}out_b"], p[f"{pre}norm1_g"], p[f"{pre}norm1_b"])
-    f = h1 @ p[f"{pre}ffn1_w"] + p[f"{pre}ffn1_b"]
+    h1, ln1 = _layer_norm(x + _mm(ctx, p[f"{pre}out_w"]) + p[f"{pre}out_b"], p[f"{pre}norm1_g"],
+                          p[f"{pre}norm1_b"])
+    f = _mm(h1, p[f"{pre}ffn1_w"]) + p[f"{pre}ffn1_b"]
     cdf = 0.5 * (1 + erf(f / np.sqrt(2)))
     gelu = f * cdf
-    h2, ln2 = _layer_norm(h1 + gelu @ p[f"{pre}ffn2_w"] + p[f"{pre}ffn2_b"], p[f"{pre}norm2_g"], p[f"{pre}norm2_b"])
+    h2, ln2 = _layer_norm(h1 + _mm(gelu, p[f"{pre}ffn2_w"]) + p[f"{pre}ffn2_b"], p[f"{pre}norm2_g"],
+                          p[f"{pre}norm2_b"])
     return h2, (x, q, k, v, attn, ctx, h1, ln1, f, cdf, gelu, ln2)
 
 
@@ -134,7 +141,7 @@ def _layer_back(dh2, p, pre, heads, cache):
     def linear_back(dy, inp, name):
         g[f"{pre}{name}_w"] = inp.reshape(-1, inp.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
         g[f"{pre}{name}_b"] = dy.sum((0, 1))
-        return dy @ p[f"{pre}{name}_w"].T
+        return _mm(dy, p[f"{pre}{name}_w"].T)
 
     dr2, g[f"{pre}norm2_g"], g[f"{pre}norm2_b"] = _layer_norm_back(dh2, p[f"{pre}norm2_g"], ln2)
     dgelu = linear_back(dr2, gelu, "ffn2")
@@ -158,7 +165,7 @@ def forward(p: dict, x: np.ndarray, heads: int = HEADS):
     `p`: what the exported graph computes."""
     tokens = patches(np.asarray(x, p["pos"].dtype))
     d = p["pos"].shape[1]
-    h = tokens @ p["patch_w"].reshape(d, -1).T + p["patch_b"] + p["pos"]
+    h = _mm(tokens, p["patch_w"].reshape(d, -1).T) + p["patch_b"] + p["pos"]
     caches = []
     for i in range(layer_count(p)):
         h, c = _layer(h, p, f"l{i}_", heads)
