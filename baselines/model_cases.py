@@ -15,6 +15,7 @@ from baselines.model_compare import ModelCase
 #: Built-in models and the quantiser each uses unless told otherwise (the one `vta-sim model`
 #: defaults to for the two CNNs it ships; onnxruntime's for the others).
 BUILTIN = {"digits": "pow2", "resnet18": "pow2", "mobilenet_v2": "onnxruntime", "encoder": "onnxruntime-symmetric"}
+BUILTIN["vit"] = "onnxruntime-symmetric"
 BUILTIN["digits-vit"] = "onnxruntime-symmetric"     # its attention's matmuls of two activations need zero points 0
 
 
@@ -54,6 +55,13 @@ def load_case(model: str, quantizer: str | None = None, seed: int = 0) -> ModelC
 
         return ModelCase(model, encoder.float_model(), encoder.load(quantizer=quantizer or BUILTIN[model]),
                          encoder.tokens(1, seed))
+    if model == "vit":
+        from graph.models import vit
+
+        float_proto = vit.float_model()
+        qdq = quantizer_named(quantizer or BUILTIN[model])(float_proto,
+                                                           vit.images(vit.CALIBRATION_IMAGES, seed=vit.SEED + 100))
+        return ModelCase(model, float_proto, qdq, vit.images(1, seed=seed))
     from graph.run import load_case as graph_case
 
     case = graph_case(model, seed=seed)          # refuses unknown names and unreadable files

@@ -25,7 +25,8 @@ from .quantize import quantizer_named
 from .report import back_to_back, layer_rows
 
 #: Models shipped with the toolkit, by the name `vta-sim model` takes.
-BUILTIN = ("digits", "resnet18", "encoder", "bert")
+BUILTIN = ("digits", "resnet18", "encoder", "bert",
+           "vit")
 BUILTIN += ("digits-vit",)       # graph.models.digits_vit: a small ViT trained at first use on the digits
 
 
@@ -98,6 +99,10 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
         from .models import bert
 
         return bert_case(bert.DEFAULT, inputs, seed, quantizer)
+    if model == "vit":
+        from .models import vit
+
+        return vit_case(vit.DEFAULT, inputs, seed, quantizer)
     if not model.endswith(".onnx") and not Path(model).is_file():
         raise GraphError(f"unknown model {model!r}; accepted: {', '.join(BUILTIN)} or a path to an "
                          ".onnx file")
@@ -117,16 +122,30 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
 
 def bert_case(shape, inputs=None, seed: int = 0, quantizer: str | None = None) -> ModelCase:
     """The BERT-style builtin (graph.models.bert) of `shape`, quantised by `quantizer` (default
-    onnxruntime-symmetric: its matmuls of two activations need zero points 0) on
+    onnxruntime: quantize_static's own defaults, as users quantise it) on
     `bert.CALIBRATION_SEQUENCES` seeded padded sequences, run on one more (or on `inputs`)."""
     from .models import bert
 
-    name = quantizer or "onnxruntime-symmetric"
+    name = quantizer or "onnxruntime"
     with stage(f"quantising it with {name}"):
         qdq = quantizer_named(name)(bert.float_model(shape),
                                     bert.sequences(bert.CALIBRATION_SEQUENCES, shape, seed=bert.SEED + 100))
     x = bert.sequences(1, shape, seed) if inputs is None else _read(inputs, qdq)
     return ModelCase("bert", qdq, x)
+
+
+def vit_case(shape, inputs=None, seed: int = 0, quantizer: str | None = None) -> ModelCase:
+    """The ViT builtin (graph.models.vit) of `shape`, quantised by `quantizer` (default
+    onnxruntime, as bert) on `vit.CALIBRATION_IMAGES` seeded images, run on one more (or on
+    `inputs`)."""
+    from .models import vit
+
+    name = quantizer or "onnxruntime"
+    with stage(f"quantising it with {name}"):
+        qdq = quantizer_named(name)(vit.float_model(shape),
+                                    vit.images(vit.CALIBRATION_IMAGES, shape, seed=vit.SEED + 100))
+    x = vit.images(1, shape, seed) if inputs is None else _read(inputs, qdq)
+    return ModelCase("vit", qdq, x)
 
 
 @dataclass

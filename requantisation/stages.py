@@ -31,12 +31,23 @@ class Stage(NamedTuple):
 
 #: Per-channel int32 kernel inputs the epilogues read (after data and weight, in this order).
 VECTORS = ("bias", "a_min", "a_max", "m_hi", "m_lo", "s_bias", "s_min", "s_max", "m")
+#: The per-row int32 input of a dense with a row term (one ACC entry per row, its value in
+#: every lane): a matmul's zero-point correction -z_b sum_k a[i, k] (graph.ops.matmul).
+ROW = "row"
 
 
-def epilogue(requant: Requant | None = None) -> tuple:
+def epilogue(requant: Requant | None = None, row_term: bool = False) -> tuple:
     """conv2d/dense: the stages after the accumulator ("acc"), in program order. None gives the
     power-of-two stages' shape, which is all that footprint and cost need (they do not depend on
-    the immediates)."""
+    the immediates). `row_term`: first an ADD of the per-row input `ROW` (dense only)."""
+    stages = _epilogue(requant)
+    if not row_term:
+        return stages
+    first, *rest = stages
+    return (Stage("row_add", "add", "acc", ROW), first._replace(x="row_add"), *rest)
+
+
+def _epilogue(requant: Requant | None) -> tuple:
     r = PowerOfTwo(0) if requant is None else requant
     if isinstance(r, PowerOfTwo):
         return (Stage("bias_add", "add", "acc", "bias"), Stage("shr", "shr", "bias_add", r.shift),

@@ -31,7 +31,8 @@ def db_path(path: str | Path | None = None) -> Path:
 
 def key(cfg: Config, op: str, shape, vthreads: int) -> str:
     """The record key: configuration, op ("conv2d" or "dense"), shape dataclass, threads asked for."""
-    fields = {k: v for k, v in asdict(shape).items() if not (k == "groups" and v == 1)}   # older keys
+    fields = {k: v for k, v in asdict(shape).items()          # defaults left out: keys stay as before
+              if not (k == "groups" and v == 1) and not (k == "row_term" and not v)}
     return json.dumps({"config": cfg.to_dict(), "op": op, "shape": fields, "vthreads": vthreads},
                       sort_keys=True)
 

@@ -23,10 +23,11 @@ def read_index(sch, block, name: str) -> int:
     return reads.index(name)
 
 
-def schedule_epilogue(sch, cfg: Config, tile_loop, requant) -> None:
-    """The per-channel inputs into ACC, each requantisation stage (`requantisation.stages.epilogue`) as
-    one in-place ALU op (a scratch as a reset), the int8 result as a store."""
-    stages = epilogue(requant)
+def schedule_epilogue(sch, cfg: Config, tile_loop, requant, row_term: bool = False) -> None:
+    """The per-channel (and per-row) inputs into ACC, each requantisation stage
+    (`requantisation.stages.epilogue`) as one in-place ALU op (a scratch as a reset), the int8
+    result as a store."""
+    stages = epilogue(requant, row_term)
     for st in stages:
         block = sch.get_sblock(st.name)
         sch.set_scope(block, 0, SCOPES["acc"])
@@ -153,21 +154,23 @@ def _stage_interval(stage) -> int:
     return alu_interval(0, ALU_OPS["add" if stage.op == "copy" else stage.op])
 
 
-def epilogue_cycles(cfg: Config, entries: float, requant=None) -> float:
+def epilogue_cycles(cfg: Config, entries: float, requant=None, row_term: bool = False) -> float:
     """The accumulator's reset plus the requantisation stages over `entries` ACC entries
-    (timing.alu_interval per entry each, a reset 1/entry); `requant` as in requantisation.stages.epilogue."""
-    stages = epilogue(requant)
+    (timing.alu_interval per entry each, a reset 1/entry); `requant`, `row_term` as in
+    requantisation.stages.epilogue."""
+    stages = epilogue(requant, row_term)
     per_entry = 1 + sum(_stage_interval(st) for st in stages) + scratch_regions(stages)
     instructions = 1 + len(stages) + scratch_regions(stages)      # a copy is a reset and an ADD
     deeper = REQ_EXTRA_LATENCY * sum(st.op == "req" for st in stages)
     return per_entry * entries + instructions * cfg.ALU_PIPELINE + deeper
 
 
-def epilogue_acc(requant, tile_entries: int, channel_blocks: int) -> int:
-    """ACC entries one output tile needs: the accumulator, the epilogue's scratch regions, and
-    one entry per channel block for each per-channel input (the bias, fixed point's vectors)."""
+def epilogue_acc(requant, tile_entries: int, channel_blocks: int, row_blocks: int = 0) -> int:
+    """ACC entries one output tile needs: the accumulator, the epilogue's scratch regions, one
+    entry per channel block for each per-channel input (the bias, fixed point's vectors), and
+    `row_blocks` entries of the per-row input where there is one (dense's row term)."""
     stages = epilogue(requant)
-    return tile_entries * (1 + scratch_regions(stages)) + channel_blocks * len(vector_inputs(stages))
+    return tile_entries * (1 + scratch_regions(stages)) + channel_blocks * len(vector_inputs(stages)) + row_blocks
 
 
 def pipelined_cycles(vthreads: int, tiles: int, chunks: int, gemm: float, load: float, epilogue: float,

@@ -30,6 +30,7 @@ class DenseShape:
     m: int
     k: int
     n: int
+    row_term: bool = False   # a per-row int32 input added before the bias (vta_workloads.dense)
 
     def macs(self) -> int:
         return self.m * self.k * self.n
@@ -57,7 +58,7 @@ def computed_shape(cfg: Config, s: DenseShape, t: DenseTiles) -> DenseShape:
     mb, kb, nb = blocks(cfg, s)
     return DenseShape(padded_extent(mb, t.rows, t.threads_on("m")) * cfg.BATCH,
                       padded_extent(kb, t.k_blocks) * cfg.BLOCK_IN,
-                      padded_extent(nb, t.cols, t.threads_on("n")) * cfg.BLOCK_OUT)
+                      padded_extent(nb, t.cols, t.threads_on("n")) * cfg.BLOCK_OUT, s.row_term)
 
 
 def usable(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> str | None:
@@ -79,7 +80,8 @@ def footprint(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> dict:
     """SRAM entries one thread needs, and the GEMM kernel's micro-ops (`requant`: the epilogue;
     None: power-of-two)."""
     return {"inp": t.rows * t.k_blocks, "wgt": t.cols * t.k_blocks,
-            "acc": epilogue_acc(requant, t.rows * t.cols, t.cols), "uop": t.k_blocks}
+            "acc": epilogue_acc(requant, t.rows * t.cols, t.cols, t.rows if s.row_term else 0),
+            "uop": t.k_blocks}
 
 
 def fits(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> str | None:
@@ -100,8 +102,10 @@ def estimate_cycles(cfg: Config, s: DenseShape, t: DenseTiles, requant=None) -> 
     load = t.rows * row_read_cycles(cfg, inp_row) + t.cols * row_read_cycles(cfg, wgt_row)
     out_entries = t.rows * t.cols
     store = out_entries * cfg.buffers["out"].entry_bytes / bus + t.rows * cfg.DMA_WRITE_LATENCY
-    return pipelined_cycles(t.vthreads, tiles, chunks, gemm, load, epilogue_cycles(cfg, out_entries, requant),
-                            store)
+    epilogue = epilogue_cycles(cfg, out_entries, requant, s.row_term)
+    if s.row_term:
+        load += row_read_cycles(cfg, t.rows * cfg.buffers["acc"].entry_bytes)
+    return pipelined_cycles(t.vthreads, tiles, chunks, gemm, load, epilogue, store)
 
 
 def candidates(cfg: Config, s: DenseShape, v: int) -> list:
@@ -118,7 +122,7 @@ def schedule(cfg: Config, s: DenseShape, t: DenseTiles, requant: Requant):
     """The scheduled, tensorized TensorIR module of a packed dense layer computing
     `computed_shape(cfg, s, t)`."""
     c = computed_shape(cfg, s, t)
-    work = wl.dense(cfg, c.m, c.k, c.n, requant)
+    work = wl.dense(cfg, c.m, c.k, c.n, requant, row_term=s.row_term)
     sch = s_tir.Schedule(te.create_prim_func(work.tensors))
     gemm = sch.get_sblock("gemm")
     i, j, b, o, ko, ki = sch.get_loops(gemm)
@@ -133,7 +137,7 @@ def schedule(cfg: Config, s: DenseShape, t: DenseTiles, requant: Requant):
     for name, scope in (("data", "inp"), ("weight", "wgt")):
         cache = sch.cache_read(gemm, read_index(sch, gemm, name), SCOPES[scope])
         sch.compute_at(cache, k_t)
-    schedule_epilogue(sch, cfg, tile, requant)
+    schedule_epilogue(sch, cfg, tile, requant, s.row_term)
     tensorize_reduction(sch, cfg, gemm, k_t)
     return sch.mod
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from vta_sim.errors import CompileError
 from requantisation import MultiplyShift, PowerOfTwo, Requant, ScaledRequant
-from requantisation.stages import epilogue, vector_inputs
+from requantisation.stages import ROW, epilogue, vector_inputs
 from vta_sim import packing as pk
 from vta_sim.config import Config
 
@@ -90,6 +90,13 @@ def _pack_channels(arrays, padded: int, cfg: Config) -> tuple:
     return tuple(pk.pack_bias(pk.zero_pad(v, (padded,)), cfg.BATCH, cfg.BLOCK_OUT) for v in arrays)
 
 
+def _pack_rows_term(row: np.ndarray, padded: int, cfg: Config) -> np.ndarray:
+    """A per-row vector as dense's row term reads it: (padded/BATCH, BATCH, BLOCK_OUT), each row's
+    value in every lane, zero for padded rows."""
+    column = pk.zero_pad(row.astype(np.int32), (padded,)).reshape(-1, cfg.BATCH, 1)
+    return np.ascontiguousarray(np.broadcast_to(column, (*column.shape[:2], cfg.BLOCK_OUT)))
+
+
 def block_group_weights(weight: np.ndarray, groups: int, channels: int, group_width: int) -> np.ndarray:
     """Grouped OIHW weights (O, O/groups, K, K) -> (channels, group_width, K, K): per output
     channel, its block group's input channels, zero outside its own group (block diagonal)."""
@@ -140,22 +147,26 @@ def conv2d_kernel_for(cfg: Config, s: vc.ConvShape, requant: Requant, vthreads=2
 
 
 def dense_kernel(cfg: Config, m, k, n, requant: Requant, vthreads=2,
-                 tiles=None) -> OpKernel:
+                 tiles=None, row_term: bool = False) -> OpKernel:
     """A compiled dense: (M,K) int8 data, (N,K) int8 weight, (N,) int32 bias -> (M,N) int8.
     A ScaledRequant adds the (N,) int32 inputs a_min, a_max, m_hi, m_lo after the bias.
+    `row_term`: a last (M,) int32 input added to every column of its row before the bias.
     `tiles` (a vta_dense.DenseTiles) overrides the tuning database and the automatic choice."""
     _positive("dense", m=m, k=k, n=n)
     channels = _channel_inputs("dense", requant, n)
-    s = vd.DenseShape(m, k, n)
+    if row_term:
+        channels[ROW] = ((m,), "int32")
+    s = vd.DenseShape(m, k, n, row_term)
     t, source, kernel, c = _compiled(cfg, vd.DENSE, s, vthreads, tiles, requant)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
 
     def pack(*inputs):
         data, weight, *vectors = _inputs("dense", inputs, {
             "data": ((m, k), "int8"), "weight": ((n, k), "int8"), **channels})
+        rows = (_pack_rows_term(vectors.pop(), c.m, cfg),) if row_term else ()
         return (pk.pack_rows(pk.zero_pad(data, (c.m, c.k)), B, BI, "data"),
                 pk.pack_rows(pk.zero_pad(weight, (c.n, c.k)), BO, BI, "weight"),
-                *_pack_channels(vectors, c.n, cfg))
+                *_pack_channels(vectors, c.n, cfg), *rows)
 
     def unpack(out):
         return np.ascontiguousarray(pk.unpack_rows(out)[:m, :n])

@@ -18,7 +18,7 @@ from vta_sim.errors import CompileError
 from intrinsics.tensor_intrin import ALU_EXPRS, req_expr
 from requantisation.bounds import INT8_MAX, INT8_MIN
 from requantisation.rule import PowerOfTwo, as_requant, reference
-from requantisation.stages import epilogue, vector_inputs
+from requantisation.stages import ROW, epilogue, vector_inputs
 from vta_sim.config import Config
 from vta_sim.packing import check_blocks
 
@@ -32,11 +32,11 @@ class PackedGraph(NamedTuple):
     tensors: list
 
 
-def requantize(acc, vectors: dict, vector_index, stages):
+def requantize(acc, vectors: dict, vector_index, stages, row_index=None):
     """The epilogue `stages` after an int32 accumulator `acc`; returns the int8 output stage "out".
 
-    `vectors`: {name: placeholder} of the per-channel inputs; `vector_index` maps an acc index to
-    theirs."""
+    `vectors`: {name: placeholder} of the per-channel inputs (and the per-row one, `ROW`);
+    `vector_index` maps an acc index to a per-channel input's, `row_index` to the per-row one's."""
     done = {"acc": acc}
     for st in stages:
         if st.op == "copy":     # a sum over one term: its init is the reset, its update the ADD
@@ -47,7 +47,8 @@ def requantize(acc, vectors: dict, vector_index, stages):
         if isinstance(st.y, int):
             operand = _constant(st.y)
         elif st.y in vectors:
-            operand = (lambda v: lambda i: v(*vector_index(i)))(vectors[st.y])
+            index = row_index if st.y == ROW else vector_index
+            operand = (lambda v, at: lambda i: v(*at(i)))(vectors[st.y], index)
         else:
             operand = (lambda t: lambda i: t(*i))(done[st.y])
         if st.op == "req":
@@ -77,18 +78,23 @@ def _vectors(stages, shape) -> dict:
     return {v: te.placeholder(shape, "int32", name=v) for v in vector_inputs(stages)}
 
 
-def dense(cfg: Config, m: int, k: int, n: int, shift, lo: int = INT8_MIN, hi: int = INT8_MAX) -> PackedGraph:
-    """out[M, N] = requant(A[M, K] . W[N, K]^T + bias[N]) in packed layout (whole blocks only:
-    vta_dense pads other shapes before they get here). `shift`, `lo`, `hi`: see `epilogue` (a
-    requantisation object in place of the shift carries its own bounds)."""
+def dense(cfg: Config, m: int, k: int, n: int, shift, lo: int = INT8_MIN, hi: int = INT8_MAX,
+          row_term: bool = False) -> PackedGraph:
+    """out[M, N] = requant(A[M, K] . W[N, K]^T (+ row[M]) + bias[N]) in packed layout (whole
+    blocks only: vta_dense pads other shapes before they get here). `shift`, `lo`, `hi`: see
+    `epilogue` (a requantisation object in place of the shift carries its own bounds).
+    `row_term`: a last int32 input `row`, one value per row (packed (M/B, B, BO), the value in
+    every lane), added before the bias."""
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
     dims = {"m (rows)": (m, B), "k (reduction)": (k, BI), "n (columns)": (n, BO)}
     for name, (v, block) in dims.items():
         check_blocks(name, v, block, CompileError)
     a = te.placeholder((m // B, k // BI, B, BI), "int8", name="data")
     w = te.placeholder((n // BO, k // BI, BO, BI), "int8", name="weight")
-    stages = epilogue(as_requant(shift, lo, hi))
+    stages = epilogue(as_requant(shift, lo, hi), row_term)
     vectors = _vectors(stages, (n // BO, B, BO))
+    if row_term:
+        vectors[ROW] = te.placeholder((m // B, B, BO), "int32", name=ROW)
     ko = te.reduce_axis((0, k // BI), name="ko")
     ki = te.reduce_axis((0, BI), name="ki")
     gemm = te.compute(
@@ -96,7 +102,7 @@ def dense(cfg: Config, m: int, k: int, n: int, shift, lo: int = INT8_MIN, hi: in
         lambda i, j, b, o: te.sum(a[i, ko, b, ki].astype("int32") * w[j, ko, o, ki].astype("int32"),
                                   axis=[ko, ki]),
         name="gemm")
-    out = requantize(gemm, vectors, lambda i: (i[1], i[2], i[3]), stages)
+    out = requantize(gemm, vectors, lambda i: (i[1], i[2], i[3]), stages, lambda i: (i[0], i[2], i[3]))
     return PackedGraph([a, w, *vectors.values(), out])
 
 

@@ -69,3 +69,23 @@ def test_packing_round_trips_and_refuses_partial_blocks():
     assert np.array_equal(pk.pack_bias(np.arange(16, dtype=np.int32), 8, 8)[1, 5], np.arange(8, 16))
     with pytest.raises(MappingError, match="use a multiple such as 16 or 24"):
         pk.pack_rows(m[:, :20], 8, 8, "x")
+
+
+@pytest.mark.parametrize("config,m,k,n", [("1x8x8", 5, 20, 10), ("1x8x8", 16, 16, 16), ("8x8x8", 12, 24, 16)])
+def test_the_row_term_is_added_to_every_column_of_its_row(config, m, k, n):
+    """dense's row term (a matmul's zero-point correction): row[i] joins the accumulator of every
+    column of row i before the bias and the requantisation; padded rows and lanes stay out."""
+    from requantisation import multiply_shift, rule
+    from schedules import vta_ops as vo
+    cfg = Config.load(config)
+    rng = np.random.default_rng(3)
+    requant, mult = multiply_shift.choose(np.full(n, 0.0013), 3, -128, 127)
+    a = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    bias = rng.integers(-5000, 5000, n).astype(np.int32)
+    row = rng.integers(-40000, 40000, m).astype(np.int32)
+    kernel = vo.dense_kernel(cfg, m, k, n, requant, row_term=True)
+    got, _ = kernel(a, w, bias, mult, row)
+    acc = a.astype(np.int64) @ w.astype(np.int64).T + bias + row[:, None]
+    assert np.array_equal(got, rule.reference(acc, requant, (mult,), axis=-1))
+    assert not np.array_equal(got, rule.reference(acc - row[:, None], requant, (mult,), axis=-1))

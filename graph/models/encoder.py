@@ -124,12 +124,19 @@ class GraphBuilder:
                 "one": self.init("one", np.array(1, np.float32)),
                 "half": self.init("half", np.array(0.5, np.float32))}
 
-    def encoder_layer(self, x: str, consts: dict, prefix: str = "", mask: str | None = None) -> str:
+    def encoder_layer(self, x: str, consts: dict, prefix: str = "", mask: str | None = None,
+                      norm_first: bool = False) -> str:
         """One post-norm encoder layer over `x` (1, T, D) as torch.onnx.export writes
         nn.TransformerEncoderLayer(norm_first=False, activation="gelu") (the module docstring);
         its weights are the initializers `prefix` + q_w ... (layer_weights). `mask`, when given,
-        is added to the attention scores before the Softmax (BERT's extended attention mask)."""
+        is added to the attention scores before the Softmax (BERT's extended attention mask).
+        `norm_first`: the pre-norm layer (norm_first=True, and ViT's): x + attention(norm1(x)),
+        then x + FFN(norm2(x)), no LayerNormalization after the residuals."""
         node, c = self.node, consts
+
+        def norm(h, name):
+            return node("LayerNormalization", [h, f"{prefix}{name}_g", f"{prefix}{name}_b"], f"{prefix}{name}",
+                        axis=-1, epsilon=EPSILON)
 
         def linear(h, name):
             return node("Add", [node("MatMul", [h, f"{prefix}{name}_w"], f"{prefix}{name}_matmul"),
@@ -139,9 +146,10 @@ class GraphBuilder:
             return node("Transpose", [node("Reshape", [linear(h, name), c["heads_shape"]], f"{prefix}{name}_heads")],
                         f"{prefix}{name}_transpose", perm=perm)
 
-        q = node("Mul", [heads(x, "q", [0, 2, 1, 3]), c["q_scale"]], f"{prefix}q_scaled")
-        kt = heads(x, "k", [0, 2, 3, 1])
-        v = heads(x, "v", [0, 2, 1, 3])
+        h = norm(x, "norm1") if norm_first else x
+        q = node("Mul", [heads(h, "q", [0, 2, 1, 3]), c["q_scale"]], f"{prefix}q_scaled")
+        kt = heads(h, "k", [0, 2, 3, 1])
+        v = heads(h, "v", [0, 2, 1, 3])
         scores = node("MatMul", [q, kt], f"{prefix}scores")
         if mask is not None:
             scores = node("Add", [scores, mask], f"{prefix}scores_masked")
@@ -150,23 +158,24 @@ class GraphBuilder:
                    perm=[0, 2, 1, 3])
         ctx = node("Reshape", [ctx, c["tokens_shape"]], f"{prefix}context_tokens")
         x = node("Add", [x, linear(ctx, "out")], f"{prefix}residual1")
-        x = node("LayerNormalization", [x, f"{prefix}norm1_g", f"{prefix}norm1_b"], f"{prefix}norm1", axis=-1,
-                 epsilon=EPSILON)
-        h = linear(x, "ffn1")
+        if not norm_first:
+            x = norm(x, "norm1")
+        h = linear(norm(x, "norm2") if norm_first else x, "ffn1")
         erf = node("Erf", [node("Div", [h, c["sqrt2"]], f"{prefix}gelu_div")], f"{prefix}gelu_erf")
         h = node("Mul", [node("Mul", [h, node("Add", [erf, c["one"]], f"{prefix}gelu_add")], f"{prefix}gelu_mul"),
                          c["half"]], f"{prefix}gelu")
         x = node("Add", [x, linear(h, "ffn2")], f"{prefix}residual2")
-        return node("LayerNormalization", [x, f"{prefix}norm2_g", f"{prefix}norm2_b"], f"{prefix}norm2", axis=-1,
-                    epsilon=EPSILON)
+        return x if norm_first else norm(x, "norm2")
 
 
-def float_model(seed: int = SEED) -> onnx.ModelProto:
+def float_model(seed: int = SEED, norm_first: bool = False) -> onnx.ModelProto:
+    """The encoder classifier; `norm_first`: its layer pre-norm, as
+    nn.TransformerEncoderLayer(norm_first=True) exports."""
     p = _weights(seed)
     g = GraphBuilder()
     for key, value in p.items():
         g.init(key, value)
-    x = g.encoder_layer("input", g.layer_constants(DIMS))
+    x = g.encoder_layer("input", g.layer_constants(DIMS), norm_first=norm_first)
     x = g.node("ReduceMean", [x], "pooled", axes=[1], keepdims=0)
     g.node("Gemm", [x, "fc_w", "fc_b"], "logits", transB=1)
 
@@ -196,9 +205,9 @@ def layer_norm(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.ndarray
 
 
 def reference_layer(x: np.ndarray, p: dict, dims: Dims, prefix: str = "",
-                    mask: np.ndarray | None = None) -> np.ndarray:
+                    mask: np.ndarray | None = None, norm_first: bool = False) -> np.ndarray:
     """One encoder layer (GraphBuilder.encoder_layer) over `x` (N, T, D) in float64 numpy;
-    `mask` (N, 1, 1, T) is added to the scores."""
+    `mask` (N, 1, 1, T) is added to the scores; `norm_first`: the pre-norm layer."""
     t, h, dh = dims.tokens, dims.heads, dims.head_dim
 
     def split(y):                                      # (N, T, D) -> (N, H, T, Dh)
@@ -207,6 +216,8 @@ def reference_layer(x: np.ndarray, p: dict, dims: Dims, prefix: str = "",
     def w(name):
         return p[prefix + name]
 
+    if norm_first:
+        return _pre_norm_layer(x, lambda y: _attention(y, w, split, dims, mask), w)
     q, k, v = (split(x @ w(f"{n}_w") + w(f"{n}_b")) for n in "qkv")
     scores = np.einsum("nhtd,nhsd->nhts", q, k) / np.sqrt(dh)
     if mask is not None:
@@ -220,13 +231,32 @@ def reference_layer(x: np.ndarray, p: dict, dims: Dims, prefix: str = "",
     return layer_norm(x + y @ w("ffn2_w") + w("ffn2_b"), w("norm2_g"), w("norm2_b"))
 
 
-def reference(x: np.ndarray, seed: int = SEED) -> np.ndarray:
+def _attention(x: np.ndarray, w, split, dims: Dims, mask) -> np.ndarray:
+    """Multi-head self-attention over `x` (N, T, D) with its output projection (float64)."""
+    q, k, v = (split(x @ w(f"{n}_w") + w(f"{n}_b")) for n in "qkv")
+    scores = np.einsum("nhtd,nhsd->nhts", q, k) / np.sqrt(dims.head_dim)
+    if mask is not None:
+        scores = scores + mask
+    scores = np.exp(scores - scores.max(-1, keepdims=True))
+    attn = scores / scores.sum(-1, keepdims=True)
+    return np.einsum("nhts,nhsd->nthd", attn, v).reshape(len(x), dims.tokens, dims.width) @ w("out_w") + w("out_b")
+
+
+def _pre_norm_layer(x: np.ndarray, attention, w) -> np.ndarray:
+    """x + attention(norm1(x)); then + FFN(norm2(.)), GELU (erf) between its linears."""
+    x = x + attention(layer_norm(x, w("norm1_g"), w("norm1_b")))
+    y = layer_norm(x, w("norm2_g"), w("norm2_b")) @ w("ffn1_w") + w("ffn1_b")
+    y = 0.5 * y * (1 + _erf(y / np.sqrt(2)))
+    return x + y @ w("ffn2_w") + w("ffn2_b")
+
+
+def reference(x: np.ndarray, seed: int = SEED, norm_first: bool = False) -> np.ndarray:
     """The logits (N, classes) of tokens `x` (N, T, D) or (T, D), in float64 numpy."""
     p = {k: v.astype(np.float64) for k, v in _weights(seed).items()}
     x = np.asarray(x, np.float64)
     if x.ndim == 2:
         x = x[None]
-    x = reference_layer(x, p, DIMS)
+    x = reference_layer(x, p, DIMS, norm_first=norm_first)
     return x.mean(1) @ p["fc_w"].T + p["fc_b"]
 
 

@@ -54,7 +54,7 @@ class DenseSpec:
 
     def kernel(self, cfg: Config, vthreads: int) -> OpKernel:
         s = self.shape
-        kernel = vta_ops.dense_kernel(cfg, s.m, s.k, s.n, self.requant, vthreads=vthreads)
+        kernel = vta_ops.dense_kernel(cfg, s.m, s.k, s.n, self.requant, vthreads=vthreads, row_term=s.row_term)
         return viewed(kernel, [(s.m, s.k)], (*self.rows, s.n)) if self.rows else kernel
 
     def reference(self, x: np.ndarray, w: np.ndarray, b: np.ndarray, *channel: np.ndarray) -> np.ndarray:

@@ -145,3 +145,18 @@ def test_a_whole_encoder_layer_on_rtl_equals_the_simulator():
     assert {r["op"] for r in rtl.layers if r["target"] == "vta"} >= {"softmax", "layer_norm", "gelu", "matmul"}
     assert [(r["name"], r["cycles"]) for r in rtl.layers] == [(r["name"], r["cycles"]) for r in sim.layers]
     np.testing.assert_array_equal(rtl.logits_vta, sim.logits_vta)
+
+
+def test_matmuls_with_zero_points_on_rtl_equal_the_simulator():
+    """Attention's matmuls quantised by onnxruntime's defaults (zero points on both operands: the
+    dense kernel's per-row term) run on the Verilated RTL with the simulator's cycles, bit-exact."""
+    from graph.quantize import quantizer_named
+    from graph.run import ModelCase, run_model
+    from test_graph_matmul import attention
+    rng = np.random.default_rng(1)
+    qdq = quantizer_named("onnxruntime")(attention(), rng.standard_normal((16, 4, 8)).astype(np.float32))
+    case = ModelCase("attention", qdq, rng.standard_normal((1, 4, 8)).astype(np.float32))
+    rtl, sim = (run_model(case, "1x8x8", backend=b) for b in ("rtl", "sim"))
+    assert rtl.verified and rtl.logits_identical
+    assert [r["target"] for r in rtl.layers if r["op"] == "matmul"] == ["vta", "vta"]
+    assert [(r["name"], r["cycles"]) for r in rtl.layers] == [(r["name"], r["cycles"]) for r in sim.layers]
