@@ -16,7 +16,7 @@ from baselines.model_compare import ModelCase
 #: defaults to for the two CNNs it ships; onnxruntime's for the others).
 BUILTIN = {"digits": "pow2", "resnet18": "pow2", "mobilenet_v2": "onnxruntime", "encoder": "onnxruntime-symmetric"}
 BUILTIN["vit"] = "onnxruntime-symmetric"
-BUILTIN["digits-vit"] = "onnxruntime-symmetric"     # its attention's matmuls of two activations need zero points 0
+BUILTIN["digits-vit"] = "onnxruntime-symmetric"     # vta-sim model's default (graph.models.digits_vit)
 
 
 def _is_quantised(proto) -> bool:
