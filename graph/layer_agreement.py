@@ -42,6 +42,18 @@ def _quantised_input(name: str, producers: dict, inits: set) -> str | None:
     return node.input[0]
 
 
+def _axes(node: onnx.NodeProto, graph: onnx.GraphProto) -> list[int] | None:
+    """A reduction's axes: its attribute (opset < 18) or its constant second input."""
+    for a in node.attribute:
+        if a.name == "axes":
+            return list(a.ints)
+    if len(node.input) > 1:
+        init = next((i for i in graph.initializer if i.name == node.input[1]), None)
+        if init is not None:
+            return [int(v) for v in onnx.numpy_helper.to_array(init).reshape(-1)]
+    return None
+
+
 def _constant(name: str, producers: dict, inits: set) -> bool:
     """Is `name` an initializer, or one behind a DequantizeLinear (a quantised weight)?"""
     node = producers.get(name)
@@ -79,6 +91,8 @@ def layer_tensors(proto: onnx.ModelProto) -> dict:
             continue
         if node.op_type == "MatMul" and not _constant(node.input[1], producers, inits):
             kind = "matmul"          # two activations (attention's Q.K^T, weights.V): graph.ops.matmul
+        if node.op_type == "ReduceMean" and _axes(node, graph) == [1]:
+            kind = "mean"            # over the tokens of (N, T, D): graph.ops.token_mean
         fused = ops.BY_KIND[kind].onnx_tensors
         if fused is not None:
             out.setdefault(kind, []).append(fused(node, producers, consumers))
