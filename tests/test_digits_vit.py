@@ -115,7 +115,7 @@ def test_training_reaches_95_percent_held_out_and_is_cached(trained):
     assert float((logits.argmax(1) == d.y_test).mean()) == pytest.approx(d.float_accuracy)
 
 
-def test_on_the_accelerator_bit_exact_with_every_layer_but_the_mean_offloaded(trained):
+def test_on_the_accelerator_bit_exact_with_every_layer_offloaded(trained):
     from graph.run import ModelCase, run_model
 
     cache, d, _ = trained
@@ -124,10 +124,9 @@ def test_on_the_accelerator_bit_exact_with_every_layer_but_the_mean_offloaded(tr
     j = result.to_json()
     assert j["logits_identical"] and j["verified"]
     assert j["accuracy_vta"] == j["accuracy_cpu"] >= 0.9
-    ops = {r["op"]: r["target"] for r in j["layers"]}
-    for op in ("conv2d", "dense", "matmul", "softmax", "layer_norm", "gelu", "add"):
-        assert ops[op] == "vta", op
-    assert [r["op"] for r in j["layers"] if r["target"] != "vta"] == ["avg_pool"]
+    ops = {r["op"] for r in j["layers"]}
+    assert {"conv2d", "dense", "matmul", "softmax", "layer_norm", "gelu", "add", "mean"} <= ops
+    assert [r["op"] for r in j["layers"] if r["target"] != "vta"] == []
     # the int8 model's answers are the float model's (the numpy forward, independent of the toolkit)
     p = digits_vit.weights(cache)
     float_answers = digits_vit.forward({k: v.astype(np.float64) for k, v in p.items()}, d.x_test[:n])[0].argmax(1)
@@ -142,7 +141,7 @@ def test_the_cli_runs_it_and_reports_the_accuracies(trained, monkeypatch, capsys
     monkeypatch.setattr(digits_vit, "models_dir", lambda: cache)
     assert main(["model", "digits-vit", "--compare-onnxruntime", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "digits ViT from" in out and "16 of 17 layers on the accelerator" in out
+    assert "digits ViT from" in out and "17 of 17 layers on the accelerator" in out
     line = next(s for s in out.splitlines() if s.strip().startswith("accuracy"))
     cpu, vta, ort = (float(line.split(word)[1].split()[0]) for word in ("cpu", "vta", "onnxruntime"))
     assert cpu == vta >= 0.95 and abs(ort - vta) <= 0.01
