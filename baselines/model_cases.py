@@ -16,6 +16,7 @@ from baselines.model_compare import ModelCase
 #: defaults to for the two CNNs it ships; onnxruntime's for the others).
 BUILTIN = {"digits": "pow2", "resnet18": "pow2", "mobilenet_v2": "onnxruntime", "encoder": "onnxruntime-symmetric"}
 BUILTIN["vit"] = "onnxruntime-symmetric"
+BUILTIN["digits-vit"] = "onnxruntime-symmetric"     # vta-sim model's default (graph.models.digits_vit)
 
 
 def _is_quantised(proto) -> bool:
@@ -31,6 +32,12 @@ def load_case(model: str, quantizer: str | None = None, seed: int = 0) -> ModelC
 
         d = digits.load(quantizer=quantizer or BUILTIN[model])
         float_proto = onnx.load(str(digits.models_dir() / f"digits_v{digits.VERSION}_float.onnx"))
+        return ModelCase(model, float_proto, d.qdq, d.x_test[:1])
+    if model == "digits-vit":
+        from graph.models import digits_vit
+
+        d = digits_vit.load(quantizer=quantizer or BUILTIN[model])
+        float_proto = onnx.load(str(digits_vit.paths(digits_vit.models_dir(), BUILTIN[model])[0]))
         return ModelCase(model, float_proto, d.qdq, d.x_test[:1])
     if model == "resnet18":
         from graph.models import resnet18

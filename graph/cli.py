@@ -101,8 +101,8 @@ def register(subparsers) -> None:
     p.add_argument("--quantizer", choices=sorted(QUANTIZERS),
                    help="quantise the float network: pow2 (the toolkit's power-of-two scales; default for "
                         "digits, resnet18 and encoder) or onnxruntime's quantize_static (defaults, per-channel, "
-                        "symmetric; its defaults are bert's and vit's default); for an .onnx file, quantise it "
-                        "on its inputs (all of them, in their dtypes)")
+                        "symmetric; its defaults are bert's and vit's default, symmetric digits-vit's); for an "
+                        ".onnx file, quantise it on its inputs (all of them, in their dtypes)")
     p.add_argument("--compare-onnxruntime", action="store_true",
                    help="also run the QDQ model in onnxruntime (ORT_DISABLE_ALL) and report the agreement "
                         "of the outputs and of every offloaded layer alone on onnxruntime's own tensors")

@@ -27,6 +27,7 @@ from .report import back_to_back, layer_rows
 #: Models shipped with the toolkit, by the name `vta-sim model` takes.
 BUILTIN = ("digits", "resnet18", "encoder", "bert",
            "vit")
+BUILTIN += ("digits-vit",)       # graph.models.digits_vit: a small ViT trained at first use on the digits
 
 
 @dataclass
@@ -73,6 +74,14 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
                  f"under {digits.models_dir()}" if d.trained else f"digits CNN from {digits.models_dir()}"]
         x = d.x_test if inputs is None else _read(inputs, d.qdq)
         return ModelCase("digits", d.qdq, x, d.y_test if inputs is None else None, notes)
+    if model == "digits-vit":
+        from .models import digits_vit
+
+        d = digits_vit.load(progress=progress, quantizer=quantizer or digits_vit.DEFAULT_QUANTIZER)
+        notes = [f"trained the digits ViT (float held-out accuracy {d.float_accuracy:.3f}), cached under "
+                 f"{digits_vit.models_dir()}" if d.trained else f"digits ViT from {digits_vit.models_dir()}"]
+        x = d.x_test if inputs is None else _read(inputs, d.qdq)
+        return ModelCase("digits-vit", d.qdq, x, d.y_test if inputs is None else None, notes)
     if model == "resnet18":
         from .models import resnet18
 

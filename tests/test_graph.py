@@ -277,7 +277,9 @@ def test_cli_refuses_an_unknown_model(capsys):
     from vta_sim.cli import main
 
     assert main(["model", "lenet"]) == 2
-    assert "digits, resnet18, encoder, bert or a path" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "accepted: digits, resnet18, encoder, bert" in err and " or a path" in err
+    assert "digits-vit" in err
 
 
 # ----------------------------------------------------------------------------- real quantisers
