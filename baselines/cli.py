@@ -26,11 +26,12 @@ def register(subparsers):
         description=__doc__)
     p.add_argument("--workload", choices=WORKLOADS, default="gemm")
     p.add_argument("--model", default=None, action="append",
-                   help="a whole model instead of one operator: digits, resnet18, mobilenet_v2, encoder "
-                        "or PATH.onnx (repeat the option for several)")
+                   help="a whole model instead of one operator: digits, resnet18, mobilenet_v2, encoder, "
+                        "vit, digits-vit or PATH.onnx (repeat the option for several)")
     p.add_argument("--quantizer", default=None,
                    help="--model: the quantiser of its int8 rows (default: pow2 for digits and resnet18, "
-                        "onnxruntime otherwise; a QDQ file is taken as it is)")
+                        "onnxruntime-symmetric for encoder, vit and digits-vit, onnxruntime otherwise; a QDQ "
+                        "file is taken as it is)")
     p.add_argument("--dtype", default=None,
                    help="int8, fp32 or both comma-separated (default: gemm int8,fp32; others int8)")
     g = p.add_argument_group("shape (defaults: GEMM 1024^3, conv2d resnet18.C5)")

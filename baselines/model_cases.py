@@ -14,9 +14,8 @@ from baselines.model_compare import ModelCase
 
 #: Built-in models and the quantiser each uses unless told otherwise (the one `vta-sim model`
 #: defaults to for the two CNNs it ships; onnxruntime's for the others).
-BUILTIN = {"digits": "pow2", "resnet18": "pow2", "mobilenet_v2": "onnxruntime", "encoder": "onnxruntime-symmetric"}
-BUILTIN["vit"] = "onnxruntime-symmetric"
-BUILTIN["digits-vit"] = "onnxruntime-symmetric"     # vta-sim model's default (graph.models.digits_vit)
+BUILTIN = {"digits": "pow2", "resnet18": "pow2", "mobilenet_v2": "onnxruntime", "encoder": "onnxruntime-symmetric",
+           "vit": "onnxruntime-symmetric", "digits-vit": "onnxruntime-symmetric"}
 
 
 def _is_quantised(proto) -> bool:

@@ -1,4 +1,5 @@
-"""`vta-sim model digits|resnet18|encoder|bert|PATH.onnx`: a whole model on VTA-8 against its CPU build."""
+"""`vta-sim model NAME|PATH.onnx` (NAME one of graph.run.BUILTIN): a whole model on VTA-8 against
+its CPU build."""
 from __future__ import annotations
 
 import json

@@ -25,9 +25,8 @@ from .quantize import quantizer_named
 from .report import back_to_back, layer_rows
 
 #: Models shipped with the toolkit, by the name `vta-sim model` takes.
-BUILTIN = ("digits", "resnet18", "encoder", "bert",
-           "vit")
-BUILTIN += ("digits-vit",)       # graph.models.digits_vit: a small ViT trained at first use on the digits
+BUILTIN = ("digits", "resnet18", "encoder", "bert", "vit",
+           "digits-vit")        # graph.models.digits_vit: a small ViT trained at first use on the digits
 
 
 @dataclass
