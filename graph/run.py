@@ -120,31 +120,31 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
 
 
 def bert_case(shape, inputs=None, seed: int = 0, quantizer: str | None = None) -> ModelCase:
-    """The BERT-style builtin (graph.models.bert) of `shape`, quantised by `quantizer` (default
-    onnxruntime: quantize_static's own defaults, as users quantise it) on
-    `bert.CALIBRATION_SEQUENCES` seeded padded sequences, run on one more (or on `inputs`)."""
+    """The BERT-style builtin (graph.models.bert) of `shape` on `bert.CALIBRATION_SEQUENCES`
+    seeded padded sequences, run on one more (or on `inputs`); see `_generated_case`."""
     from .models import bert
-
-    name = quantizer or "onnxruntime"
-    with stage(f"quantising it with {name}"):
-        qdq = quantizer_named(name)(bert.float_model(shape),
-                                    bert.sequences(bert.CALIBRATION_SEQUENCES, shape, seed=bert.SEED + 100))
-    x = bert.sequences(1, shape, seed) if inputs is None else _read(inputs, qdq)
-    return ModelCase("bert", qdq, x)
+    return _generated_case("bert", bert.float_model(shape), lambda count, s: bert.sequences(count, shape, seed=s),
+                           bert.CALIBRATION_SEQUENCES, bert.SEED + 100, inputs, seed, quantizer)
 
 
 def vit_case(shape, inputs=None, seed: int = 0, quantizer: str | None = None) -> ModelCase:
-    """The ViT builtin (graph.models.vit) of `shape`, quantised by `quantizer` (default
-    onnxruntime, as bert) on `vit.CALIBRATION_IMAGES` seeded images, run on one more (or on
-    `inputs`)."""
+    """The ViT builtin (graph.models.vit) of `shape` on `vit.CALIBRATION_IMAGES` seeded images,
+    run on one more (or on `inputs`); see `_generated_case`."""
     from .models import vit
+    return _generated_case("vit", vit.float_model(shape), lambda count, s: vit.images(count, shape, seed=s),
+                           vit.CALIBRATION_IMAGES, vit.SEED + 100, inputs, seed, quantizer)
 
-    name = quantizer or "onnxruntime"
-    with stage(f"quantising it with {name}"):
-        qdq = quantizer_named(name)(vit.float_model(shape),
-                                    vit.images(vit.CALIBRATION_IMAGES, shape, seed=vit.SEED + 100))
-    x = vit.images(1, shape, seed) if inputs is None else _read(inputs, qdq)
-    return ModelCase("vit", qdq, x)
+
+def _generated_case(name: str, float_proto, samples, calibration: int, calibration_seed: int, inputs, seed: int,
+                    quantizer: str | None) -> ModelCase:
+    """A builtin with seeded random weights, quantised by `quantizer` (default onnxruntime:
+    quantize_static's own defaults, as users quantise it) on `samples(calibration,
+    calibration_seed)` and run on `samples(1, seed)` (or on `inputs`)."""
+    qname = quantizer or "onnxruntime"
+    with stage(f"quantising it with {qname}"):
+        qdq = quantizer_named(qname)(float_proto, samples(calibration, calibration_seed))
+    x = samples(1, seed) if inputs is None else _read(inputs, qdq)
+    return ModelCase(name, qdq, x)
 
 
 @dataclass

@@ -77,9 +77,7 @@ def _weights(shape: Shape, seed: int) -> dict:
 
 def float_model(shape: Shape = DEFAULT, seed: int = SEED) -> onnx.ModelProto:
     p = _weights(shape, seed)
-    g = GraphBuilder()
-    for key, value in p.items():
-        g.init(key, value)
+    g = GraphBuilder.with_weights(p)
     consts = g.layer_constants(shape.dims)
     positions = g.init("position_ids", np.arange(shape.tokens, dtype=np.int64)[None])
     words = g.node("Gather", ["word_emb", "input_ids"], "word_embeddings", axis=0)

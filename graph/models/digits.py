@@ -98,6 +98,24 @@ def _backward(p, cache, dlogits):
     return g
 
 
+class Adam:
+    """Adam (beta 0.9, 0.999) over a dict of float32 parameters, updated in place; the digits
+    builtins' one optimiser."""
+
+    def __init__(self, p: dict):
+        self.p, self.step = p, 0
+        self.m = {k: np.zeros_like(v) for k, v in p.items()}
+        self.v = {k: np.zeros_like(v) for k, v in p.items()}
+
+    def update(self, grads: dict, rate: float) -> None:
+        self.step += 1
+        for k, grad in grads.items():
+            self.m[k] = 0.9 * self.m[k] + 0.1 * grad
+            self.v[k] = 0.999 * self.v[k] + 0.001 * grad * grad
+            mhat, vhat = self.m[k] / (1 - 0.9 ** self.step), self.v[k] / (1 - 0.999 ** self.step)
+            self.p[k] -= (rate * mhat / (np.sqrt(vhat) + 1e-8)).astype(np.float32)
+
+
 def train(x: np.ndarray, y: np.ndarray, progress=None) -> dict:
     """The CNN's float32 parameters, trained with Adam on (x, y)."""
     rng = np.random.default_rng(SEED)
@@ -105,9 +123,7 @@ def train(x: np.ndarray, y: np.ndarray, progress=None) -> dict:
     p = {"w1": he((16, 1, 3, 3), 9), "b1": np.zeros(16, np.float32),
          "w2": he((32, 16, 3, 3), 144), "b2": np.zeros(32, np.float32),
          "w3": he((10, 512), 512), "b3": np.zeros(10, np.float32)}
-    m = {k: np.zeros_like(v) for k, v in p.items()}
-    v = {k: np.zeros_like(val) for k, val in p.items()}
-    step = 0
+    adam = Adam(p)
     for epoch in range(EPOCHS):
         order = rng.permutation(len(x))
         for start in range(0, len(x), BATCH):
@@ -116,13 +132,7 @@ def train(x: np.ndarray, y: np.ndarray, progress=None) -> dict:
             prob = np.exp(logits - logits.max(1, keepdims=True))
             prob /= prob.sum(1, keepdims=True)
             prob[np.arange(len(idx)), y[idx]] -= 1
-            grads = _backward(p, cache, prob / len(idx))
-            step += 1
-            for k, grad in grads.items():
-                m[k] = 0.9 * m[k] + 0.1 * grad
-                v[k] = 0.999 * v[k] + 0.001 * grad * grad
-                mhat, vhat = m[k] / (1 - 0.9 ** step), v[k] / (1 - 0.999 ** step)
-                p[k] -= (LEARNING_RATE * mhat / (np.sqrt(vhat) + 1e-8)).astype(np.float32)
+            adam.update(_backward(p, cache, prob / len(idx)), LEARNING_RATE)
         if progress:
             progress(epoch + 1, EPOCHS)
     return p

@@ -29,7 +29,7 @@ from scipy.special import erf
 
 from ..quantize import quantizer_named
 from . import models_dir
-from .digits import load_data
+from .digits import Adam, load_data
 from .encoder import EPSILON, IR_VERSION, OPSET, Dims, GraphBuilder
 
 VERSION = 1
@@ -207,22 +207,14 @@ def train(x: np.ndarray, y: np.ndarray, progress=None, epochs: int = EPOCHS) -> 
 
     rng = np.random.default_rng(SEED)
     p = init_params(rng)
-    m = {k: np.zeros_like(v) for k, v in p.items()}
-    v = {k: np.zeros_like(val) for k, val in p.items()}
-    step, steps = 0, epochs * -(-len(x) // BATCH)
+    adam, steps = Adam(p), epochs * -(-len(x) // BATCH)
     with threadpool_limits(1):
         for epoch in range(epochs):
             order = rng.permutation(len(x))
             for start in range(0, len(x), BATCH):
                 idx = order[start:start + BATCH]
                 _, grads = loss_and_grads(p, x[idx], y[idx])
-                step += 1
-                rate = LEARNING_RATE * 0.5 * (1 + math.cos(math.pi * step / steps))
-                for k, grad in grads.items():
-                    m[k] = 0.9 * m[k] + 0.1 * grad
-                    v[k] = 0.999 * v[k] + 0.001 * grad * grad
-                    mhat, vhat = m[k] / (1 - 0.9 ** step), v[k] / (1 - 0.999 ** step)
-                    p[k] -= (rate * mhat / (np.sqrt(vhat) + 1e-8)).astype(np.float32)
+                adam.update(grads, LEARNING_RATE * 0.5 * (1 + math.cos(math.pi * (adam.step + 1) / steps)))
             if progress:
                 progress(epoch + 1, epochs)
     return p
@@ -238,9 +230,7 @@ def float_model(p: dict) -> onnx.ModelProto:
     layers = layer_count(p)
     d = p["pos"].shape[1]
     dims = Dims(TOKENS, d, HEADS, p["l0_ffn1_w"].shape[1])
-    g = GraphBuilder()
-    for key, value in p.items():
-        g.init(key, np.asarray(value, np.float32))
+    g = GraphBuilder.with_weights({k: np.asarray(v, np.float32) for k, v in p.items()})
     consts = g.layer_constants(dims)
     for name, shape in (("heads_shape", [-1, dims.tokens, dims.heads, dims.head_dim]),
                         ("tokens_shape", [-1, dims.tokens, dims.width])):

@@ -106,6 +106,14 @@ class GraphBuilder:
         self.nodes: list = []
         self.inits: list = []
 
+    @classmethod
+    def with_weights(cls, weights: dict) -> "GraphBuilder":
+        """A builder whose initializers are `weights` {name: array}, in their order."""
+        g = cls()
+        for key, value in weights.items():
+            g.init(key, value)
+        return g
+
     def init(self, name: str, value) -> str:
         self.inits.append(numpy_helper.from_array(np.asarray(value), name))
         return name
@@ -172,9 +180,7 @@ def float_model(seed: int = SEED, norm_first: bool = False) -> onnx.ModelProto:
     """The encoder classifier; `norm_first`: its layer pre-norm, as
     nn.TransformerEncoderLayer(norm_first=True) exports."""
     p = _weights(seed)
-    g = GraphBuilder()
-    for key, value in p.items():
-        g.init(key, value)
+    g = GraphBuilder.with_weights(p)
     x = g.encoder_layer("input", g.layer_constants(DIMS), norm_first=norm_first)
     x = g.node("ReduceMean", [x], "pooled", axes=[1], keepdims=0)
     g.node("Gemm", [x, "fc_w", "fc_b"], "logits", transB=1)

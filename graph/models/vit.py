@@ -96,9 +96,7 @@ def _weights(shape: Shape, seed: int) -> dict:
 
 def float_model(shape: Shape = DEFAULT, seed: int = SEED) -> onnx.ModelProto:
     p = _weights(shape, seed)
-    g = GraphBuilder()
-    for key, value in p.items():
-        g.init(key, value)
+    g = GraphBuilder.with_weights(p)
     consts = g.layer_constants(shape.dims)
     side = shape.image // shape.patch
     x = g.node("Conv", [INPUT, "patch_w", "patch_b"], "patch_embeddings", kernel_shape=[shape.patch] * 2,
