@@ -477,10 +477,10 @@ def test_average_pool_attributes_as_onnx_defines_them(pool, target, reason):
     assert result.logits_identical
 
 
-def test_ops_with_no_integer_form_stay_on_the_cpu_with_the_reason():
-    """EfficientNet's squeeze-and-excitation gate (Sigmoid, Mul) and SiLU: on the CPU, each with
-    its reason; the convs, the pool around them and the Concat of a conv and a SiLU (both
-    quantised tensors) on VTA-8."""
+def test_the_gates_sigmoids_run_on_the_accelerator_beside_the_convs():
+    """EfficientNet's squeeze-and-excitation gate (Sigmoid, Mul) and SiLU: the Sigmoids on VTA-8
+    (graph.ops.univariate), as the convs, the pool around them and the Concat of a conv and a
+    SiLU (both quantised tensors); the Muls of two activations are no report layers."""
     from graph.quantize import quantizer_named
 
     rng = np.random.default_rng(4)
@@ -495,8 +495,9 @@ def test_ops_with_no_integer_form_stay_on_the_cpu_with_the_reason():
     qdq = quantizer_named("onnxruntime")(model, rng.random((8, 8, 6, 6), dtype=np.float32))
     result = run_model(ModelCase("gate", qdq, rng.random((2, 8, 6, 6), dtype=np.float32)), "1x8x8")
     rows = {r["name"]: r for r in result.layers}
-    assert rows["sigmoid1"]["target"] == "cpu" and "no integer form" in rows["sigmoid1"]["reason"]
-    assert all(r["target"] == "vta" for r in result.layers if r["op"] in ("conv2d", "avg_pool", "dense", "concat"))
+    assert [rows[f"sigmoid{i}"]["target"] for i in (1, 2)] == ["vta", "vta"]
+    assert all(r["target"] == "vta" for r in result.layers
+               if r["op"] in ("conv2d", "avg_pool", "dense", "concat", "sigmoid"))
     assert result.verified and result.mac_fraction_vta == 1.0
 
 

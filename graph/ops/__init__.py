@@ -18,12 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 from . import (add, avg_pool, concat, conv2d, cpu_only, dense, gelu, layer_norm, matmul, max_pool, other_ranks, rearrange,
-               softmax, token_mean)
+               softmax, token_mean, univariate)
 from .base import Decision, LayerStamp, OpRule, Pow2Quantised, Read, Refusal, Unsupported, op_name, stamp, stamp_of
 from .qdq_read import QdqGraph, bindings
 
 RULES: tuple[OpRule, ...] = (conv2d.RULE, matmul.RULE, dense.RULE, token_mean.RULE, avg_pool.RULE, max_pool.RULE, add.RULE, concat.RULE,
-                             softmax.RULE, layer_norm.RULE, gelu.RULE,
+                             softmax.RULE, layer_norm.RULE, gelu.RULE, *univariate.RULES,
                              *rearrange.RULES, *cpu_only.RULES, *other_ranks.RULES)
 BY_KIND: dict[str, OpRule] = {r.kind: r for r in RULES}
 

@@ -50,15 +50,11 @@ def from_integer_input(g: QdqGraph, call: relax.Call, depth: int = 8) -> bool:
 
 
 RULES = (
-    OpRule(kind="sigmoid", float_ops=("relax.sigmoid",),
-           cpu_reason="no integer form here: the ALU (MIN, MAX, ADD, SHR, MUL) has no exp or table lookup"),
     OpRule(kind="silu", float_ops=("relax.nn.silu",),
            cpu_reason="no integer form here: x * sigmoid(x) needs exp or a table lookup"),
     OpRule(kind="gather", float_ops=("relax.take",), is_layer=lambda g, call: _float_out(call),
            cpu_reason="a lookup by index (token ids into an embedding table, a token of a sequence): the "
                       "accelerator's loads take addresses fixed when its program is built"),
-    OpRule(kind="tanh", float_ops=("relax.tanh",),
-           cpu_reason="no integer form here: tanh needs exp or a table lookup"),
     OpRule(kind="mask", float_ops=MASK_OPS, is_layer=from_integer_input,
            cpu_reason="attention-mask arithmetic on an integer model input (Cast, Sub, Mul, Where after "
                       "its Unsqueeze/Expand): float, once per sequence, no MACs"),
