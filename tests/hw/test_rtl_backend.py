@@ -162,3 +162,18 @@ def test_matmuls_with_zero_points_on_rtl_equal_the_simulator():
     assert rtl.verified and rtl.logits_identical
     assert [r["target"] for r in rtl.layers if r["op"] == "matmul"] == ["vta", "vta"]
     assert [(r["name"], r["cycles"]) for r in rtl.layers] == [(r["name"], r["cycles"]) for r in sim.layers]
+
+
+def test_the_alu_ramps_of_tanh_on_rtl_equal_the_simulator():
+    """Tanh as its exact sum of ramps (graph.ops.univariate) on the Verilated RTL: the simulator's
+    bits and cycles, and onnxruntime's QDQ table."""
+    from requantisation import univariate as uv
+    from schedules.vta_univariate import univariate_kernel
+    cfg = Config.load("1x8x8")
+    p = uv.choose("tanh", 0.05, -10, 1 / 128, 0)
+    kernel = univariate_kernel(cfg, (3, 40), p)
+    x = np.random.default_rng(2).integers(-128, 128, (3, 40)).astype(np.int8)
+    got, res = kernel(x, backend="rtl")
+    want, ref = kernel(x)
+    assert np.array_equal(got, want) and np.array_equal(got.astype(np.int64), uv.table("tanh", 0.05, -10, 1 / 128, 0)[x.astype(np.int64) + 128])
+    assert res.backend == "rtl" and res.cycles == ref.cycles
