@@ -46,6 +46,7 @@ def plan(func: relax.Function) -> tuple[dict, list, dict]:
     plans: dict = {}
     outcome: dict = {}           # layer var -> None (integer) or why it stays in float
     quantised: set = set()       # vars a quantize reads: no rule claimed them, but they are quantised
+    rearranged: set = set()      # vars a rule of no report layer (graph.ops.rearrange) lowered
     for binding in bindings(func):
         q = binding.value
         if op_name(q) != "relax.quantize":
@@ -63,13 +64,15 @@ def plan(func: relax.Function) -> tuple[dict, list, dict]:
             plans[binding.var] = (rule, rule.plan(g, QdqBlock(binding.var, q, body, relu, g.val(body), layer)),
                                   layer)
             outcome[layer] = None
+            if not rule.layer:
+                rearranged.add(layer)
         except Refusal as why:
             if rule.layer:
                 outcome[layer] = str(why)
     decisions, by_var, counts = [], {}, {}
     for binding in bindings(func):
         rule = ops.layer_rule(g, binding.value)
-        if rule is None:
+        if rule is None or binding.var in rearranged:
             continue
         index = counts[rule.kind] = counts.get(rule.kind, 0) + 1
         if binding.var in outcome:

@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import numpy as np
 import tvm
-from tvm import relax
+from tvm import relax, tirx
 from tvm.ir.expr import Constant
 
 from ..errors import GraphError
@@ -24,6 +24,11 @@ UINT8_OFFSET = 128
 def bindings(func: relax.Function) -> Iterator[Any]:
     for block in func.body.blocks:
         yield from block.bindings
+
+
+#: Elementwise ops of an importer's index arithmetic that `QdqGraph.const` evaluates (and take).
+_INDEX_OPS: dict[str, Any] = {"relax.less": np.less, "relax.add": np.add, "relax.subtract": np.subtract,
+                              "relax.where": lambda c, a, b: np.where(c.astype(bool), a, b), "relax.take": None}
 
 
 class QdqGraph:
@@ -64,7 +69,29 @@ class QdqGraph:
             inner = self.const(v.args[0])
             axes = None if v.attrs.axes is None else [int(a) for a in v.attrs.axes]
             return None if inner is None else np.transpose(inner, axes)
-        return None
+        return self._index_arithmetic(v, name)
+
+    def _index_arithmetic(self, v: Any, name: str | None) -> np.ndarray | None:
+        """The value of the small integer arithmetic TVM's importer writes for an index (a
+        Gather's, normalised as where(i < 0, i + dim, i) with dim from a static shape)."""
+        if name == "relax.shape_of":
+            shape = getattr(v.args[0].ty, "shape", None)
+            dims = getattr(shape, "values", None)
+            if dims is None or not all(isinstance(d, tirx.IntImm) for d in dims):
+                return None
+            return np.array([int(d) for d in dims], np.float64)
+        if name == "relax.shape_to_tensor":
+            return self.const(v.args[0])
+        if name not in _INDEX_OPS:
+            return None
+        args = [self.const(a) for a in v.args]
+        if any(a is None for a in args):
+            return None
+        values = [a for a in args if a is not None]
+        if name == "relax.take":
+            return np.asarray(np.take(values[0], values[1].astype(np.int64), axis=int(v.attrs.axis), mode="wrap"),
+                              np.float64)
+        return np.asarray(_INDEX_OPS[name](*values), np.float64)
 
     def quantised_activation(self, e: Any) -> bool:
         """`dequantize(x_q)` of an activation (not of a constant)."""
