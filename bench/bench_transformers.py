@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from graph.models import bert, encoder, vit
+from graph.errors import one_line
 from graph.quantize import quantizer_named
 from graph.run import ModelCase, bert_case, run_model, vit_case
 from vta_sim.progress import Progress
@@ -199,7 +200,7 @@ def torch_models(directory: Path, small: bool) -> list:
             module, args, input_names, calib, x = make()
             _export(module, args, path, input_names)
         except Exception as err:  # noqa: BLE001 - the other models still run
-            print(f"{name}: the export failed ({type(err).__name__}: {str(err).splitlines()[0][:200]})")
+            print(f"{name}: the export failed ({one_line(err)})")
             continue
         made.append((name, path, calib, x))
     return made
@@ -247,7 +248,7 @@ def main(argv=None) -> int:
         try:
             exports = torch_models(Path(tmp.name), args.small)
         except Exception as err:  # noqa: BLE001 - the toolkit's own models still run
-            print(f"the torch export failed ({type(err).__name__}: {err}); running the toolkit's own models only")
+            print(f"the torch export failed ({one_line(err)}); running the toolkit's own models only")
             exports = []
         jobs += [(name, q, (lambda a=(path, name, calib, x, q): torch_case(*a)))
                  for name, path, calib, x in exports for q in quantizers]
@@ -260,7 +261,7 @@ def main(argv=None) -> int:
         try:
             result = run_model(make(), "1x8x8", progress=progress, compare_onnxruntime=True)
         except Exception as err:  # noqa: BLE001 - one model's failure is a row, not the end of the bench
-            line = f"| {model} | {quantizer} | failed: {type(err).__name__}: {str(err).splitlines()[0][:200]} |"
+            line = f"| {model} | {quantizer} | failed: {one_line(err)} |"
             print(line, flush=True)
             table.append(line)
             summary.append({"model": model, "quantizer": quantizer, "error": f"{type(err).__name__}: {err}"})

@@ -105,6 +105,42 @@ def isqrt(prog: AluProgram, root: int, value: int, cand: int, scratch: int, grou
         prog.alu("add", root, scratch, outer=vec)
 
 
+def lane_constants(cfg: Config, values) -> np.ndarray:
+    """int32 ACC entries, each value in every lane: the constants input of an ALU program."""
+    flat = np.asarray(values, np.int64).reshape(-1)
+    return np.repeat(flat, cfg.BATCH * cfg.BLOCK_OUT).reshape(-1, cfg.BATCH, cfg.BLOCK_OUT).astype(np.int32)
+
+
+def elementwise_kernel(cfg: Config, op: str, shape: tuple, per_tile: int,
+                       build: Callable[[int, int], AluProgram], extra: tuple = ()) -> OpKernel:
+    """The OpKernel of an elementwise ALU op: plain int8 `shape` in and out, its elements in
+    order, BATCH x BLOCK_OUT to an entry, cut into equal tiles of at most `per_tile` entries;
+    `build(tiles, tile)` its program, `extra` inputs after the elements (constants)."""
+    count = int(np.prod(shape))
+    if count < 1:
+        raise CompileError(f"{op} of shape {shape}: no elements")
+    if per_tile < 1:
+        raise CompileError(f"{op}: no ACC left for a tile")
+    lanes = cfg.BATCH * cfg.BLOCK_OUT
+    entries = -(-count // lanes)
+    tiles = -(-entries // per_tile)
+    tile = -(-entries // tiles)
+    kernel = build(tiles, tile).compile()
+
+    def pack(x: np.ndarray) -> tuple:
+        x = np.asarray(x)
+        if x.dtype != np.int8 or x.shape != tuple(shape):
+            raise CompileError(f"{op} input: expected int8 {tuple(shape)}, got {x.dtype} {x.shape}")
+        flat = np.zeros(tiles * tile * lanes, np.int8)
+        flat[:count] = x.reshape(-1)
+        return (flat.reshape(tiles * tile, cfg.BATCH, cfg.BLOCK_OUT), *extra)
+
+    def unpack(out: np.ndarray) -> np.ndarray:
+        return out.reshape(-1)[:count].reshape(shape)
+
+    return OpKernel(op, kernel, pack=pack, unpack=unpack, tiles={"tile_entries": tile, "tiles": tiles})
+
+
 class RowLayout:
     """Plain int8 (rows, length) <-> the packed entries of `tiles` x `groups` row groups: a row
     per lane, BATCH x BLOCK_OUT rows to a group, a group's `length` elements on consecutive

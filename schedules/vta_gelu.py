@@ -13,15 +13,14 @@ entries (C_2, M_2, M_3, M_4, the same in every lane):
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
 from intrinsics.alu_program import AluProgram, Level, Param
 from requantisation.gelu import Z_BITS, GeluParams
 from vta_sim.config import Config
-from vta_sim.errors import CompileError
 
+from . import alu_rows
 from .op_kernel import OpKernel
 
 BUFFERS, CONSTANTS = 4, 4
@@ -32,8 +31,7 @@ def tile_entries(cfg: Config) -> int:
 
 
 def constants(cfg: Config, p: GeluParams) -> np.ndarray:
-    values = np.array([p.c2, p.m2, p.m3, p.m4], np.int64)
-    return np.repeat(values, cfg.BATCH * cfg.BLOCK_OUT).reshape(CONSTANTS, cfg.BATCH, cfg.BLOCK_OUT).astype(np.int32)
+    return alu_rows.lane_constants(cfg, [p.c2, p.m2, p.m3, p.m4])
 
 
 def program(cfg: Config, p: GeluParams, tiles: int, tile: int) -> AluProgram:
@@ -86,25 +84,5 @@ def program(cfg: Config, p: GeluParams, tiles: int, tile: int) -> AluProgram:
 
 def gelu_kernel(cfg: Config, shape: tuple[int, ...], p: GeluParams) -> OpKernel:
     """Compiled GELU chain of plain int8 `shape` -> int8 `shape`, elementwise."""
-    count = math.prod(shape)
-    if count < 1:
-        raise CompileError(f"GELU of shape {shape}: no elements")
-    lanes = cfg.BATCH * cfg.BLOCK_OUT
-    entries = -(-count // lanes)
-    tiles = -(-entries // tile_entries(cfg))
-    tile = -(-entries // tiles)
-    kernel = program(cfg, p, tiles, tile).compile()
-    extra = constants(cfg, p)
-
-    def pack(x: np.ndarray) -> tuple:
-        x = np.asarray(x)
-        if x.dtype != np.int8 or x.shape != tuple(shape):
-            raise CompileError(f"GELU input: expected int8 {tuple(shape)}, got {x.dtype} {x.shape}")
-        flat = np.zeros(tiles * tile * lanes, np.int8)
-        flat[:count] = x.reshape(-1)
-        return flat.reshape(tiles * tile, cfg.BATCH, cfg.BLOCK_OUT), extra
-
-    def unpack(out: np.ndarray) -> np.ndarray:
-        return out.reshape(-1)[:count].reshape(shape)
-
-    return OpKernel("gelu", kernel, pack=pack, unpack=unpack, tiles={"tile_entries": tile, "tiles": tiles})
+    return alu_rows.elementwise_kernel(cfg, "gelu", shape, tile_entries(cfg),
+                                       lambda tiles, tile: program(cfg, p, tiles, tile), (constants(cfg, p),))

@@ -57,8 +57,7 @@ def misfit(cfg: Config, length: int) -> str | None:
 
 def constants(cfg: Config, p: LayerNormParams) -> np.ndarray:
     """The constants input: E, G_i, B_i, each one ACC entry with the value in every lane."""
-    values = np.array([p.eps_term, *p.gamma, *p.beta], np.int64)
-    return np.repeat(values, cfg.BATCH * cfg.BLOCK_OUT).reshape(-1, cfg.BATCH, cfg.BLOCK_OUT).astype(np.int32)
+    return alu_rows.lane_constants(cfg, [p.eps_term, *p.gamma, *p.beta])
 
 
 def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int) -> AluProgram:

@@ -12,7 +12,6 @@ in every lane, one entry each):
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 
@@ -20,8 +19,8 @@ from intrinsics.alu_program import AluProgram, Level, Param
 from requantisation.bounds import INT8_MAX, INT8_MIN
 from requantisation.univariate import FRACTION, RampParams
 from vta_sim.config import Config
-from vta_sim.errors import CompileError
 
+from . import alu_rows
 from .op_kernel import OpKernel
 
 BUFFERS = 3
@@ -32,9 +31,7 @@ def tile_entries(cfg: Config, p: RampParams) -> int:
 
 
 def constants(cfg: Config, p: RampParams) -> np.ndarray:
-    values = np.array([p.k, *p.slopes], np.int64)
-    lanes = cfg.BATCH * cfg.BLOCK_OUT
-    return np.repeat(values, lanes).reshape(-1, cfg.BATCH, cfg.BLOCK_OUT).astype(np.int32)
+    return alu_rows.lane_constants(cfg, [p.k, *p.slopes])
 
 
 def program(cfg: Config, p: RampParams, tiles: int, tile: int) -> AluProgram:
@@ -68,28 +65,5 @@ def program(cfg: Config, p: RampParams, tiles: int, tile: int) -> AluProgram:
 
 def univariate_kernel(cfg: Config, shape: tuple[int, ...], p: RampParams) -> OpKernel:
     """Compiled ramps of plain int8 `shape` -> int8 `shape`, elementwise."""
-    count = math.prod(shape)
-    if count < 1:
-        raise CompileError(f"{p.name} of shape {shape}: no elements")
-    per_tile = tile_entries(cfg, p)
-    if per_tile < 1:
-        raise CompileError(f"{p.name}: {p.segments} ramps leave no ACC for a tile")
-    lanes = cfg.BATCH * cfg.BLOCK_OUT
-    entries = -(-count // lanes)
-    tiles = -(-entries // per_tile)
-    tile = -(-entries // tiles)
-    kernel = program(cfg, p, tiles, tile).compile()
-    extra = constants(cfg, p)
-
-    def pack(x: np.ndarray) -> tuple:
-        x = np.asarray(x)
-        if x.dtype != np.int8 or x.shape != tuple(shape):
-            raise CompileError(f"{p.name} input: expected int8 {tuple(shape)}, got {x.dtype} {x.shape}")
-        flat = np.zeros(tiles * tile * lanes, np.int8)
-        flat[:count] = x.reshape(-1)
-        return flat.reshape(tiles * tile, cfg.BATCH, cfg.BLOCK_OUT), extra
-
-    def unpack(out: np.ndarray) -> np.ndarray:
-        return out.reshape(-1)[:count].reshape(shape)
-
-    return OpKernel(p.name, kernel, pack=pack, unpack=unpack, tiles={"tile_entries": tile, "tiles": tiles})
+    return alu_rows.elementwise_kernel(cfg, p.name, shape, tile_entries(cfg, p),
+                                       lambda tiles, tile: program(cfg, p, tiles, tile), (constants(cfg, p),))
