@@ -6,7 +6,8 @@ Each config is 1x8x8 with a few keys overridden (GEMM shape, buffers, queues); Y
 place-and-route), cached in build/synth/ by the same key as `vta-sim hw synth`, so a rerun answers
 at once and a sweep with `--area` reuses these runs. The JSON it writes is what `--area model`
 fits (dse.area.FIT_CONFIGS) and what docs/dse.md's error table is measured on (HELDOUT_CONFIGS). Run it
-again after an RTL change: the numbers are of the RTL at the commit that wrote them.
+again after an RTL change: the JSON records the hash of the RTL's logic (hw.build.rtl_digest) it was
+synthesised from, and `--area model` warns and tests/test_dse_area.py fails when the RTL has moved on.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import time
 from pathlib import Path
 
 from dse.area import DATA_DIR, FIT_CONFIGS, HELDOUT_CONFIGS, config_of, features
+from hw.build import rtl_digest
 from hw.synth import synth_config
 
 
@@ -28,7 +30,10 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="data JSON (default dse/data/area_TARGET.json); rows are merged into it")
     args = ap.parse_args(argv)
     out = Path(args.out or DATA_DIR / f"area_{args.target}.json")
-    data = json.loads(out.read_text()) if out.exists() else {"target": args.target, "rows": []}
+    digest = rtl_digest()
+    data = json.loads(out.read_text()) if out.exists() else {}
+    if data.get("rtl_hash") != digest:      # rows of other hardware are not merged with these
+        data = {"target": args.target, "rtl_hash": digest, "rows": []}
     rows = {json.dumps(r["overrides"], sort_keys=True): r for r in data["rows"]}
     rtl = subprocess.run(["git", "log", "-1", "--format=%h", "--", "hw/rtl"], capture_output=True,
                          text=True).stdout.strip()   # the commit that last changed the RTL

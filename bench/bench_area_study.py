@@ -1,13 +1,16 @@
-"""The cost study of docs/dse.md: a finished sweep's rows with the area model's columns, the
-cost figures, and the table of the Pareto front.
+"""The cost study of docs/dse.md: a finished sweep's rows with area columns, the cost figures,
+and the table of the Pareto front.
 
   vta-sim sweep bench/specs/study_resnet18.json --out resnet18_sim.csv --workers 2
   python bench/bench_area_study.py bench/specs/study_resnet18.json resnet18_sim.csv \\
-      --area model --out resnet18_area.csv --report docs/img/study_resnet18
+      --area ecp5 --place-and-route --out resnet18_area.csv --report docs/img/study_resnet18
 
-Equivalent to sweeping with `--area model` (dse.sweep.area_columns on each row), without
-simulating again: the whole-model points take minutes each, the model milliseconds. The front's
-table adds which of the LFE5UM-85F's resources each design fills most (dse.area.ECP5_85F).
+Equivalent to sweeping with the same `--area` (dse.sweep.area_columns on each row), without
+simulating again: the whole-model points take minutes each. `ecp5 --place-and-route` synthesises
+each hardware config once (dse.area.synthesise: Yosys, and nextpnr where the design fits the
+LFE5UM-85F; cached in build/synth/, so the second model's study synthesises nothing), `model` asks
+the area model. The front's table adds which of the LFE5UM-85F's resources each design fills most
+(dse.area.ECP5_85F).
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from vta_sim.errors import ConfigError
 
 
 def with_area(spec, rows: list, area) -> list:
-    out = []
+    out, synthesised = [], {}
     for r in rows:
         point = Point(r["base"], tuple((k, int(r[k])) for k in spec.keys), specs.parse_workload(r["workload"]),
                       int(r["vthreads"]), spec.seed)
@@ -32,7 +35,15 @@ def with_area(spec, rows: list, area) -> list:
                 "frames": int(r["frames"] or 0)}
         try:
             cfg = point_config(point)
-            figures, reason = areas.predict(cfg, area.target), None
+            if area.model:
+                figures = areas.predict(cfg, area.target)
+            else:
+                k = areas.key(cfg, area)
+                if k not in synthesised:
+                    print(f"synthesising {cfg.name} ({area.source})", file=sys.stderr, flush=True)
+                    synthesised[k] = areas.synthesise(cfg, area)
+                figures = synthesised[k]
+            reason = None
         except ConfigError as exc:
             cfg, figures, reason = exc, None, f"ConfigError: {exc}"
         out.append({**r, **area_columns(live, cfg, figures, reason, area)})
@@ -50,11 +61,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("spec")
     ap.add_argument("results", help="the sweep's CSV (without area columns)")
-    ap.add_argument("--area", default="model", choices=[c for c in areas.AREA_CHOICES if c.startswith("model")])
+    ap.add_argument("--area", default="model", choices=areas.AREA_CHOICES)
+    ap.add_argument("--place-and-route", action="store_true", help="with --area ecp5: nextpnr's Fmax where it fits")
     ap.add_argument("--out", required=True)
     ap.add_argument("--report", required=True)
     args = ap.parse_args(argv)
-    spec, area = specs.load(args.spec), areas.parse_area(args.area)
+    spec, area = specs.load(args.spec), areas.parse_area(args.area, args.place_and_route)
+    if area.model and (why := areas.stale(area.target)):
+        print(f"warning: {why}", file=sys.stderr)
     with open(args.results, newline="") as f:
         rows = with_area(spec, list(csv.DictReader(f)), area)
     with open(args.out, "w", newline="") as f:

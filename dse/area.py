@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hw.build import rtl_digest
 from hw.header import check_supported
 from hw.synth import run_dir, synth_config
 from vta_sim.config import Config
@@ -138,12 +139,27 @@ def key(cfg: Config, area: Area) -> str:
     return run_dir(cfg, area.target, area.pnr).name
 
 
-def load_data(target: str) -> list:
+def _data(target: str) -> dict:
     path = DATA_DIR / f"area_{target}.json"
     if not path.is_file():
         raise AreaError(f"no area-model data for {target} ({path}); write it with "
                         f"`python bench/bench_area.py --target {target}`")
-    return json.loads(path.read_text())["rows"]
+    return json.loads(path.read_text())
+
+
+def load_data(target: str) -> list:
+    return _data(target)["rows"]
+
+
+def stale(target: str) -> str | None:
+    """Why the model's data for `target` no longer describe today's RTL, or None: the data record
+    the hash of the RTL's logic they were synthesised from (hw.build.rtl_digest)."""
+    fitted, today = _data(target).get("rtl_hash"), rtl_digest()
+    if fitted == today:
+        return None
+    return (f"the area model for {target} was fitted on RTL {fitted or '(unrecorded)'}, and the RTL has "
+            f"changed since (today {today}): its figures describe the old hardware; refit it with "
+            f"`python bench/bench_area.py --target {target}`")
 
 
 @lru_cache(maxsize=None)

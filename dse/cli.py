@@ -15,6 +15,8 @@ def cmd_sweep(args) -> int:
     area = areas.parse_area(args.area, args.place_and_route) if args.area else None
     if args.place_and_route and not area:
         raise areas.AreaError("--place-and-route needs --area ecp5")
+    if area and area.model and (why := areas.stale(area.target)):
+        print(f"vta-sim sweep: warning: {why}", file=sys.stderr)
     with connect(args.scheduler, args.workers) as client:
         s = run_sweep(spec, args.out, client, retries=args.retries, progress=not args.quiet, area=area)
     print(f"sweep {args.spec}: {s.points} points ({s.skipped} already in {args.out}): "

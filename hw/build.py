@@ -6,7 +6,9 @@ configuration rebuilds and nothing else does. Runs go through `cocotb_tools.runn
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
 import sys
 import time
@@ -57,6 +59,18 @@ def build_root() -> Path:
 
 def rtl_sources() -> list:
     return sorted(RTL_DIR.glob("*.v"))
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def rtl_digest() -> str:
+    """A hash of the RTL's logic: every module and technology cell with comments and whitespace
+    taken out, so that what is fitted or recorded on this RTL (the area model's data) can tell
+    when the hardware has changed, and a comment edit does not count as a change."""
+    texts = [" ".join(_COMMENT.sub(" ", p.read_text()).split())
+             for p in rtl_sources() + sorted((RTL_DIR / "ecp5").glob("*.v"))]
+    return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:12]
 
 
 def sources_for(top: str) -> list:

@@ -3,6 +3,7 @@ area model against the committed synthesis data it was not fitted on; the cost f
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 
@@ -135,3 +136,28 @@ def test_a_list_of_designs_is_zipped_not_crossed():
         (("LOG_BATCH", 0), ("LOG_BLOCK_IN", 4), ("LOG_BLOCK_OUT", 4))]
     with pytest.raises(specs.SpecError, match="as a list must hold objects of config keys"):
         specs.from_dict({"configs": [13], "workloads": ["resnet18.C8"]})
+
+
+@pytest.mark.parametrize("target", ["xilinx", "ecp5"])
+def test_the_area_data_describe_todays_rtl(target):
+    """The model's data were synthesised from the RTL as it is: after a change to the logic, refit
+    (`python bench/bench_area.py --target T`) and commit the data with the change."""
+    assert areas.stale(target) is None, areas.stale(target)
+
+
+def test_the_rtl_hash_ignores_comments_and_sees_logic(tmp_path, monkeypatch, capsys):
+    from hw import build
+    shutil.copytree(build.RTL_DIR, tmp_path / "rtl")
+    monkeypatch.setattr(build, "RTL_DIR", tmp_path / "rtl")
+    before = build.rtl_digest()
+    top = tmp_path / "rtl" / "vta_top.v"
+    top.write_text("// a comment\n/* and a block\n   comment */\n" + top.read_text().replace("\n", "\n  ", 3))
+    assert build.rtl_digest() == before
+    top.write_text(top.read_text().replace("endmodule", "wire unused_x;\nendmodule", 1))
+    assert build.rtl_digest() != before
+    monkeypatch.setattr(areas, "rtl_digest", build.rtl_digest)
+    assert "refit it with `python bench/bench_area.py --target ecp5`" in areas.stale("ecp5")
+    spec = tmp_path / "s.json"
+    spec.write_text('{"workloads": ["gemm:8x8x8"]}')
+    assert main(["sweep", str(spec), "--out", str(tmp_path / "r.csv"), "--area", "model", "--workers", "1"]) == 0
+    assert "warning: the area model for ecp5 was fitted on RTL" in capsys.readouterr().err
