@@ -93,6 +93,9 @@ def layer_tensors(proto: onnx.ModelProto) -> dict:
             kind = "matmul"          # two activations (attention's Q.K^T, weights.V): graph.ops.matmul
         if node.op_type == "ReduceMean" and _axes(node, graph) == [1]:
             kind = "mean"            # over the tokens of (N, T, D): graph.ops.token_mean
+        if node.op_type == "Gelu":   # graph.ops.univariate: one function per `approximate`
+            approximate = next((a.s for a in node.attribute if a.name == "approximate"), b"none")
+            kind = "gelu_tanh" if approximate == b"tanh" else "gelu_erf"
         fused = ops.BY_KIND[kind].onnx_tensors
         if fused is not None:
             out.setdefault(kind, []).append(fused(node, producers, consumers))

@@ -1,4 +1,4 @@
-"""Any quantised function of one int8 tensor (Tanh, Sigmoid, ...), exactly, in the ALU's
+"""Any quantised function of one int8 tensor (Tanh, Sigmoid, ONNX's Gelu, ...), exactly, in the ALU's
 arithmetic: a sum of ramps.
 
 An int8 input has 256 values, so onnxruntime's QDQ block y = Q(f(DQ(q))) (float32, ties to
@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import math
+
 import numpy as np
 
 from vta_sim.errors import CompileError
@@ -36,11 +38,32 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32)
 
 
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def _gelu_erf(x: np.ndarray) -> np.ndarray:
+    """ONNX Gelu (approximate="none"): 0.5 x (1 + erf(x / sqrt 2)), each step rounded to float32."""
+    f32 = np.float32
+    x = x.astype(f32)
+    e = _erf((x * f32(1 / math.sqrt(2))).astype(np.float64)).astype(f32)
+    return (f32(0.5) * x * (f32(1) + e)).astype(f32)
+
+
+def _gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """ONNX Gelu (approximate="tanh"): 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    f32 = np.float32
+    x = x.astype(f32)
+    inner = f32(math.sqrt(2 / math.pi)) * (x + f32(0.044715) * x * x * x)
+    return (f32(0.5) * x * (f32(1) + np.tanh(inner.astype(f32)))).astype(f32)
+
+
 #: The functions by the name the report and the packed parameters use, in float32 as onnxruntime
-#: computes them.
+#: computes them (the packed parameters hold the index: new functions go at the end).
 FUNCTIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "tanh": lambda x: np.tanh(x.astype(np.float32)).astype(np.float32),
     "sigmoid": _sigmoid,
+    "gelu_erf": _gelu_erf,
+    "gelu_tanh": _gelu_tanh,
 }
 
 

@@ -1,7 +1,9 @@
-"""tanh, sigmoid: a quantised function of one int8 tensor on the ALU as its exact sum of ramps
-(requantisation.univariate).
+"""tanh, sigmoid, ONNX's Gelu (gelu_erf, and gelu_tanh for approximate="tanh"): a quantised
+function of one int8 tensor on the ALU as its exact sum of ramps (requantisation.univariate).
+torch's Erf chain of four quantised steps is graph.ops.gelu; a single Gelu node has one
+rounding, so it is a function of one int8 input like any other.
 
-QDQ block:  quantize(f(dq(x)))  ->  call_pure_packed("vta.tanh_int" | "vta.sigmoid_int", x_q, params)
+QDQ block:  quantize(f(dq(x)))  ->  call_pure_packed("vta.tanh_int" | "vta.sigmoid_int" | ..., x_q, params)
             (graph.ops.packed_form: params the RampParams as one int64 constant, the function
             among them; the CPU build calls requantisation.univariate.reference, the
             accelerator runs schedules.vta_univariate). The ramps equal onnxruntime's QDQ
@@ -82,12 +84,14 @@ def _read(form: PackedForm) -> Callable[[Any, ValueOf], Read]:
     return read
 
 
-def _rule(name: str, onnx_op: str) -> OpRule:
+def _rule(name: str, onnx_op: str, relax_op: str) -> OpRule:
     form = FORMS[name]
-    return OpRule(kind=name, float_ops=(f"relax.{name}",), onnx_ops=(onnx_op,), claims=claims_op(f"relax.{name}"),
+    return OpRule(kind=name, float_ops=(relax_op,), onnx_ops=(onnx_op,), claims=claims_op(relax_op),
                   plan=_plan(name), emit=form.emit_plan, patterns=lambda main: {f"vta.{name}": form.pattern()},
                   read=_read(form), activations=form.activations,
                   cpu_reason="its input or output is not quantised (no DequantizeLinear/QuantizeLinear around it)")
 
 
-RULES = (_rule("tanh", "Tanh"), _rule("sigmoid", "Sigmoid"))
+#: ONNX Gelu names both GELUs; graph.layer_agreement tells them apart by its `approximate`.
+RULES = (_rule("tanh", "Tanh", "relax.tanh"), _rule("sigmoid", "Sigmoid", "relax.sigmoid"),
+         _rule("gelu_erf", "Gelu", "relax.nn.gelu"), _rule("gelu_tanh", "Gelu", "relax.nn.gelu_tanh"))
