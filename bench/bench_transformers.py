@@ -34,6 +34,7 @@ import re
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 from graph.models import bert, encoder, vit
@@ -126,20 +127,39 @@ def missing_exporters() -> list:
     return [name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None]
 
 
-def _export(module, args: tuple, path: Path, input_names: list) -> None:
+#: The exporters users meet: TorchScript at opset 17 (most files in the wild) and torch.export
+#: ("dynamo", the default since torch 2.9) at opset 18.
+EXPORTERS = {"torchscript": (False, 17), "dynamo": (True, 18)}
+
+
+def _export(module, args: tuple, path: Path, input_names: list, exporter: str) -> None:
     import torch
 
-    kwargs = {"opset_version": 17, "input_names": input_names, "output_names": ["logits"]}
+    dynamo, opset = EXPORTERS[exporter]
+    kwargs = {"opset_version": opset, "input_names": input_names, "output_names": ["logits"]}
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
-        kwargs["dynamo"] = False             # the TorchScript exporter: what most exported files come from
-    with torch.no_grad():
+        kwargs["dynamo"] = dynamo
+    elif dynamo:
+        raise RuntimeError(f"torch {torch.__version__} has no dynamo exporter")
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")      # the TorchScript exporter's deprecation and tracer notes
         torch.onnx.export(module, args, str(path), **kwargs)
 
 
-def torch_models(directory: Path, small: bool) -> list:
-    """[(name, path, calibration feeds, feeds)] of the torch exports made here; an export that
-    fails is said in one line and left out."""
+def torch_models(directory: Path, small: bool, exporters: list) -> list:
+    """[(name, path, calibration feeds, feeds)] of the torch exports made here, each model by each
+    of `exporters`; an export that fails is said in one line and left out."""
     import torch
+
+    class Logits(torch.nn.Module):
+        """A `transformers` classifier as users export it: the logits of its output object."""
+
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *args):
+            return self.model(*args).logits
 
     torch.manual_seed(0)
     if hasattr(torch.backends, "mha"):
@@ -168,11 +188,10 @@ def torch_models(directory: Path, small: bool) -> list:
         b = bert.SMALL if small else bert.DEFAULT
         config = BertConfig(vocab_size=b.vocab, hidden_size=b.width, num_hidden_layers=b.layers,
                             num_attention_heads=b.heads, intermediate_size=b.ffn, max_position_embeddings=b.tokens,
-                            num_labels=b.classes, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                            return_dict=False)
+                            num_labels=b.classes, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
         config._attn_implementation = "eager"     # the matmuls and softmax written out, not SDPA
         feeds = bert.sequences(1, b)
-        return (BertForSequenceClassification(config).eval(),
+        return (Logits(BertForSequenceClassification(config)).eval(),
                 (torch.from_numpy(feeds["input_ids"]), torch.from_numpy(feeds["attention_mask"])),
                 ["input_ids", "attention_mask"], bert.sequences(bert.CALIBRATION_SEQUENCES, b, seed=bert.SEED + 100),
                 feeds)
@@ -183,10 +202,10 @@ def torch_models(directory: Path, small: bool) -> list:
         v = vit.SMALL if small else vit.DEFAULT
         config = ViTConfig(image_size=v.image, patch_size=v.patch, hidden_size=v.width, num_hidden_layers=v.layers,
                            num_attention_heads=v.heads, intermediate_size=v.ffn, num_labels=v.classes,
-                           hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, return_dict=False)
+                           hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
         config._attn_implementation = "eager"
         x = vit.images(1, v)
-        return (ViTForImageClassification(config).eval(), (torch.from_numpy(x),), ["pixel_values"],
+        return (Logits(ViTForImageClassification(config)).eval(), (torch.from_numpy(x),), ["pixel_values"],
                 vit.images(vit.CALIBRATION_IMAGES, v, seed=vit.SEED + 100), x)
 
     makers = [("torch-encoder-postnorm", lambda: encoder_layer(False)),
@@ -194,15 +213,18 @@ def torch_models(directory: Path, small: bool) -> list:
     if importlib.util.find_spec("transformers") is not None:
         makers += [("transformers-bert", bert_model), ("transformers-vit", vit_model)]
     made = []
-    for name, make in makers:
-        path = directory / f"{name}.onnx"
-        try:
-            module, args, input_names, calib, x = make()
-            _export(module, args, path, input_names)
-        except Exception as err:  # noqa: BLE001 - the other models still run
-            print(f"{name}: the export failed ({one_line(err)})")
-            continue
-        made.append((name, path, calib, x))
+    for base, make in makers:
+        for exporter in exporters:
+            name = f"{base}-{exporter}"
+            path = directory / f"{name}.onnx"
+            try:
+                torch.manual_seed(0)                 # the same weights for both exporters
+                module, args, input_names, calib, x = make()
+                _export(module, args, path, input_names, exporter)
+            except Exception as err:  # noqa: BLE001 - the other models still run
+                print(f"{name}: the export failed ({one_line(err)})")
+                continue
+            made.append((name, path, calib, x))
     return made
 
 
@@ -210,6 +232,7 @@ def torch_case(path: Path, name: str, calib, x, quantizer: str) -> ModelCase:
     from graph import onnx_import
 
     proto, _ = onnx_import.upgraded(onnx_import.load(str(path)))
+    proto = onnx_import.constants_as_initializers(proto)
     onnx_import.check_importable(proto)
     return ModelCase(name, quantizer_named(quantizer)(proto, calib), x)
 
@@ -224,6 +247,8 @@ def main(argv=None) -> int:
     p.add_argument("--json-dir", type=Path, help="write each run's report and summary.json here")
     p.add_argument("--small", action="store_true", help="bert and vit at their test shapes")
     p.add_argument("--no-torch", action="store_true", help="skip the torch exports even where torch is installed")
+    p.add_argument("--exporter", action="append", choices=sorted(EXPORTERS),
+                   help=f"repeatable; default: {' and '.join(EXPORTERS)}")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     args = p.parse_args(argv)
     quantizers = args.quantizer or list(QUANTIZERS)
@@ -246,7 +271,7 @@ def main(argv=None) -> int:
             print("transformers is not installed: exporting torch's nn.TransformerEncoderLayer only, "
                   "not transformers' BERT and ViT")
         try:
-            exports = torch_models(Path(tmp.name), args.small)
+            exports = torch_models(Path(tmp.name), args.small, args.exporter or list(EXPORTERS))
         except Exception as err:  # noqa: BLE001 - the toolkit's own models still run
             print(f"the torch export failed ({one_line(err)}); running the toolkit's own models only")
             exports = []

@@ -82,6 +82,44 @@ def upgraded(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
     return new, f"upgraded the model from opset {opset} to {UPGRADE_TO} (onnx.version_converter)"
 
 
+def constants_as_initializers(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model`, or a copy where every Constant node holding a tensor and every Identity of an
+    initializer is an initializer of the same name (what onnxruntime's basic graph optimisations
+    and `quant_pre_process` do). The TorchScript exporter writes GELU's 1, 1/2 and sqrt 2 as
+    Constant nodes and shares equal initializers through Identity (nn.TransformerEncoderLayer's
+    norm2.weight is Identity(norm1.weight)); `quantize_static` quantises neither as a weight, so
+    the GELU chain and the second LayerNorm would lose their constants. The caller's model is
+    not modified."""
+    from onnx import numpy_helper
+
+    values = {i.name: i for i in model.graph.initializer}
+    outputs = {o.name for o in model.graph.output}
+    folded = []
+    for node in model.graph.node:
+        if node.output[0] in outputs:
+            continue
+        if node.op_type == "Constant" and len(node.attribute) == 1 and node.attribute[0].name == "value":
+            tensor = onnx.TensorProto()
+            tensor.CopyFrom(node.attribute[0].t)
+        elif node.op_type == "Identity" and node.input[0] in values:
+            tensor = numpy_helper.from_array(numpy_helper.to_array(values[node.input[0]]))
+        else:
+            continue
+        tensor.name = node.output[0]
+        values[tensor.name] = tensor
+        folded.append(node)
+    if not folded:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    gone = {n.output[0] for n in folded}
+    keep = [n for n in copy.graph.node if not (n.op_type in ("Constant", "Identity") and n.output[0] in gone)]
+    del copy.graph.node[:]
+    copy.graph.node.extend(keep)
+    copy.graph.initializer.extend(values[name] for name in gone)
+    return copy
+
+
 def _readable(message: str) -> str:
     """The converter's C++ assertion text without its source position and unfilled format."""
     message = message.split(" failed: ", 1)[-1]

@@ -106,6 +106,7 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
         raise GraphError(f"unknown model {model!r}; accepted: {', '.join(BUILTIN)} or a path to an "
                          ".onnx file")
     proto, upgrade = onnx_import.upgraded(onnx_import.load(model))
+    proto = onnx_import.constants_as_initializers(proto)
     onnx_import.check_importable(proto)
     if inputs is None:               # one sample, or one batch of the size the file fixes
         specs = onnx_import.model_inputs(proto, batch=onnx_import.fixed_batch(proto) or 1)
@@ -267,7 +268,9 @@ def onnxruntime_outputs(proto, x) -> dict:
                          f"samples are not a whole number of batches")
     names = [o.name for o in session.get_outputs()]
     parts = [session.run(names, {k: v[i:i + chunk] for k, v in feeds.items()}) for i in range(0, size, chunk)]
-    return {name: np.concatenate([p[j] for p in parts]) for j, name in enumerate(names)}
+    # a tensor with no batch axis (a scalar the exporter computes from shapes) is the same in every chunk
+    return {name: np.concatenate([p[j] for p in parts]) if np.ndim(parts[0][j]) else parts[0][j]
+            for j, name in enumerate(names)}
 
 
 def check_finite(x: np.ndarray, what: str) -> None:
