@@ -7,7 +7,7 @@ place-and-route), cached in build/synth/ by the same key as `vta-sim hw synth`, 
 at once and a sweep with `--area` reuses these runs. The JSON it writes is what `--area model`
 fits (dse.area.FIT_CONFIGS) and what docs/dse.md's error table is measured on (HELDOUT_CONFIGS). Run it
 again after an RTL change: the JSON records the hash of the RTL's logic (hw.build.rtl_digest) it was
-synthesised from, and `--area model` warns and tests/test_dse_area.py fails when the RTL has moved on.
+synthesised from, and `--area model` warns and tests/dse/test_dse_area.py fails when the RTL has moved on.
 """
 from __future__ import annotations
 

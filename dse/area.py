@@ -7,7 +7,7 @@ synthesise. Block RAM is counted, not fitted: every SRAM is one memory of depth 
 LUT, FF and DSP are least-squares fits on the config's structure (GEMM multipliers and
 accumulator lanes; buffers, bus and queues move them little); DSP is rounded. Its data are
 `dse/data/area_TARGET.json`, written by `bench/bench_area.py` from synthesis runs
-(`FIT_CONFIGS` are fitted on, `HELDOUT_CONFIGS` only checked: docs/dse.md, tests/test_dse_area.py).
+(`FIT_CONFIGS` are fitted on, `HELDOUT_CONFIGS` only checked: docs/dse.md, tests/dse/test_dse_area.py).
 """
 from __future__ import annotations
 

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from vta_sim import Config
@@ -23,26 +25,56 @@ SLOW = {
     "hw/test_rtl_top.py::test_single_instruction_programs_match_sim_exactly[8x8x8]": "5 s",
     "hw/test_rtl_top.py::test_random_programs_under_axi_backpressure[8x8x8]": "4 s",
     # two of the three concat models (halves stays): each builds and runs a model, 30-60 s
-    "test_graph_concat.py::test_every_concat_runs_on_the_accelerator_bit_exact[inception]": "",
-    "test_graph_concat.py::test_each_concat_alone_agrees_with_onnxruntime[inception]": "",
-    "test_graph_concat.py::test_at_batch_2_the_host_places_the_slices_naming_why[inception]": "",
-    "test_graph_concat.py::test_every_concat_runs_on_the_accelerator_bit_exact[dense_block]": "",
-    "test_graph_concat.py::test_each_concat_alone_agrees_with_onnxruntime[dense_block]": "",
-    "test_graph_concat.py::test_at_batch_2_the_host_places_the_slices_naming_why[dense_block]": "",
-    "test_graph_concat.py::test_at_batch_1_every_slice_is_stored_by_a_program_and_the_host_copies_none[inception]": "",
+    "graph/test_graph_concat.py::test_every_concat_runs_on_the_accelerator_bit_exact[inception]": "",
+    "graph/test_graph_concat.py::test_each_concat_alone_agrees_with_onnxruntime[inception]": "",
+    "graph/test_graph_concat.py::test_at_batch_2_the_host_places_the_slices_naming_why[inception]": "",
+    "graph/test_graph_concat.py::test_every_concat_runs_on_the_accelerator_bit_exact[dense_block]": "",
+    "graph/test_graph_concat.py::test_each_concat_alone_agrees_with_onnxruntime[dense_block]": "",
+    "graph/test_graph_concat.py::test_at_batch_2_the_host_places_the_slices_naming_why[dense_block]": "",
+    "graph/test_graph_concat.py::test_at_batch_1_every_slice_is_stored_by_a_program_and_the_host_copies_none[inception]": "",
     # the digits ViT on all 360 held-out images through the CLI; the default tier runs it on 24
-    "test_digits_vit.py::test_the_cli_runs_it_and_reports_the_accuracies": "35 s",
+    "graph/test_digits_vit.py::test_the_cli_runs_it_and_reports_the_accuracies": "35 s",
     # training from scratch into a temporary cache; the default tier's accelerator test runs the
     # shared cache's model (trained there at first use) and checks its accuracy
-    "test_digits_vit.py::test_training_reaches_95_percent_held_out_and_is_cached": "23 s",
+    "graph/test_digits_vit.py::test_training_reaches_95_percent_held_out_and_is_cached": "23 s",
 }
 
 
+TESTS = Path(__file__).resolve().parent
+
+#: Files whose collection ran: a module skipped at import (tests/hw without the hw extra) is absent.
+_collected_files = set()
+
+
+def pytest_collectreport(report):
+    if report.passed and report.nodeid.endswith(".py"):
+        _collected_files.add(report.nodeid.split("tests/", 1)[-1])
+
+
 def pytest_collection_modifyitems(config, items):
+    nodes = set()
     for item in items:
         node = item.nodeid.split("tests/", 1)[-1]
+        nodes.add(node)
         if node in SLOW:
             item.add_marker(pytest.mark.slow)
+    _check_slow_keys(config, nodes)
+
+
+def _check_slow_keys(config, nodes):
+    """A SLOW key that names no test would silently put that test back in the default tier (a
+    moved file, a renamed test or parameter): fail the collection, naming the keys. A key's file
+    must exist; its test must be collected whenever its file was collected whole (not with --lf or
+    a node id). Reported as a collection error, which pytest-xdist's workers pass on too."""
+    whole = not config.getoption("lf", False) and not any("::" in arg for arg in config.args)
+    stale = [key for key in SLOW
+             if not (TESTS / key.split("::", 1)[0]).is_file()
+             or (whole and key.split("::", 1)[0] in _collected_files and key not in nodes)]
+    if stale:
+        message = ("SLOW keys that name no collected test (paths are relative to tests/; update "
+                   "them after moving or renaming a test):\n  " + "\n  ".join(stale))
+        config.hook.pytest_collectreport(report=pytest.CollectReport(
+            "tests/conftest.py::SLOW", "failed", message, []))
 
 
 @pytest.fixture(params=CONFIGS)

@@ -3,7 +3,7 @@
 #   1. TVM: imported as installed, else unpacked from .gpu/ (bench/gpu/pack_tvm.sh made it);
 #      the CUDA runtime and NVRTC from the `gpu` extra's wheels (nvidia-cuda-runtime,
 #      nvidia-cuda-nvrtc, cuda-bindings), found in the Python's site-packages;
-#   2. the test suite's GPU tests (tests/test_gpu_schedules.py, tests/test_model_compare.py);
+#   2. the test suite's GPU tests (tests/baselines/test_gpu_schedules.py, tests/baselines/test_model_compare.py);
 #   3. `vta-sim compare` for the operator workloads (GPU and reference rows) and for the models
 #      digits, resnet18 and encoder (GPU rows; onnxruntime fp32 on that host's CPU is the
 #      first row), each table and its JSON written under $OUT (default build/gpu).
@@ -50,7 +50,7 @@ VTA=("$PY" -m vta_sim)
 } 2>&1 | tee "$OUT/machine.txt"
 
 if [[ $STEPS == *tests* ]]; then echo "== GPU tests"
-timeout 120 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu_schedules.py tests/test_model_compare.py \
+timeout 120 "$PY" -m pytest -q -p no:cacheprovider tests/baselines/test_gpu_schedules.py tests/baselines/test_model_compare.py \
   -k "gpu or cuda" 2>&1 | tail -25 | tee "$OUT/tests.txt"; fi
 
 if [[ $STEPS == *operators* ]]; then echo "== operators"

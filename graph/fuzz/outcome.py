@@ -32,7 +32,7 @@ from vta_sim.errors import VTAError
 
 #: Packages whose errors are a third party's refusal, not a bug of the toolkit.
 THIRD_PARTY = ("onnxruntime", "tvm", "tvm_ffi", "onnx", "google.protobuf")
-#: Outcomes that are a finding (tests/test_graph_fuzz.py fails on them).
+#: Outcomes that are a finding (tests/graph/test_graph_fuzz.py fails on them).
 FINDINGS = ("traceback", "not_verified", "multi_line")
 
 

@@ -132,7 +132,7 @@ def test_gemm_with_uop_loops_and_reset(cfg):
     run_and_compare(cfg, chain(loads, compute, [store(0, out, 1, 8)]), lay.data)
 
 
-# the base ISA's ops (REQ: tests/test_req.py)
+# the base ISA's ops (REQ: tests/vta_sim/test_req.py)
 ALU_CASES = [(op, imm) for op in isa.ALU_NAMES if op != isa.ALU_REQ for imm in (None, 5, -7)]
 
 

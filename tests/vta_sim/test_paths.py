@@ -38,7 +38,7 @@ RACER = textwrap.dedent("""
 
 
 def test_two_processes_racing_build_once(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parent.parent),
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                        os.environ.get("PYTHONPATH", "")]))
     procs = [subprocess.Popen([sys.executable, "-c", RACER, str(tmp_path), str(i)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]

@@ -142,7 +142,7 @@ def _bench():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "bench" / "bench_transformers.py"
+    path = Path(__file__).resolve().parents[2] / "bench" / "bench_transformers.py"
     spec = importlib.util.spec_from_file_location("bench_transformers", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
