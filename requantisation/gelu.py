@@ -6,8 +6,9 @@ node, so the int8 function of the int8 input is the chain
 
     e = Q(erf(DQ(x) / sqrt2))     a = Q(DQ(e) + 1)     m = Q(DQ(x) DQ(a))     y = Q(DQ(m) 1/2)
 
-(`GeluChain`, each Q rounding to int8 with ties to even). The integer form keeps the chain's
-four roundings:
+(`GeluChain`, each Q rounding to int8 with ties to even). torch's dynamo exporter halves first,
+x * ((1 + erf(x / sqrt 2)) * 1/2): h = Q(DQ(a) 1/2), y = Q(DQ(x) DQ(h)) (`half_first`; steps 3
+and 4 below trade places). The integer form keeps the chain's four roundings:
 
 1. v = clamp(x - z_x, -V, V), V past which erf is +-1 at e's scale; e' = round(v P(v^2 / V^2))
    clamped, P the even polynomial of erf(s_x v / sqrt2) / (s_e v) fitted on [0, V], in fixed
@@ -43,7 +44,7 @@ J_BITS = 16
 MAX_SHIFT = 62
 #: Scalar fields, in the order they are packed into one int64 constant (the coefficients follow).
 SCALARS = ("zero_x", "clip", "z_mult", "z_shift", "frac", "e_lo", "e_hi", "j", "c2", "m2", "n2", "zero_a",
-           "m3", "n3", "zero_m", "m4", "n4", "zero_y", "mismatches")
+           "m3", "n3", "zero_m", "m4", "n4", "zero_y", "half_first", "mismatches")
 
 
 def _quant(v: np.ndarray, scale: float, zero: int) -> np.ndarray:
@@ -67,6 +68,7 @@ class GeluChain:
     half: float             # the 1/2 multiplied (its dequantised constant)
     scale_y: float
     zero_y: int
+    half_first: bool = False    # h = Q(a 1/2) then y = Q(x h) (scale_m, zero_m are h's), not m = Q(x a), y = Q(m 1/2)
 
     def steps_from_e(self, e: np.ndarray) -> np.ndarray:
         """a of the chain for erf's int8 e (float32, ties to even)."""
@@ -81,8 +83,13 @@ class GeluChain:
         e = quant(np.vectorize(math.erf, otypes=[np.float64])((x / f32(self.divisor)).astype(np.float64)).astype(f32),
                   self.scale_e, self.zero_e)
         a = self.steps_from_e(e)
-        m = quant(x * ((a.astype(f32) - f32(self.zero_a)) * f32(self.scale_a)), self.scale_m, self.zero_m)
-        y = quant((m.astype(f32) - f32(self.zero_m)) * f32(self.scale_m) * f32(self.half), self.scale_y, self.zero_y)
+        a_f = (a.astype(f32) - f32(self.zero_a)) * f32(self.scale_a)
+        if self.half_first:
+            m = quant(a_f * f32(self.half), self.scale_m, self.zero_m)
+            y = quant(x * ((m.astype(f32) - f32(self.zero_m)) * f32(self.scale_m)), self.scale_y, self.zero_y)
+        else:
+            m = quant(x * a_f, self.scale_m, self.zero_m)
+            y = quant((m.astype(f32) - f32(self.zero_m)) * f32(self.scale_m) * f32(self.half), self.scale_y, self.zero_y)
         return e, a, m, y
 
 
@@ -106,6 +113,7 @@ class GeluParams:
     m4: int
     n4: int
     zero_y: int
+    half_first: int         # 1: h = REQ(a', M_3) - z_h, y = REQ((x - z_x) h', M_4) (dynamo's order)
     mismatches: int         # of the 256 inputs, how many give another y than the float chain
     coefs: tuple[int, ...]  # P's, highest power first, at 2^frac
 
@@ -145,7 +153,11 @@ def reference(q: np.ndarray, p: GeluParams) -> np.ndarray:
     q = np.asarray(q)
     e = erf_part(q, p)
     a = _req((e << p.j) + p.c2, p.m2, p.n2, p.zero_a) - p.zero_a
-    m = _req((q.astype(np.int64) - p.zero_x) * a, p.m3, p.n3, p.zero_m) - p.zero_m
+    x = q.astype(np.int64) - p.zero_x
+    if p.half_first:
+        h = _req(a, p.m3, p.n3, p.zero_m) - p.zero_m
+        return _req(x * h, p.m4, p.n4, p.zero_y).astype(np.int8)
+    m = _req(x * a, p.m3, p.n3, p.zero_m) - p.zero_m
     return _req(m, p.m4, p.n4, p.zero_y).astype(np.int8)
 
 
@@ -203,15 +215,19 @@ def choose(chain: GeluChain) -> GeluParams:
     a_want = chain.steps_from_e(e_all)
     c2 = min(range(c2 - 256, c2 + 257), key=lambda c: (
         int((_req((e_all - chain.zero_e << j) + c, m2, n2, chain.zero_a) != a_want).sum()), abs(c - c2)))
-    m3, n3 = _multiplier(chain.scale_x * chain.scale_a / chain.scale_m, 256 * 256, "product scale")
-    m4, n4 = _multiplier(chain.scale_m * chain.half / chain.scale_y, 256, "output scale")
+    if chain.half_first:
+        m3, n3 = _multiplier(chain.scale_a * chain.half / chain.scale_m, 256, "halving scale")
+        m4, n4 = _multiplier(chain.scale_x * chain.scale_m / chain.scale_y, 256 * 256, "product scale")
+    else:
+        m3, n3 = _multiplier(chain.scale_x * chain.scale_a / chain.scale_m, 256 * 256, "product scale")
+        m4, n4 = _multiplier(chain.scale_m * chain.half / chain.scale_y, 256, "output scale")
     best = None
     for degree in DEGREES:
         frac, coefs = _erf_coefs(chain, clip, degree)
         if not all(abs(c) < 1 << 15 for c in coefs) or frac < 1:
             continue
         p = GeluParams(chain.zero_x, clip, z_mult, z_shift, frac, e_lo, e_hi, j, c2, m2, n2, chain.zero_a, m3, n3,
-                       chain.zero_m, m4, n4, chain.zero_y, 0, coefs)
+                       chain.zero_m, m4, n4, chain.zero_y, int(chain.half_first), 0, coefs)
         e_off = int((erf_part(q, p) != e_want - chain.zero_e).sum())
         off = int((reference(q, p) != y_want).sum())
         p = GeluParams(*(getattr(p, f) for f in SCALARS[:-1]), off, coefs)

@@ -10,6 +10,7 @@ entries (C_2, M_2, M_3, M_4, the same in every lane):
     A = REQ((A << j) + C_2, M_2) - z_a                                          a - z_a
     A = REQ(A (X - z_x), M_3) - z_m                                             m - z_m
     A = REQ(A, M_4)                                                             y
+(dynamo's order, half_first: A = REQ(A, M_3) - z_h, then A = REQ(A (X - z_x), M_4).)
 """
 from __future__ import annotations
 
@@ -73,10 +74,13 @@ def program(cfg: Config, p: GeluParams, tiles: int, tile: int) -> AluProgram:
             prog.alu("add", a, imm=-p.zero_a, outer=every)           # a - z_a
         if p.zero_x:
             prog.alu("add", x, imm=-p.zero_x, outer=every)
-        prog.alu("mul", a, x, outer=pairs)
+        if not p.half_first:
+            prog.alu("mul", a, x, outer=pairs)
         prog.req(a, m3, p.n3, p.zero_m, outer=bcast)
         if p.zero_m:
-            prog.alu("add", a, imm=-p.zero_m, outer=every)           # m - z_m
+            prog.alu("add", a, imm=-p.zero_m, outer=every)           # m - z_m (h - z_h)
+        if p.half_first:
+            prog.alu("mul", a, x, outer=pairs)
         prog.req(a, m4, p.n4, p.zero_y, outer=bcast)
         prog.store("y", t * tile, tile, a)
     return prog

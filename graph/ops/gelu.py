@@ -2,7 +2,9 @@
 it, its four QDQ blocks fused into one ALU op (requantisation.gelu).
 
 QDQ blocks: e = Q(erf(dq(x) / c)), a = Q(dq(e) + 1), m = Q(dq(x) * dq(a)), y = Q(dq(m) * 1/2)
-            (operands of the add and the multiplies in either order; / c or * 1/c)
+            (the TorchScript exporter's order), or h = Q(dq(a) * 1/2), y = Q(dq(x) * dq(h))
+            (torch.export's, "dynamo": the 1/2 first); operands of the add and the multiplies
+            in either order; / c or * 1/c
             -> y = call_pure_packed("vta.gelu_int", x_q, params) (graph.ops.packed_form; the CPU
             build calls requantisation.gelu.reference, the accelerator runs schedules.vta_gelu).
             The layer is the chain's erf (the report's `gelu`); the block rewritten is the last
@@ -67,6 +69,7 @@ class Chain:
     m_q: Any
     one: float
     half: float
+    half_first: bool    # dynamo's order: m_q is h = Q(dq(a) * 1/2)
 
 
 def _split(g: QdqGraph, call: Any) -> tuple[Any, float] | None:
@@ -113,16 +116,28 @@ def onnx_tensors(erf: Any, producers: dict[str, Any], consumers: dict[str, Any])
 def find(g: QdqGraph, body: Any) -> Chain | None:
     """The GELU chain ending in `body` (the last multiply), or None."""
     last = g.call(body, "relax.multiply")
-    split = None if last is None else _split(g, last)
-    m_q = None if split is None else _quantized(g, split[0])
+    if last is None:
+        return None
+    split = _split(g, last)
+    if split is None:                # dynamo's order: the last multiply is dq(x) * dq(h)
+        for x_dq, h_dq in ((last.args[0], last.args[1]), (last.args[1], last.args[0])):
+            h_q = _quantized(g, h_dq)
+            hm = None if h_q is None else g.call(h_q.args[0], "relax.multiply")
+            half = None if hm is None else _split(g, hm)
+            chain = None if half is None else _from_add(g, x_dq, half[0])
+            if chain is not None:
+                e_q, a_q, erf, divisor, one = chain
+                return Chain(x_dq, divisor, erf, e_q, a_q, h_q, one, half[1], True)
+        return None
+    m_q = _quantized(g, split[0])
     mm = None if m_q is None else g.call(m_q.args[0], "relax.multiply")
-    if split is None or m_q is None or mm is None:
+    if m_q is None or mm is None:
         return None
     for x_dq, a_dq in ((mm.args[0], mm.args[1]), (mm.args[1], mm.args[0])):
         chain = _from_add(g, x_dq, a_dq)
         if chain is not None:
             e_q, a_q, erf, divisor, one = chain
-            return Chain(x_dq, divisor, erf, e_q, a_q, m_q, one, split[1])
+            return Chain(x_dq, divisor, erf, e_q, a_q, m_q, one, split[1], False)
     return None
 
 
@@ -165,7 +180,7 @@ def plan(g: QdqGraph, block: QdqBlock) -> PackedPlan:
             raise Refusal(f"a {q.attrs.out_dtype} step inside the GELU chain: its int8 form is computed here")
     try:
         params = rq_gelu.choose(GeluChain(scale_x, zero_x, chain.divisor, s_e, z_e, chain.one, s_a, z_a, s_m, z_m,
-                                          chain.half, s_y, z_y))
+                                          chain.half, s_y, z_y, chain.half_first))
     except CompileError as exc:
         raise Refusal(str(exc)) from None
     return PackedPlan(x, params, known_shape(chain.x_dq))
@@ -180,4 +195,4 @@ RULE = OpRule(
     kind="gelu", float_ops=("relax.erf",), onnx_ops=("Erf",), onnx_tensors=onnx_tensors, claims=claims, plan=plan,
     emit=FORM.emit_plan, patterns=lambda main: {"vta.gelu": FORM.pattern()}, read=read,
     activations=FORM.activations,
-    cpu_reason="an erf outside torch's quantised GELU chain (Div, Erf, Add 1, Mul x, Mul 1/2)")
+    cpu_reason="an erf outside torch's quantised GELU chain (Div, Erf, Add 1, then Mul x and Mul 1/2 in either order)")

@@ -23,11 +23,13 @@ CHAINS = [
                  float(F32(127) * F32(0.0039370078593492508)), 0.035380013287067413, 0),
     ge.GeluChain(0.05, 5, 1.4142135, 1 / 127, 3, 1.0, 2 / 127, -4, 0.07, 2, 0.5, 0.05, 3),
     ge.GeluChain(0.1, -2, 1.4142135, 1 / 127, 0, 1.0, 2 / 127, 0, 0.2, 0, 0.5, 0.08, -1),
+    # torch.export's order: h = Q((1 + erf) 1/2) on [0, 1], then y = Q(x h)
+    ge.GeluChain(0.05, 5, 1.4142135, 1 / 127, 3, 1.0, 2 / 127, -4, 1 / 255, -128, 0.5, 0.05, 3, half_first=True),
 ]
 ALL = np.arange(-128, 128, dtype=np.int8)
 
 
-@pytest.mark.parametrize("chain", CHAINS, ids=["encoder", "zero-points", "coarse"])
+@pytest.mark.parametrize("chain", CHAINS, ids=["encoder", "zero-points", "coarse", "half-first"])
 def test_the_integer_chain_is_within_one_step_of_the_float_chain(chain):
     """On all 256 inputs: within 1 LSB of the float32 chain, and the count of differences is
     the one `choose` reports (a tenth of the inputs at most)."""
@@ -63,7 +65,7 @@ def test_refusals():
 
 
 @pytest.mark.parametrize("engine", ["compiled", "reference"])
-@pytest.mark.parametrize("shape, chain", [((1, 16, 128), 0), ((3, 7), 1), ((2, 2100, 1), 2)])
+@pytest.mark.parametrize("shape, chain", [((1, 16, 128), 0), ((3, 7), 1), ((2, 2100, 1), 2), ((5, 40), 3)])
 def test_the_alu_program_equals_the_numpy_form(shape, chain, engine, monkeypatch):
     """Bit for bit on both simulator engines, with every int8 value among the inputs, a shape
     that leaves lanes empty and one of several tiles."""
@@ -76,27 +78,31 @@ def test_the_alu_program_equals_the_numpy_form(shape, chain, engine, monkeypatch
     assert result.cycles > 0
 
 
-def gelu_graph(tokens=8, width=16):
+def gelu_graph(tokens=8, width=16, half_first=False):
     """x -> MatMul -> GELU as torch exports nn.GELU (Div by sqrt 2, Erf, Add 1, Mul by the
-    input, Mul by 1/2) -> MatMul."""
+    input, Mul by 1/2; `half_first`: Mul by 1/2, then by the input, as torch.export writes it)
+    -> MatMul."""
     rng = np.random.default_rng(0)
     w = helper.make_tensor("w", TensorProto.FLOAT, [width, width], (rng.standard_normal(width * width) / 2).astype(np.float32))
     consts = [helper.make_tensor(n, TensorProto.FLOAT, [], [v]) for n, v in (("sqrt2", 2 ** 0.5), ("one", 1.0), ("half", 0.5))]
     nodes = [helper.make_node("MatMul", ["input", "w"], ["h"]), helper.make_node("Div", ["h", "sqrt2"], ["d"]),
              helper.make_node("Erf", ["d"], ["e"]), helper.make_node("Add", ["e", "one"], ["a"]),
-             helper.make_node("Mul", ["h", "a"], ["m"]), helper.make_node("Mul", ["m", "half"], ["g"]),
+             *([helper.make_node("Mul", ["half", "a"], ["m"]), helper.make_node("Mul", ["h", "m"], ["g"])] if half_first
+               else [helper.make_node("Mul", ["h", "a"], ["m"]), helper.make_node("Mul", ["m", "half"], ["g"])]),
              helper.make_node("MatMul", ["g", "w"], ["output"])]
     graph = helper.make_graph(nodes, "gelu", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, tokens, width])],
                               [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, tokens, width])], [w, *consts])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-@pytest.mark.parametrize("quantizer", ["onnxruntime", "onnxruntime-symmetric"])
-def test_an_exported_gelu_runs_on_the_accelerator_as_one_layer(quantizer):
+@pytest.mark.parametrize("quantizer, half_first", [("onnxruntime", False), ("onnxruntime-symmetric", False),
+                                                   ("onnxruntime", True)])
+def test_an_exported_gelu_runs_on_the_accelerator_as_one_layer(quantizer, half_first):
     """The chain's four QDQ blocks become one accelerator layer, bit-exact with the CPU build
-    and within 1 LSB of onnxruntime (compared on the chain's int8 input and output)."""
+    and within 1 LSB of onnxruntime (compared on the chain's int8 input and output), in both
+    of torch's orders."""
     rng = np.random.default_rng(5)
-    qdq = quantizer_named(quantizer)(gelu_graph(), rng.standard_normal((16, 8, 16)).astype(np.float32))
+    qdq = quantizer_named(quantizer)(gelu_graph(half_first=half_first), rng.standard_normal((16, 8, 16)).astype(np.float32))
     result = run_model(ModelCase("gelu", qdq, rng.standard_normal((1, 8, 16)).astype(np.float32)), "1x8x8",
                        compare_onnxruntime=True)
     [row] = [r for r in result.layers if r["op"] == "gelu"]
