@@ -14,7 +14,10 @@ Where torch (and `transformers`) are installed, the bench also exports and runs 
 users do: torch's own nn.TransformerEncoderLayer, post- and pre-norm (with a mean over the tokens
 and a linear classifier, as the encoder builtin), and `transformers`' BertForSequenceClassification
 and ViTForImageClassification of the same shapes with random weights (fastpath off, eager
-attention); where they are not, it says so in one line and runs the toolkit's own models.
+attention), each by TorchScript (opset 17) and by torch.export (dynamo, opset 18; `--exporter`
+picks one); where they are not, it says so in one line and runs the toolkit's own models.
+torch is not a dependency: install it beside the project (`pip install --target DIR torch
+transformers onnxscript`, then `PYTHONPATH=.:DIR`).
 
 Per run: layers on VTA-8 of all layers, the share of MACs on VTA-8, VTA-8 cycles per sequence or
 frame (layers on the CPU add none), the attention share (the cycles of the matmuls of two
