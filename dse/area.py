@@ -32,9 +32,11 @@ AREA_CHOICES = ("ecp5", "xc7", "model", "model:ecp5", "model:xc7")
 RESOURCES = ("lut", "ff", "dsp", "bram")
 #: The LFE5UM-85F's resources: a design over any of them is not placed.
 ECP5_85F = {"lut": 83640, "ff": 83640, "dsp": 156, "bram": 208}
-#: Block-RAM aspect ratios (depth, width) per target, in the units `bram` counts: an ECP5 DP16KD;
-#: on xc7 a RAMB18E1, half a RAMB36E1 (Yosys pairs them into RAMB36E1s).
-BRAM_SHAPES = {"ecp5": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36)),
+#: Block-RAM aspect ratios (depth, width) per target, in the units `bram` counts: on xc7 a
+#: RAMB18E1, half a RAMB36E1 (Yosys infers them and pairs them into RAMB36E1s), the one of
+#: fewest blocks per memory; on ECP5 a DP16KD, instantiated by hw/rtl/ecp5/vta_ecp5_bram.v at the
+#: memory's own depth (at least 1,024: its x36 mode is not used), side by side across the word.
+BRAM_SHAPES = {"ecp5": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18)),
                "xilinx": ((16384, 1), (8192, 2), (4096, 4), (2048, 9), (1024, 18), (512, 36))}
 BRAM_UNIT = {"ecp5": 1, "xilinx": 0.5}
 #: The features each fitted resource is linear in (plus a constant).
@@ -104,20 +106,33 @@ def features(cfg: Config) -> dict:
             "sram_bits": sum(b.depth * b.entry_bytes * 8 for b in cfg.buffers.values())}
 
 
-def memories(cfg: Config) -> list:
-    """(depth, bits) of every block-RAM memory of vta_top: UOP in one bank per micro-op of a bus
-    beat (hw/rtl/vta_sram_banked.v), then INP, WGT, ACC and OUT."""
+def memories(cfg: Config, target: str = "ecp5") -> list:
+    """(depth, bits) of every block-RAM memory of vta_top (hw/rtl/vta_top.v) on `target`: UOP in
+    one bank per micro-op of a bus beat (hw/rtl/vta_sram_banked.v), then INP, WGT, ACC and OUT
+    (OUT addressed as ACC is). On ECP5 a UOP bank is as wide as the micro-op's used index bits
+    (dst + src + wgt): a DP16KD of the wrapper whose outputs nothing reads is removed; Yosys'
+    xc7 inference maps the whole entry."""
     b = cfg.buffers
     banks = max(cfg.bus_bytes // b["uop"].entry_bytes, 1)
-    return ([(b["uop"].depth // banks, b["uop"].entry_bytes * 8)] * banks
-            + [(b[n].depth, b[n].entry_bytes * 8) for n in ("inp", "wgt", "acc", "out")])
+    uop_bits = b["uop"].entry_bytes * 8
+    if target == "ecp5":
+        uop_bits = min(cfg.LA + max(cfg.LA, cfg.LI) + cfg.LW, uop_bits)
+    return ([(b["uop"].depth // banks, uop_bits)] * banks
+            + [(b[n].depth, b[n].entry_bytes * 8) for n in ("inp", "wgt", "acc")]
+            + [(b["acc"].depth, b["out"].entry_bytes * 8)])
+
+
+def _blocks(depth: int, bits: int, target: str) -> int:
+    shapes = BRAM_SHAPES[target]
+    if target == "ecp5":        # the wrapper's shape: the shallowest at least as deep as the memory
+        d, w = min((s for s in shapes if s[0] >= depth), default=shapes[0])
+        return math.ceil(depth / d) * math.ceil(bits / w)
+    return min(math.ceil(depth / d) * math.ceil(bits / w) for d, w in shapes)
 
 
 def bram_blocks(cfg: Config, target: str) -> float:
-    """Block RAMs of the config's SRAMs: each memory takes the aspect ratio that needs fewest."""
-    shapes = BRAM_SHAPES[target]
-    n = sum(min(math.ceil(depth / d) * math.ceil(bits / w) for d, w in shapes) for depth, bits in memories(cfg))
-    return n * BRAM_UNIT[target]
+    """Block RAMs of the config's SRAMs, each memory mapped as the target's flow maps it."""
+    return sum(_blocks(depth, bits, target) for depth, bits in memories(cfg, target)) * BRAM_UNIT[target]
 
 
 def synthesise(cfg: Config, area: Area) -> dict:
