@@ -124,7 +124,9 @@ def find(g: QdqGraph, body: Any) -> Chain | None:
             h_q = _quantized(g, h_dq)
             hm = None if h_q is None else g.call(h_q.args[0], "relax.multiply")
             half = None if hm is None else _split(g, hm)
-            chain = None if half is None else _from_add(g, x_dq, half[0])
+            if half is None:
+                continue
+            chain = _from_add(g, x_dq, half[0])
             if chain is not None:
                 e_q, a_q, erf, divisor, one = chain
                 return Chain(x_dq, divisor, erf, e_q, a_q, h_q, one, half[1], True)
