@@ -236,9 +236,7 @@ def torch_models(directory: Path, small: bool, exporters: list) -> list:
 def torch_case(path: Path, name: str, calib, x, quantizer: str) -> ModelCase:
     from graph import onnx_import
 
-    proto, _ = onnx_import.upgraded(onnx_import.load(str(path)))
-    proto = onnx_import.constants_as_initializers(proto)
-    onnx_import.check_importable(proto)
+    proto, _ = onnx_import.prepared(str(path))
     return ModelCase(name, quantizer_named(quantizer)(proto, calib), x)
 
 

@@ -120,6 +120,16 @@ def constants_as_initializers(model: onnx.ModelProto) -> onnx.ModelProto:
     return copy
 
 
+def prepared(model) -> tuple[onnx.ModelProto, str | None]:
+    """A model file as the graph level takes it, and a note where it was changed: loaded,
+    upgraded to MIN_OPSET or later (`upgraded`), constants as initializers
+    (`constants_as_initializers`), checked importable. The caller's file is not modified."""
+    proto, note = upgraded(load(model))
+    proto = constants_as_initializers(proto)
+    check_importable(proto)
+    return proto, note
+
+
 def _readable(message: str) -> str:
     """The converter's C++ assertion text without its source position and unfilled format."""
     message = message.split(" failed: ", 1)[-1]

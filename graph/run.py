@@ -105,9 +105,7 @@ def load_case(model: str, inputs=None, seed: int = 0, progress=None,
     if not model.endswith(".onnx") and not Path(model).is_file():
         raise GraphError(f"unknown model {model!r}; accepted: {', '.join(BUILTIN)} or a path to an "
                          ".onnx file")
-    proto, upgrade = onnx_import.upgraded(onnx_import.load(model))
-    proto = onnx_import.constants_as_initializers(proto)
-    onnx_import.check_importable(proto)
+    proto, upgrade = onnx_import.prepared(model)
     if inputs is None:               # one sample, or one batch of the size the file fixes
         specs = onnx_import.model_inputs(proto, batch=onnx_import.fixed_batch(proto) or 1)
         x = _single(model_inputs.synthetic(proto, specs, seed))
