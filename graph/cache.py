@@ -4,9 +4,9 @@ A whole model spends most of its wall time compiling (TVM lowering, LLVM code ge
 the JIT at the first call) although the same shapes and graphs recur from run to run. Entries
 live under $VTA_KERNEL_CACHE (default kernels/ in the cache root, vta_sim.paths), one file per key:
 
-- `kernel-<key>.so` + `.pkl`: an `OpKernel` (cloudpickle, closures included) and its TVM module
-  (export_library; a kernel written op by op, intrinsics.alu_program, has no module and no .so), keyed by the op spec, the configuration, the thread count and
-  `code_version()`;
+- `kernel-<key>.pkl`: an `OpKernel` (cloudpickle, closures included) with its recorded program
+  and without its TVM module (see `op_kernel`), keyed by the op spec, the configuration, the
+  thread count and `code_version()`;
 - `vm-<key>.so`: a Relax VM executable, keyed by the IRModule's structural hash (which covers
   its constants) and `code_version()`.
 
@@ -97,30 +97,25 @@ def vm_executable(mod, build):
 
 
 def op_kernel(cfg_text: str, spec, vthreads: int, build):
-    """`build()` (an OpKernel), cached by config, spec and thread count."""
+    """`build()` (an OpKernel), cached by config, spec and thread count.
+
+    Only the kernel's recorded program is kept: its TVM module ran once, at compile time, to
+    record the calls (intrinsics.build), and is not needed to run it again, so a kernel read
+    from the cache has `kernel.kernel.module` None and none is exported (LLVM code generation
+    and a link, half a second a kernel)."""
     root = cache_dir()
     if root is None:
         return build()
-    key = _key("kernel", cfg_text, repr(spec), vthreads)
-    lib, pkl = root / f"kernel-{key}.so", root / f"kernel-{key}.pkl"
-    if pkl.is_file():
-        kernel = cloudpickle.loads(pkl.read_bytes())
-        if lib.is_file():
-            kernel.kernel.module = tvm.runtime.load_module(str(lib))
-            return kernel
-        if kernel.kernel.module is None:     # written op by op (intrinsics.alu_program): no TVM module
-            return kernel
+    path = root / f"kernel-{_key('kernel', cfg_text, repr(spec), vthreads)}.pkl"
+    if path.is_file():
+        return cloudpickle.loads(path.read_bytes())
     kernel = build()
-    if kernel.kernel.module is None:
-        _write(pkl, lambda p: Path(p).write_bytes(cloudpickle.dumps(kernel)))
-        return kernel
-    kernel.kernel.module = exported(kernel.kernel.module, lib)
     module, kernel.kernel.module = kernel.kernel.module, None
     try:
         data = cloudpickle.dumps(kernel)
     finally:
         kernel.kernel.module = module
-    _write(pkl, lambda p: Path(p).write_bytes(data))
+    _write(path, lambda p: Path(p).write_bytes(data))
     return kernel
 
 
@@ -129,8 +124,7 @@ def missing_kernel(cfg_text: str, spec, vthreads: int) -> bool:
     root = cache_dir()
     if root is None:
         return True
-    key = _key("kernel", cfg_text, repr(spec), vthreads)
-    return not ((root / f"kernel-{key}.so").is_file() and (root / f"kernel-{key}.pkl").is_file())
+    return not (root / f"kernel-{_key('kernel', cfg_text, repr(spec), vthreads)}.pkl").is_file()
 
 
 def missing_vm(mod) -> bool:

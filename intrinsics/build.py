@@ -25,7 +25,8 @@ from .recorded import KernelProgram
 
 @dataclass
 class CompiledKernel:
-    module: object            # tvm.runtime.Executable from tvm.compile; run once, to record `program`
+    module: object            # tvm.runtime.Executable from tvm.compile, run once to record `program`;
+                              # None once read back from graph.cache, which keeps only the program
     params: list              # (name, shape, dtype) per parameter, in call order
     outputs: list             # indices of the parameters the program writes
     compile_s: float

@@ -12,6 +12,8 @@ when it matches a block, so the description must iterate only over the dimension
 """
 from __future__ import annotations
 
+import concurrent.futures
+
 from tvm import s_tir, tirx
 from tvm.script import tirx as T
 
@@ -240,12 +242,20 @@ INTRINSICS = {
 }
 
 
+def _on_a_short_stack(make):
+    """`make()`, run in a thread of its own. TVMScript's `T.prim_func` takes `inspect.stack()`,
+    which reads the source of every frame of the caller's stack; under pytest or the CLI that
+    costs more than the parse itself, and a new thread's stack is a few frames deep."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(make).result()
+
+
 def _register(cfg: Config, family: str, suffix: str, *params) -> str:
     """Register `family` for `cfg`'s entry shape once per process; returns the intrinsic's name."""
     name = f"vta.{cfg.BATCH}x{cfg.BLOCK_IN}x{cfg.BLOCK_OUT}.{family}{suffix}"
     if s_tir.TensorIntrin.get(name, allow_missing=True) is None:
         shape = (cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT) if family == "gemm" else (cfg.BATCH, cfg.BLOCK_OUT)
-        s_tir.TensorIntrin.register(name, *INTRINSICS[family](*shape, *params))
+        s_tir.TensorIntrin.register(name, *_on_a_short_stack(lambda: INTRINSICS[family](*shape, *params)))
     return name
 
 
