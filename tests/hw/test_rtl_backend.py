@@ -33,7 +33,7 @@ def test_runtime_blocked_gemm_on_rtl_matches_numpy():
 
 
 def test_cli_run_with_backend_rtl_writes_what_the_simulator_writes(tmp_path, capsys):
-    cfg = Config.load("8x8x8")
+    cfg = Config.load("1x8x8")
     name, image, addr, count = chain_programs(cfg)[-1]
     path = tmp_path / "prog.bin"
     image.tofile(path)
