@@ -12,7 +12,8 @@ from intrinsics.tensor_intrin import (SCOPES, alu_intrin, alu_update_intrin, gem
 from vta_sim.config import Config
 from vta_sim.runtime import MAX_KERNEL_UOPS
 from vta_sim.isa import ALU_OPS
-from vta_sim.timing import ALU_IMM_INTERVAL, REQ_EXTRA_LATENCY, REQ_KEEP_INTERVAL, DmaCost, alu_interval
+from vta_sim.timing import (ALU_IMM_INTERVAL, REQ_EXTRA_LATENCY, REQ_KEEP_INTERVAL, REQUEST_DELAY, DmaCost,
+                            alu_interval)
 
 from requantisation.stages import epilogue, scratch_regions, vector_inputs
 
@@ -141,8 +142,11 @@ def fits_buffers(cfg: Config, need: dict, vthreads: int) -> str | None:
 
 # ---------------------------------------------------------------- tile cost estimates
 def row_read_cycles(cfg: Config, nbytes: float) -> float:
-    """An aligned DMA row read without contention: its bursts' latencies plus beats (timing.md)."""
-    return sum(DmaCost(cfg).read_bursts(0, int(nbytes)))
+    """An aligned DMA row read without contention: per burst, the request register's cycle, the
+    read latency and the beats (timing.md, "Bursts"; vta_sim.timing charges REQUEST_DELAY before
+    each burst's port request)."""
+    bursts = DmaCost(cfg).read_bursts(0, int(nbytes))
+    return sum(bursts) + REQUEST_DELAY * len(bursts)
 
 
 def _stage_interval(stage) -> int:
