@@ -7,7 +7,7 @@ from vta_sim import Config
 CONFIGS = ("1x8x8", "8x8x8")
 
 #: The slow tier (`make test-all`, and CI): tests whose behaviour a quicker default test also
-#: guards, by node id prefix and why it is slow. `make test` runs the rest in under 5 minutes.
+#: guards, by node id prefix and why it is slow. `make test` runs the rest (README gives the times).
 SLOW = {
     # proofs for all time; in the default tier the same harnesses run against a planted bug
     # (test_each_groups_bug_fails_its_property_with_a_trace[alu_shift_cap], [bus_err_ignored])
