@@ -54,8 +54,8 @@ def expected_entries(cfg, mem, dram: np.ndarray, base, y, x, stride, pads) -> li
     return out
 
 
-#: The quick tier's padding cases: per memory, no padding, every side at once and two opposite
-#: pairs (the slow tier's `all` runs all 16 masks of each memory).
+#: The quick tier's padding masks (bit i pads side i of y0, y1, x0, x1): per memory, none, all
+#: four, the leading sides and the trailing ones (the slow tier's `all` runs all 16 masks).
 SAMPLED_MASKS = (0b0000, 0b1111, 0b0101, 0b1010)
 
 
