@@ -37,7 +37,7 @@ class Digits:
 
 
 def load_data():
-    """(x_train, y_train, x_test, y_test): a seeded stratified split of the digits."""
+    """(x_train, x_test, y_train, y_test): a seeded stratified split of the digits."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
 

@@ -133,6 +133,26 @@ def test_on_the_accelerator_bit_exact_with_every_layer_offloaded(trained):
     assert (result.logits_vta.argmax(1) == float_answers).mean() >= 0.9
 
 
+def test_untrained_weights_run_bit_exact_with_every_layer_offloaded():
+    """The layers and the bits without the 20 s of training (the trained model's run, with its
+    accuracy, is the slow tier's test above): perturbed initial weights, calibrated on digits
+    images by the model's own quantiser."""
+    from graph.models.digits import load_data
+    from graph.quantize import quantizer_named
+    from graph.run import ModelCase, run_model
+
+    rng = np.random.default_rng(8)
+    p = {k: (v + 0.1 * rng.standard_normal(v.shape)).astype(np.float32)
+         for k, v in digits_vit.init_params(np.random.default_rng(digits_vit.SEED)).items()}
+    x_train, x_test, _, y_test = load_data()
+    qdq = quantizer_named(digits_vit.DEFAULT_QUANTIZER)(digits_vit.float_model(p), x_train[:64])
+    result = run_model(ModelCase("digits-vit", qdq, x_test[:8], y_test[:8]), "1x8x8")
+    j = result.to_json()
+    assert j["logits_identical"] and j["verified"]
+    assert {"conv2d", "dense", "matmul", "softmax", "layer_norm", "gelu", "add", "mean"} <= {r["op"] for r in j["layers"]}
+    assert [r["op"] for r in j["layers"] if r["target"] != "vta"] == []
+
+
 def test_the_cli_runs_it_and_reports_the_accuracies(trained, monkeypatch, capsys):
     """`vta-sim model digits-vit --compare-onnxruntime` on every held-out image (slow tier)."""
     from vta_sim.cli import main
