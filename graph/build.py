@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import os
 import time
 from dataclasses import dataclass
 
@@ -36,15 +37,25 @@ class Layer:
     macs: int = 0                # multiply-accumulates (conv2d and dense layers)
 
 
-#: LLVM at -O1 for the integer graph's builds (the CPU reference and the accelerator graph's host
-#: code): as fast to run as -O3 on ResNet-18 (0.86 s against 0.91 s a frame) and quicker to build
-#: (2.7 s against 3.0 s; the small encoder's 1.5 s against 4.4 s). -O0 builds in 0.9 s but runs a
-#: ResNet-18 frame ten times slower.
-CPU_TARGET = {"kind": "llvm", "opt-level": 1}
+#: LLVM's optimisation level for the integer graph's builds (the CPU reference and the accelerator
+#: graph's host code). -O1 runs ResNet-18 as fast as -O3 (0.86 s against 0.91 s a frame) and builds
+#: quicker (2.7 s against 3.0 s; the small encoder's 1.5 s against 4.4 s); -O0 builds ResNet-18 in
+#: 0.9 s but runs a frame ten times slower. `$VTA_CPU_OPT_LEVEL` overrides it: the test suite,
+#: which builds about 170 small graphs once each and runs them on a few inputs, sets 0.
+CPU_OPT_LEVEL = 1
+
+
+def cpu_target() -> dict:
+    """The LLVM target of the integer graph's builds, at $VTA_CPU_OPT_LEVEL (read at each call),
+    else CPU_OPT_LEVEL."""
+    raw = os.environ.get("VTA_CPU_OPT_LEVEL", "")
+    if raw not in ("", "0", "1", "2", "3"):
+        raise GraphError(f"VTA_CPU_OPT_LEVEL={raw!r}: accepted 0, 1, 2 or 3 (LLVM's optimisation level)")
+    return {"kind": "llvm", "opt-level": int(raw) if raw else CPU_OPT_LEVEL}
 
 
 def _executable(mod):
-    return disk_cache.vm_executable(mod, lambda m: tvm.compile(m, target=tvm.target.Target(CPU_TARGET)))
+    return disk_cache.vm_executable(mod, cpu_target())
 
 
 def _vm(mod) -> relax.VirtualMachine:
@@ -81,7 +92,7 @@ class CpuModel:
     @staticmethod
     def cold_jobs(mod) -> list:
         """The build of `mod` as a disk-cache job, unless it is cached (for graph.cache.fill)."""
-        return [lambda: _executable(mod)] if disk_cache.missing_vm(mod) else []
+        return [lambda: _executable(mod)] if disk_cache.missing_vm(mod, cpu_target()) else []
 
     def run(self, x) -> np.ndarray:
         """The model's first output on `x`."""

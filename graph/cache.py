@@ -8,7 +8,7 @@ live under $VTA_KERNEL_CACHE (default kernels/ in the cache root, vta_sim.paths)
   and without its TVM module (see `op_kernel`), keyed by the op spec, the configuration, the
   thread count and `code_version()`;
 - `vm-<key>.so`: a Relax VM executable, keyed by the IRModule's structural hash (which covers
-  its constants) and `code_version()`.
+  its constants), the target and `code_version()`.
 
 `code_version()` hashes the sources that shape a kernel (vta_sim, intrinsics, requantisation,
 schedules, graph/kernels.py, graph/ops/, this file), the tuning database and the Python, numpy, cloudpickle and TVM
@@ -85,15 +85,24 @@ def exported(executable, path: Path):
     return tvm.runtime.load_module(str(path))
 
 
-def vm_executable(mod, build):
-    """`build(mod)` (a tvm.compile of a Relax module), cached by the module's structural hash."""
+def vm_executable(mod, target: dict):
+    """`tvm.compile(mod, target)` of a Relax module, cached by the module's structural hash and the
+    target (its LLVM optimisation level included: a build at -O0 runs slower, and is not reused
+    where -O1 was asked for)."""
+    def build():
+        return tvm.compile(mod, target=tvm.target.Target(target))
+
     root = cache_dir()
     if root is None:
-        return build(mod)
-    path = root / f"vm-{_key('vm', tvm_ffi.structural_hash(mod))}.so"
+        return build()
+    path = _vm_path(root, mod, target)
     if path.is_file():
         return tvm.runtime.load_module(str(path))
-    return exported(build(mod), path)
+    return exported(build(), path)
+
+
+def _vm_path(root: Path, mod, target: dict) -> Path:
+    return root / f"vm-{_key('vm', tvm_ffi.structural_hash(mod), sorted(target.items()))}.so"
 
 
 def op_kernel(cfg_text: str, spec, vthreads: int, build):
@@ -127,10 +136,10 @@ def missing_kernel(cfg_text: str, spec, vthreads: int) -> bool:
     return not (root / f"kernel-{_key('kernel', cfg_text, repr(spec), vthreads)}.pkl").is_file()
 
 
-def missing_vm(mod) -> bool:
-    """Whether `vm_executable` would have to compile `mod`."""
+def missing_vm(mod, target: dict) -> bool:
+    """Whether `vm_executable` would have to compile `mod` for `target`."""
     root = cache_dir()
-    return root is None or not (root / f"vm-{_key('vm', tvm_ffi.structural_hash(mod))}.so").is_file()
+    return root is None or not _vm_path(root, mod, target).is_file()
 
 
 _JOBS: list = []   # the jobs of the running fill(), inherited by its forked workers

@@ -7,6 +7,7 @@ import tvm
 from tvm.script import relax as R
 
 from graph import build, cache, kernels
+from graph.errors import GraphError
 from graph.ops.max_pool import PoolSpec
 from schedules.vta_pool import PoolShape
 from vta_sim.config import Config
@@ -59,11 +60,27 @@ def _module(value: int):
 
 def test_vm_build_is_keyed_by_the_module_constants_included(disk):
     x = np.arange(4, dtype=np.int32)
-    assert cache.missing_vm(_module(3))
+    assert cache.missing_vm(_module(3), build.cpu_target())
     assert build.CpuModel(_module(3)).run(x).tolist() == [3, 4, 5, 6]
-    assert not cache.missing_vm(_module(3)) and cache.missing_vm(_module(4))
+    assert not cache.missing_vm(_module(3), build.cpu_target()) and cache.missing_vm(_module(4), build.cpu_target())
     assert build.CpuModel(_module(3)).run(x).tolist() == [3, 4, 5, 6]   # from disk
     assert build.CpuModel(_module(4)).run(x).tolist() == [4, 5, 6, 7]
+
+
+def test_vm_build_is_keyed_by_its_optimisation_level_and_a_bad_level_is_refused(disk, monkeypatch):
+    x = np.arange(4, dtype=np.int32)
+    monkeypatch.setenv("VTA_CPU_OPT_LEVEL", "0")
+    assert build.cpu_target()["opt-level"] == 0
+    assert build.CpuModel(_module(6)).run(x).tolist() == [6, 7, 8, 9]
+    assert not cache.missing_vm(_module(6), build.cpu_target())
+    monkeypatch.setenv("VTA_CPU_OPT_LEVEL", "1")
+    assert cache.missing_vm(_module(6), build.cpu_target())    # an -O0 build is not reused at -O1
+    assert build.CpuModel(_module(6)).run(x).tolist() == [6, 7, 8, 9]
+    monkeypatch.delenv("VTA_CPU_OPT_LEVEL")
+    assert build.cpu_target()["opt-level"] == build.CPU_OPT_LEVEL
+    monkeypatch.setenv("VTA_CPU_OPT_LEVEL", "O2")
+    with pytest.raises(GraphError, match="VTA_CPU_OPT_LEVEL='O2': accepted 0, 1, 2 or 3"):
+        build.CpuModel(_module(6))
 
 
 def test_fill_builds_in_workers_and_raises_their_errors(disk, monkeypatch):
@@ -72,7 +89,7 @@ def test_fill_builds_in_workers_and_raises_their_errors(disk, monkeypatch):
     assert len(jobs) == 2                       # one per distinct kernel, plus the VM build
     monkeypatch.setattr(cache.os, "sched_getaffinity", lambda pid: {0, 1})   # fork even on one core
     cache.fill(jobs)
-    assert not cache.missing_kernel(cfg.to_text(), SPEC, 1) and not cache.missing_vm(_module(5))
+    assert not cache.missing_kernel(cfg.to_text(), SPEC, 1) and not cache.missing_vm(_module(5), build.cpu_target())
     assert kernels.KernelCache().cold_jobs(cfg, [SPEC], 1) == []
 
     class BuildFailure(Exception):
