@@ -98,17 +98,16 @@ def pytest_collectreport(report):
 
 
 #: Packages in the order their tests run, the heaviest first (Verilator builds, proofs, then the
-#: model compiles), after the slow tier's tests when it runs. pytest-xdist's `load` scheduling
-#: hands the tests out in chunks a worker keeps: with the heavy tests first, both workers share
+#: model compiles). pytest-xdist's `load` scheduling hands the first quarter of the tests out one
+#: at a time and the rest in chunks a worker keeps: with the heavy tests first, both workers share
 #: them and the run ends on short ones (collected in file order instead, one worker ended 66 s
 #: after the other on a fresh clone).
 HEAVY_FIRST = ("hw", "graph", "baselines", "requantisation", "dse", "schedules")
 
 
-def _weight_rank(item) -> tuple:
+def _weight_rank(item) -> int:
     package = item.nodeid.split("tests/", 1)[-1].split("/", 1)[0]
-    return (item.get_closest_marker("slow") is None,
-            HEAVY_FIRST.index(package) if package in HEAVY_FIRST else len(HEAVY_FIRST))
+    return HEAVY_FIRST.index(package) if package in HEAVY_FIRST else len(HEAVY_FIRST)
 
 
 def pytest_collection_modifyitems(config, items):
