@@ -22,15 +22,18 @@ demo: $(STAMP)
 TYPED  := vta_sim graph/ops
 
 # ruff on every Python file (pyproject.toml's [tool.ruff]), mypy strict on TYPED.
+RUFF   = $(PY) -m ruff check .
+MYPY   = $(PY) -m mypy $(wildcard $(TYPED))
+
 lint: $(STAMP)
-	$(PY) -m ruff check .
-	$(PY) -m mypy $(wildcard $(TYPED))
+	$(RUFF)
+	$(MYPY)
 
 # ruff, then mypy beside the tests (its cold start holds one core for 8 s; its report prints
 # after theirs), then the tests on 2 workers; the target fails if either fails.
 define checked_pytest
-	$(PY) -m ruff check .
-	@mkdir -p build; ($(PY) -m mypy $(wildcard $(TYPED)) > build/mypy.log 2>&1; echo $$? > build/mypy.rc) & \
+	$(RUFF)
+	@mkdir -p build; ($(MYPY) > build/mypy.log 2>&1; echo $$? > build/mypy.rc) & \
 	$(RUN) $(PY) -m pytest -q -n 2 $(1) tests; status=$$?; wait; \
 	cat build/mypy.log; [ "$$(cat build/mypy.rc)" = 0 ] && exit $$status; exit 1
 endef

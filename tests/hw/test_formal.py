@@ -21,7 +21,6 @@ if shutil.which(prove.SOLVER, path=str(Path(sys.executable).parent)) is None and
     pytest.skip(f"the hw extra installs {prove.SOLVER_WHEEL} ({prove.SOLVER})", allow_module_level=True)
 
 
-
 def test_queue_and_axi_lite_are_proven_for_all_time_and_every_cover_is_reached(tmp_path):
     report = prove.prove(groups=["queue", "axi_lite"], out_dir=tmp_path, progress=None)
     assert report["ok"], prove.table(report)
