@@ -39,6 +39,9 @@ class Tiling:
     cols: int = 16
     red: int = 8
     row_block: int = 64  # rows per cache block (tensorised builds: a row block sweeps all columns)
+    # reduction elements per cache block (tensorised builds; None: the whole reduction at once):
+    # one column tile's panel of that many elements stays in L1 across the row block
+    red_block: int | None = None
 
     @classmethod
     def for_vector(cls, lanes, registers):

@@ -22,6 +22,15 @@ DTYPES = {"int8": ("int8", "int32"), "fp32": ("float32", "float32")}
 # Right shift that brings the int8 depthwise accumulator back to int8 before the pointwise conv
 # (the accelerator's SHR + clip); float workloads skip it.
 DWSEP_SHIFT = 4
+# The forms of an int8 workload's dot-product operands (`Workload.te_graph(form=...)`): the same
+# inputs and result, the operands in the type an x86 dot instruction multiplies.
+FORMS = {
+    "int8": "the operands as given",
+    "u8": "the streamed operand + 128 as uint8 (stage `<name>_u8`, or inside `pad` / `requant`), "
+          "128 * sum(weights) per output column (stage `comp`) subtracted at the end: VPDPBUSD's form",
+    "i16": "both operands sign-extended to int16 ahead of the dot product (stages `<name>_i16`, "
+           "or inside `pad` / `requant`): VPMADDWD's, whose every operand then loads as it is",
+}
 
 
 @dataclass(frozen=True)
@@ -68,21 +77,19 @@ class Workload:
     def out_dtype(self):
         return DTYPES[self.dtype][1]
 
-    def te_graph(self, u8=False):
-        """Fresh TE tensors [inputs..., output].
-
-        u8=True (int8 only) gives the form x86 VNNI needs, same inputs and result: the streamed
-        operand is shifted to uint8 (x + 128, stage `<name>_u8`, or inside `pad` / `requant`)
-        and 128 * sum(weights) per output column (stage `comp`) is subtracted at the end.
-        """
-        if u8 and self.dtype != "int8":
-            raise ValueError(f"the uint8-shifted form exists for int8 workloads, not {self.dtype}")
+    def te_graph(self, form="int8"):
+        """Fresh TE tensors [inputs..., output]; `form`: the dot products' operand form (FORMS;
+        forms other than int8 exist for int8 workloads only)."""
+        if form not in FORMS:
+            raise ValueError(f"unknown operand form {form!r}; accepted: {', '.join(FORMS)}")
+        if form != "int8" and self.dtype != "int8":
+            raise ValueError(f"the {form} operand form exists for int8 workloads, not {self.dtype}")
         placeholders = [te.placeholder(shape, self.in_dtype, name=n) for n, shape in self.inputs]
-        return placeholders + [self._te(*placeholders, u8=u8)]
+        return placeholders + [self._te(*placeholders, form=form)]
 
-    def prim_func(self, u8=False):
+    def prim_func(self, form="int8"):
         """The unscheduled PrimFunc (the 'scalar' build)."""
-        return te.create_prim_func(self.te_graph(u8)).with_attr("global_symbol", "main")
+        return te.create_prim_func(self.te_graph(form)).with_attr("global_symbol", "main")
 
     def random_inputs(self, seed=0):
         """Seeded inputs: full-range int8 for int8 workloads, [-1, 1) for fp32."""
@@ -121,6 +128,34 @@ def _shift_u8(x):
     return (x.astype("int32") + 128).astype("uint8")
 
 
+def _streamed(value, form):
+    """A streamed-operand value (int8, or any dtype in form int8) in `form` (FORMS)."""
+    if form == "u8":
+        return _shift_u8(value)
+    if form == "i16":
+        return value.astype("int16")
+    return value
+
+
+def _zero(form, dtype):
+    """Zero padding of a streamed operand of `dtype` in `form`."""
+    return tirx.const(*{"u8": (128, "uint8"), "i16": (0, "int16")}.get(form, (0, dtype)))
+
+
+def _stage(X, form):
+    """The operand X as the dot product reads it: X itself, or (form u8 / i16) a stage
+    `<name>_<form>` holding it converted."""
+    if form == "int8":
+        return X
+    return te.compute(X.shape, lambda *i: _streamed(X[i], form), name=f"{X.op.name}_{form}")
+
+
+def _weights(W, form):
+    """The reused operand as the dot product reads it: i16 widens it in a stage `<name>_i16`
+    (the tensorised schedule inlines it into the packing copy); the other forms read it as given."""
+    return _stage(W, form) if form == "i16" else W
+
+
 def _corrected(acc, weights, col_dim):
     """acc - 128 * (sum of the weights feeding each output column): undoes the +128 shift.
 
@@ -140,13 +175,13 @@ def gemm(M, N, K, dtype="int8"):
     _check_dtype(dtype)
     _check_positive(M=M, N=N, K=K)
 
-    def build(A, B, u8=False):
-        src = te.compute(A.shape, lambda i, k: _shift_u8(A[i, k]), name="A_u8") if u8 else A
+    def build(A, B, form="int8"):
+        src, w = _stage(A, form), _weights(B, form)
         k = te.reduce_axis((0, K), name="k")
         C = te.compute(
-            (M, N), lambda i, j: te.sum(_acc(src[i, k], dtype) * _acc(B[k, j], dtype), axis=k),
+            (M, N), lambda i, j: te.sum(_acc(src[i, k], dtype) * _acc(w[k, j], dtype), axis=k),
             name="C")
-        return _corrected(C, B, 1) if u8 else C
+        return _corrected(C, B, 1) if form == "u8" else C
 
     view = BlockView("C", outer=(), rows=(0,), col=1, reduce=(2,), reused="B", reused_col_dim=1,
                      reused_red_dim=0, stream="A", stream_red_dim=1)
@@ -161,16 +196,16 @@ def _out_size(size, kernel, stride, pad):
     return out
 
 
-def _padded(X, pads, u8=False, name="pad"):
-    """Zero-pad the trailing spatial dims of an N C ... tensor (materialised: one TE stage);
-    u8: shifted to uint8 as well (the padding zero becomes 128)."""
+def _padded(X, pads, form="int8", name="pad"):
+    """Zero-pad the trailing spatial dims of an N C ... tensor (materialised: one TE stage),
+    in the operand form `form` (u8: the padding zero becomes 128)."""
     shape = list(X.shape[:2]) + [X.shape[2 + i] + 2 * p for i, p in enumerate(pads)]
 
     def fn(*idx):
         inside = [tirx.all(idx[2 + i] >= p, idx[2 + i] < X.shape[2 + i] + p)
                   for i, p in enumerate(pads) if p]
         value = X[idx[:2] + tuple(idx[2 + i] - p for i, p in enumerate(pads))]
-        value, zero = (_shift_u8(value), tirx.const(128, "uint8")) if u8 else (value, tirx.const(0, X.dtype))
+        value, zero = _streamed(value, form), _zero(form, X.dtype)
         return tirx.if_then_else(tirx.all(*inside), value, zero) if inside else value
 
     return te.compute(shape, fn, name=name)
@@ -186,16 +221,16 @@ def conv2d(N, C, H, W, K, R, S, stride=1, pad=0, dtype="int8"):
     _check_positive(N=N, C=C, H=H, W=W, K=K, R=R, S=S, stride=stride)
     OH, OW = _out_size(H, R, stride, pad), _out_size(W, S, stride, pad)
 
-    def build(X, Wt, u8=False):
-        P = _padded(X, (pad, pad), u8)
+    def build(X, Wt, form="int8"):
+        P, w = _padded(X, (pad, pad), form), _weights(Wt, form)
         c, r, s = (te.reduce_axis((0, e), name=n) for e, n in ((C, "c"), (R, "r"), (S, "s")))
         out = te.compute(
             (N, K, OH, OW),
             lambda n, k, y, x: te.sum(
-                _acc(P[n, c, y * stride + r, x * stride + s], dtype) * _acc(Wt[k, c, r, s], dtype),
+                _acc(P[n, c, y * stride + r, x * stride + s], dtype) * _acc(w[k, c, r, s], dtype),
                 axis=[c, r, s]),
             name="conv")
-        return _corrected(out, Wt, 0) if u8 else out
+        return _corrected(out, Wt, 0) if form == "u8" else out
 
     def ref(x, w):
         cols = _im2col(_np_pad(x, (pad, pad)), (R, S), stride, (OH, OW))  # N, OH*OW, C*R*S
@@ -238,15 +273,15 @@ def conv1d(N, C, W, K, R, stride=1, pad=0, dtype="int8"):
     _check_positive(N=N, C=C, W=W, K=K, R=R, stride=stride)
     OW = _out_size(W, R, stride, pad)
 
-    def build(X, Wt, u8=False):
-        P = _padded(X, (pad,), u8)
+    def build(X, Wt, form="int8"):
+        P, w = _padded(X, (pad,), form), _weights(Wt, form)
         c, r = te.reduce_axis((0, C), name="c"), te.reduce_axis((0, R), name="r")
         out = te.compute(
             (N, K, OW),
             lambda n, k, x: te.sum(
-                _acc(P[n, c, x * stride + r], dtype) * _acc(Wt[k, c, r], dtype), axis=[c, r]),
+                _acc(P[n, c, x * stride + r], dtype) * _acc(w[k, c, r], dtype), axis=[c, r]),
             name="conv")
-        return _corrected(out, Wt, 0) if u8 else out
+        return _corrected(out, Wt, 0) if form == "u8" else out
 
     def ref(x, w):
         cols = _im2col(_np_pad(x, (pad,)), (R,), stride, (OW,))
@@ -264,7 +299,7 @@ def dwsep(N, C, H, W, K, dtype="int8"):
     _check_dtype(dtype)
     _check_positive(N=N, C=C, H=H, W=W, K=K)
 
-    def build(X, DW, PW, u8=False):
+    def build(X, DW, PW, form="int8"):
         P = _padded(X, (1, 1))
         r, s = te.reduce_axis((0, 3), name="r"), te.reduce_axis((0, 3), name="s")
         D = te.compute(
@@ -273,17 +308,17 @@ def dwsep(N, C, H, W, K, dtype="int8"):
                                       axis=[r, s]),
             name="dw")
         if dtype == "int8":
-            # (u8: the pointwise conv's operand shifted to uint8 right here)
+            # (the pointwise conv's operand in its form right here)
             D = te.compute(
-                D.shape, lambda *i: (tirx.max(tirx.min(D[i] >> DWSEP_SHIFT, 127), -128)
-                                     + (128 if u8 else 0)).astype("uint8" if u8 else "int8"),
+                D.shape, lambda *i: _streamed(
+                    tirx.max(tirx.min(D[i] >> DWSEP_SHIFT, 127), -128).astype("int8"), form),
                 name="requant")
-        c = te.reduce_axis((0, C), name="c")
+        c, w = te.reduce_axis((0, C), name="c"), _weights(PW, form)
         out = te.compute(
             (N, K, H, W),
-            lambda n, k, y, x: te.sum(_acc(D[n, c, y, x], dtype) * _acc(PW[k, c], dtype), axis=c),
+            lambda n, k, y, x: te.sum(_acc(D[n, c, y, x], dtype) * _acc(w[k, c], dtype), axis=c),
             name="pw")
-        return _corrected(out, PW, 0) if u8 else out
+        return _corrected(out, PW, 0) if form == "u8" else out
 
     def ref(x, dw, pw):
         cols = _im2col(_np_pad(x, (1, 1)), (3, 3), 1, (H, W)).reshape(N, H * W, C, 9)

@@ -14,6 +14,9 @@ INT8 = [  # columns divisible by 16 and reductions by 4: both the AVX2 and the V
     workloads.conv2d(1, 4, 9, 9, 16, 3, 3, 2, 1, "int8"),
     workloads.conv1d(2, 4, 12, 16, 3, 1, 1, "int8"),
     workloads.dwsep(1, 4, 5, 5, 16, "int8"),
+    # reductions longer than AVX2's 128-element blocks: the accumulator tile carried across them
+    workloads.gemm(16, 64, 512, "int8"),
+    workloads.conv2d(1, 32, 5, 5, 64, 3, 3, 1, 1, "int8"),
 ]
 
 
@@ -68,8 +71,8 @@ def test_bad_requests_are_refused():
         cpu_tensorised.tensorised_module(workloads.gemm(8, 8, 8), "sse")
     with pytest.raises(ValueError, match=r"columns \(24\) divisible by 16 and its reduction \(6\) by 4"):
         cpu_tensorised.tensorised_module(workloads.gemm(8, 24, 6), "vnni")
-    with pytest.raises(ValueError, match="uint8-shifted form"):
-        workloads.gemm(8, 8, 8, "fp32").prim_func(u8=True)
+    with pytest.raises(ValueError, match="the u8 operand form exists for int8 workloads"):
+        workloads.gemm(8, 8, 8, "fp32").prim_func("u8")
 
 
 def test_row_blocks_run_in_parallel_and_sweep_the_columns():
