@@ -30,11 +30,14 @@ lint: $(STAMP)
 	$(MYPY)
 
 # ruff, then mypy beside the tests (its cold start holds one core for 8 s; its report prints
-# after theirs), then the tests on 2 workers; the target fails if either fails.
+# after theirs), then the tests on 2 workers; the target fails if either fails. The workers are
+# handed at most 8 tests at a time: xdist's default hands out a quarter of the suite at once,
+# and the worker that drew the RTL builds and proofs then still held 40 s of graph tests when
+# the other ran dry.
 define checked_pytest
 	$(RUFF)
 	@mkdir -p build; ($(MYPY) > build/mypy.log 2>&1; echo $$? > build/mypy.rc) & \
-	$(RUN) $(PY) -m pytest -q -n 2 $(1) tests; status=$$?; wait; \
+	$(RUN) $(PY) -m pytest -q -n 2 --maxschedchunk 8 $(1) tests; status=$$?; wait; \
 	cat build/mypy.log; [ "$$(cat build/mypy.rc)" = 0 ] && exit $$status; exit 1
 endef
 
