@@ -69,16 +69,23 @@ class Trace:
         path = Path(path)
         fig, ax = plt.subplots(figsize=(14, 3.2))
         used = {}
+        # one bar collection per lane and colour (a collection per event took seconds to draw)
+        waits: dict = {}
+        bars: dict = {}
         for e in self.events[:max_events]:
             lane = len(MODULE_NAMES) - 1 - MODULE_NAMES.index(e.module)
             if e.token_wait:
-                ax.broken_barh([(e.start - e.token_wait, e.token_wait)], (lane - 0.35, 0.7),
-                               facecolors="none", edgecolors="#999999", hatch="////", linewidth=0)
+                waits.setdefault(lane, []).append((e.start - e.token_wait, e.token_wait))
                 used["token wait"] = Patch(facecolor="white", edgecolor="#999999", hatch="////")
             kind = _kind(e.text)
             colour = _COLOURS.get(kind, "#888888")
-            ax.broken_barh([(e.start, max(e.free - e.start, 1))], (lane - 0.35, 0.7), facecolors=colour)
+            bars.setdefault((lane, colour), []).append((e.start, max(e.free - e.start, 1)))
             used.setdefault(kind, Patch(facecolor=colour))
+        for lane, spans in waits.items():
+            ax.broken_barh(spans, (lane - 0.35, 0.7), facecolors="none", edgecolors="#999999",
+                           hatch="////", linewidth=0)
+        for (lane, colour), spans in bars.items():
+            ax.broken_barh(spans, (lane - 0.35, 0.7), facecolors=colour)
         ax.set_yticks(range(len(MODULE_NAMES)))
         ax.set_yticklabels(list(reversed(MODULE_NAMES)))
         ax.set_xlim(0, max(self.cycles, 1))

@@ -31,7 +31,7 @@ SOURCE = Path(__file__).resolve().parent / "testbench.cpp"
 LIBRARY = "libvta_native.so"
 #: Verilator and C++ options; the library links the model, libverilated and the bench as PIC.
 VERILATOR_OPTIONS = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "0"]
-CXX_OPTIONS = ["-fPIC", "-O3", "-fno-semantic-interposition"]
+CXX_OPTIONS = ["-fPIC", "-O1", "-fno-semantic-interposition"]
 #: Registers read back after a run: CTRL/STATUS .. ERROR_INDEX, then every statistics counter.
 NUM_REGS = REG_COUNTERS // 4 + len(COUNTERS)
 #: DRAM is the image rounded up to whole 4 KB pages, as the cocotb bench sizes its AxiRam.
