@@ -70,8 +70,8 @@ class Trace:
         fig, ax = plt.subplots(figsize=(14, 3.2))
         used = {}
         # one bar collection per lane and colour (a collection per event took seconds to draw)
-        waits: dict = {}
-        bars: dict = {}
+        waits: dict[int, list[tuple[int, int]]] = {}
+        bars: dict[tuple[int, str], list[tuple[int, int]]] = {}
         for e in self.events[:max_events]:
             lane = len(MODULE_NAMES) - 1 - MODULE_NAMES.index(e.module)
             if e.token_wait:
