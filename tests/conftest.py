@@ -98,16 +98,27 @@ def pytest_collectreport(report):
 
 
 #: Packages in the order their tests run, the heaviest first (Verilator builds, proofs, then the
-#: model compiles). pytest-xdist's `load` scheduling hands the first quarter of the tests out one
-#: at a time and the rest in chunks a worker keeps: with the heavy tests first, both workers share
-#: them and the run ends on short ones (collected in file order instead, one worker ended 66 s
-#: after the other on a fresh clone).
+#: model compiles): pytest-xdist hands tests out in order, a few at a time (the Makefile's
+#: --maxschedchunk), so both workers share the heavy ones and the run ends on short ones
+#: (collected in file order instead, one worker ended 66 s after the other on a fresh clone).
 HEAVY_FIRST = ("hw", "graph", "baselines", "requantisation", "dse", "schedules")
 
 
-def _weight_rank(item) -> int:
-    package = item.nodeid.split("tests/", 1)[-1].split("/", 1)[0]
-    return HEAVY_FIRST.index(package) if package in HEAVY_FIRST else len(HEAVY_FIRST)
+#: Before those, the first user of each Verilated model (the native bench, the cocotb bench, the
+#: unit benches' 8x8x8), so that on a fresh clone one worker builds them while the other runs the
+#: proofs: a test that reuses a build found it still building on the other worker and waited
+#: (17 s of an idle core, once).
+BUILDS_FIRST = ("hw/test_rtl_backend.py::test_runtime_blocked_gemm_on_rtl_matches_numpy",
+                "hw/test_rtl_backend.py::test_hw_run_with_backpressure_compares_and_writes_dram",
+                "hw/test_rtl_units.py::test_fifo_token_queue_gemm_and_alu_cores")
+
+
+def _weight_rank(item) -> tuple[int, int]:
+    node = item.nodeid.split("tests/", 1)[-1]
+    if node in BUILDS_FIRST:
+        return (0, BUILDS_FIRST.index(node))
+    package = node.split("/", 1)[0]
+    return (1, HEAVY_FIRST.index(package) if package in HEAVY_FIRST else len(HEAVY_FIRST))
 
 
 def pytest_collection_modifyitems(config, items):
