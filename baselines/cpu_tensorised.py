@@ -154,6 +154,39 @@ def _in_form(sch, name, form):
     return staged if has_block(sch, staged) else name
 
 
+def _pack_reused(sch, blk, view, form, panel, lanes, group):
+    """Pack the reused operand (in `form`, its widening stage folded into the copy) into
+    `_panel_map`'s layout; returns the packing block."""
+    reused = _in_form(sch, view.reused, form)
+    idx = read_index(sch, blk, reused)
+    pack = sch.cache_read(blk, idx, "global")
+    if reused != view.reused:
+        sch.compute_inline(sch.get_sblock(reused))
+    # the copy walks the packed layout's order (panel, reduction group, rest, column, group
+    # element), so it writes each panel front to back in one pass
+    loops = sch.get_loops(pack)
+    p_out, p_in = sch.split(loops[view.reused_col_dim], [None, panel])
+    g_out, g_in = sch.split(loops[view.reused_red_dim], [None, group])
+    rest = [lp for i, lp in enumerate(loops) if i not in (view.reused_col_dim, view.reused_red_dim)]
+    sch.reorder(p_out, g_out, *rest, p_in, g_in)
+    ndim = len(sch.get(blk).reads[idx].source.shape)
+    sch.transform_layout(blk, ("read", idx), _panel_map(ndim, view.reused_col_dim, view.reused_red_dim,
+                                                        panel, lanes, group))
+    return pack
+
+
+def _block_steps(sch, red, steps, per_step, red_block):
+    """Steps of the first reduction loop (each `per_step` elements, times the other reduction
+    loops' extents) in one reduction block of about `red_block` elements; all `steps` when
+    `red_block` is None."""
+    if not red_block:
+        return steps
+    inner = per_step
+    for r in red[1:]:
+        inner *= int(sch.get(r).extent)
+    return pick_factor(steps, max(1, red_block // inner))
+
+
 def tensorise_view(sch, view, tiling, lanes, group, intrin, form):
     """Tile one block like the optimised build and map (lanes columns x group reduction
     elements) onto `intrin`; the workload's graph is in operand form `form`."""
@@ -168,21 +201,7 @@ def tensorise_view(sch, view, tiling, lanes, group, intrin, form):
     # register tile: bm rows x (cu x lanes) columns, cu intrinsic calls sharing each row's
     # broadcast operand (tiling.cols columns in all, as in the optimised build)
     cu = pick_factor(int(sch.get(loops[view.col]).extent) // lanes, max(1, tiling.cols // lanes))
-    reused = _in_form(sch, view.reused, form)
-    idx = read_index(sch, blk, reused)
-    pack = sch.cache_read(blk, idx, "global")
-    if reused != view.reused:  # the widening stage: folded into the packing copy
-        sch.compute_inline(sch.get_sblock(reused))
-    # the copy walks the packed layout's order (panel, reduction group, rest, column, group
-    # element), so it writes each panel front to back in one pass
-    pl = sch.get_loops(pack)
-    p_out, p_in = sch.split(pl[view.reused_col_dim], [None, cu * lanes])
-    g_out, g_in = sch.split(pl[view.reused_red_dim], [None, group])
-    rest = [lp for i, lp in enumerate(pl) if i not in (view.reused_col_dim, view.reused_red_dim)]
-    sch.reorder(p_out, g_out, *rest, p_in, g_in)
-    ndim_r = len(sch.get(blk).reads[idx].source.shape)
-    sch.transform_layout(blk, ("read", idx), _panel_map(ndim_r, view.reused_col_dim,
-                                                        view.reused_red_dim, cu * lanes, lanes, group))
+    pack = _pack_reused(sch, blk, view, form, cu * lanes, lanes, group)
     loops = sch.get_loops(blk)
     outer, rows = [loops[i] for i in view.outer], [loops[i] for i in view.rows]
     col, red = loops[view.col], [loops[i] for i in view.reduce]
@@ -197,10 +216,7 @@ def tensorise_view(sch, view, tiling, lanes, group, intrin, form):
     co, cj, ci = sch.split(col, [None, cu, lanes])
     ku = pick_factor(int(sch.get(red[0]).extent) // group, max(1, tiling.red // group))
     steps = int(sch.get(red[0]).extent) // (ku * group)
-    rest = 1
-    for r in red[1:]:
-        rest *= int(sch.get(r).extent)
-    kb = pick_factor(steps, max(1, tiling.red_block // (ku * group * rest))) if tiling.red_block else steps
+    kb = _block_steps(sch, red, steps, ku * group, tiling.red_block)
     if kb < steps:
         # reduction blocks: the row block's accumulator tile (row_block x cols, in L1) stays
         # across them, each row tile's part of it in registers over one block
