@@ -73,6 +73,8 @@ def test_bad_requests_are_refused():
         cpu_tensorised.tensorised_module(workloads.gemm(8, 24, 6), "vnni")
     with pytest.raises(ValueError, match="the u8 operand form exists for int8 workloads"):
         workloads.gemm(8, 8, 8, "fp32").prim_func("u8")
+    with pytest.raises(ValueError, match="unknown operand form 'i4'; accepted: int8, u8, i16"):
+        workloads.gemm(8, 8, 8).prim_func("i4")
 
 
 def test_row_blocks_run_in_parallel_and_sweep_the_columns():
