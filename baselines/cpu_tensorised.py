@@ -19,6 +19,8 @@ parallel) sweeps every column tile, so one column tile's packed weights (one con
 (The intrinsics are registered here rather than imported from tvm.s_tir.tensor_intrin, whose
 import parses ~500 TVMScript functions: tens of seconds on this machine.)
 """
+from typing import NamedTuple
+
 import tvm
 from tvm import s_tir
 from tvm.s_tir import TensorIntrin
@@ -104,12 +106,25 @@ TensorIntrin.register(VNNI_LAYOUT_INTRIN, _DOT_16X4_DESC, _DOT_16X4_DESC, overri
 # power-of-two tiles at GEMM 1024^3 (docs/history.md); VNNI's 2 x 32 is unmeasured (no host).
 AVX2_TILING = Tiling(rows=1, cols=64, red=8, row_block=64, red_block=128)
 VNNI_TILING = Tiling(rows=2, cols=32, red=4, row_block=64)
-# isa -> (the workload's operand form (workloads.FORMS), lanes, group, intrinsic, default tiling)
+class Isa(NamedTuple):
+    form: str          # the workload's operand form (workloads.FORMS)
+    lanes: int         # output columns per intrinsic call
+    group: int         # reduction elements per intrinsic call
+    intrin: str
+    tiling: Tiling     # the default tiling
+
+
 ISAS = {
-    "avx2": ("i16", AVX2_LANES, AVX2_GROUP, AVX2_INTRIN, AVX2_TILING),
-    "vnni": ("u8", VNNI_LANES, VNNI_GROUP, VNNI_INTRIN, VNNI_TILING),
-    "vnni_layout": ("u8", VNNI_LANES, VNNI_GROUP, VNNI_LAYOUT_INTRIN, VNNI_TILING),
+    "avx2": Isa("i16", AVX2_LANES, AVX2_GROUP, AVX2_INTRIN, AVX2_TILING),
+    "vnni": Isa("u8", VNNI_LANES, VNNI_GROUP, VNNI_INTRIN, VNNI_TILING),
+    "vnni_layout": Isa("u8", VNNI_LANES, VNNI_GROUP, VNNI_LAYOUT_INTRIN, VNNI_TILING),
 }
+
+
+def _tiling_note(t: Tiling) -> str:
+    """The tiling as the compare rows' notes name it."""
+    blocks = f", {t.red_block}-element reduction blocks" if t.red_block else ""
+    return f"{t.rows}x{t.cols} register tile{blocks}"
 
 
 def host_flags():
@@ -214,8 +229,9 @@ def tensorise_view(sch, view, tiling, lanes, group, intrin, form):
     nb = pick_factor(int(sch.get(rows[-1]).extent) // bm, max(1, tiling.row_block // bm))
     mo, ro, ri = sch.split(rows[-1], [None, nb, bm])
     co, cj, ci = sch.split(col, [None, cu, lanes])
-    ku = pick_factor(int(sch.get(red[0]).extent) // group, max(1, tiling.red // group))
-    steps = int(sch.get(red[0]).extent) // (ku * group)
+    red_extent = int(sch.get(red[0]).extent)
+    ku = pick_factor(red_extent // group, max(1, tiling.red // group))
+    steps = red_extent // (ku * group)
     kb = _block_steps(sch, red, steps, ku * group, tiling.red_block)
     if kb < steps:
         # reduction blocks: the row block's accumulator tile (row_block x cols, in L1) stays
@@ -287,9 +303,8 @@ def variants(wl, threads=None):
             yield isa, None, target, "tensorisation applies to the int8 workloads only", ""
         return
     flags = host_flags()
-    notes = {"avx2": "VPMADDWD 8x2 dot on int16-widened operands (exact), 1x64 register tile, "
-                     "128-element reduction blocks",
-             "vnni": "VPDPBUSD 16x4 u8 x s8 dot on the +128-shifted operand, 2x32 register tile",
+    notes = {"avx2": "VPMADDWD 8x2 dot on int16-widened operands (exact), " + _tiling_note(AVX2_TILING),
+             "vnni": "VPDPBUSD 16x4 u8 x s8 dot on the +128-shifted operand, " + _tiling_note(VNNI_TILING),
              "vnni_layout": "the vnni schedule with a plain-loop dot in place of VPDPBUSD"}
     for isa in ISAS:
         try:

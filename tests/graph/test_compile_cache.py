@@ -59,10 +59,10 @@ def _module(value: int):
 
 
 def test_vm_build_is_keyed_by_the_module_constants_included(disk):
-    x = np.arange(4, dtype=np.int32)
-    assert cache.missing_vm(_module(3), build.cpu_target())
+    x, target = np.arange(4, dtype=np.int32), build.cpu_target()
+    assert cache.missing_vm(_module(3), target)
     assert build.CpuModel(_module(3)).run(x).tolist() == [3, 4, 5, 6]
-    assert not cache.missing_vm(_module(3), build.cpu_target()) and cache.missing_vm(_module(4), build.cpu_target())
+    assert not cache.missing_vm(_module(3), target) and cache.missing_vm(_module(4), target)
     assert build.CpuModel(_module(3)).run(x).tolist() == [3, 4, 5, 6]   # from disk
     assert build.CpuModel(_module(4)).run(x).tolist() == [4, 5, 6, 7]
 
