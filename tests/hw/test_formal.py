@@ -98,7 +98,7 @@ def test_each_groups_bug_fails_its_property_with_a_trace(mutation, tmp_path):
     m, h = prove.mutate(mutation.name, tmp_path / "rtl")
     assert (prove.RTL_DIR / m.file).read_text().count(m.old) == 1   # the repo's RTL is untouched
     report = prove.prove(rtl_dir=tmp_path / "rtl", out_dir=tmp_path / "run", harnesses=[h.name],
-                         depth=m.depth, covers=False, bmc_only=True, progress=None)
+                         depth=m.depth, covers=False, bmc_only=True, progress=None, focus=m.focus)
     (task,) = report["tasks"]
     assert not report["ok"] and task["status"] == "FAIL", prove.line(task)
     assert m.catches in {f["property"] for f in task["failed"]}, prove.line(task)
@@ -115,9 +115,13 @@ def test_an_unknown_mutation_group_or_harness_or_a_vanished_mutation_site_is_ref
     with pytest.raises(VTAError, match="unknown harness.*harnesses are token_queue"):
         prove.prove(harnesses=["nonesuch"], out_dir=tmp_path)
     gone = prove.Mutation("gone", "fifo", "vta_fifo.v", "no such text", "x", "fifo_ptrs", "", 1)
-    monkeypatch.setattr(prove, "MUTATIONS", prove.MUTATIONS + (gone,))
+    fifo = next(m for m in prove.MUTATIONS if m.harness == "fifo")
+    unread = prove.Mutation("unread", "fifo", "vta_fifo.v", fifo.old, fifo.new, "fifo_ptrs", "", 1, focus="1'b1")
+    monkeypatch.setattr(prove, "MUTATIONS", prove.MUTATIONS + (gone, unread))
     with pytest.raises(VTAError, match="no longer contains"):
         prove.mutate("gone", tmp_path / "b")
+    with pytest.raises(VTAError, match="has a focus, but f_fifo.sv does not read `F_FOCUS"):
+        prove.mutate("unread", tmp_path / "c")
 
 
 def test_a_task_past_its_time_limit_is_stopped_and_reported_timeout(tmp_path):
