@@ -122,9 +122,15 @@ def make_env() -> dict:
     return env
 
 
+#: The C++ flags of every Verilated model, the cocotb benches' and the native testbench's (a shared
+#: library, hence position-independent), the same in both so that Verilator's runtime objects
+#: compiled for one are the other's (hw/objcache.py).
+CXX_OPTIONS = ["-fPIC", "-O1", "-fno-semantic-interposition"]
+
+
 def build_options(coverage: bool = False, waves: bool = False) -> list:
     opts = ["-O3", "--x-assign", "fast", "--x-initial", "unique",
-            "-CFLAGS", "-O1", "--output-split", "20000"]
+            "-CFLAGS", " ".join(CXX_OPTIONS), "--output-split", "20000"]
     if coverage:
         opts += ["--coverage-line", "--coverage-toggle"]
     if waves:

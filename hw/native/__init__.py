@@ -29,9 +29,9 @@ from ..header import c_header_text, header_text
 
 SOURCE = Path(__file__).resolve().parent / "testbench.cpp"
 LIBRARY = "libvta_native.so"
-#: Verilator and C++ options; the library links the model, libverilated and the bench as PIC.
+#: Verilator's options (the C++ flags are hw.build.CXX_OPTIONS): the library links the model,
+#: libverilated and the bench as PIC.
 VERILATOR_OPTIONS = ["-Wno-fatal", "-O3", "--x-assign", "fast", "--x-initial", "0"]
-CXX_OPTIONS = ["-fPIC", "-O1", "-fno-semantic-interposition"]
 #: Registers read back after a run: CTRL/STATUS .. ERROR_INDEX, then every statistics counter.
 NUM_REGS = REG_COUNTERS // 4 + len(COUNTERS)
 #: DRAM is the image rounded up to whole 4 KB pages, as the cocotb bench sizes its AxiRam.
@@ -39,7 +39,7 @@ PAGE = 4096
 
 
 def _options() -> list:
-    return VERILATOR_OPTIONS + ["-CFLAGS", " ".join(CXX_OPTIONS)]
+    return VERILATOR_OPTIONS + ["-CFLAGS", " ".join(hwbuild.CXX_OPTIONS)]
 
 
 def _sources(cells: hwbuild.Cells | None) -> list:
@@ -79,13 +79,16 @@ def _build_into(cfg: Config, scratch: Path, quiet: bool, cells: hwbuild.Cells | 
         print(f"[hw] building the native testbench for {cfg.name} in {hwbuild.build_root()} (first use only, "
               "~2 min)", file=sys.stderr, flush=True)
     start = time.time()
-    inc = scratch / "include"
+    inc, obj = scratch / "include", scratch / "obj"
     inc.mkdir()
+    obj.mkdir()
     (inc / "vta_cfg.vh").write_text(header_text(cfg))
-    (inc / "vta_cfg.h").write_text(c_header_text(cfg))
+    # the bench's C header where every compile's `-I.` finds it (make runs in obj/), so that no
+    # build-specific -I joins the runtime's compile lines and their objects are shared
+    (obj / "vta_cfg.h").write_text(c_header_text(cfg))
     cmd = ["verilator", "--cc", "--exe", "--build", "-j", str(min(2, os.cpu_count() or 1)),
-           *_options(), "-CFLAGS", f"-I{inc}", "-LDFLAGS", "-shared -Wl,-Bsymbolic", "-o", LIBRARY,
-           "--Mdir", str(scratch / "obj"),
+           *_options(), "-LDFLAGS", "-shared -Wl,-Bsymbolic", "-o", LIBRARY,
+           "--Mdir", str(obj),
            "--top-module", hwbuild.TOPLEVEL, f"-I{inc}", f"-I{hwbuild.RTL_DIR}",
            *([f"-D{cells.define}"] if cells else []), *map(str, _sources(cells))]
     env = dict(os.environ, **hwbuild.make_env())
@@ -95,7 +98,7 @@ def _build_into(cfg: Config, scratch: Path, quiet: bool, cells: hwbuild.Cells | 
                        f"{(proc.stdout + proc.stderr)[-3000:]}")
     (scratch / "build.log").write_text(proc.stdout + proc.stderr)
     shutil.move(str(scratch / "obj" / LIBRARY), str(scratch / LIBRARY))
-    shutil.rmtree(scratch / "obj")   # objects are not reused: a source change rebuilds everything
+    shutil.rmtree(scratch / "obj")   # the model's objects are not reused (the runtime's are: hw/objcache.py)
     if not quiet:
         print(f"[hw] built the native testbench for {cfg.name} in {time.time() - start:.0f} s",
               file=sys.stderr, flush=True)
