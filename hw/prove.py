@@ -105,7 +105,7 @@ class Mutation:
     focus: str = ""      # an assumption over the harness's inputs that narrows the solver's search
     #                      to the bug's path (`F_FOCUS` in f_model.vh; the harness must read it);
     #                      the property is unchanged: without it the same counterexample is found,
-    #                      only slower (alu_shift_cap: 18 s, 3 s with it)
+    #                      only slower (alu_shift_cap: 18 s, 4 s with it)
 
 
 #: Deliberate bugs, at least one per property group (docs/hardware.md, "Formal"); the tests prove each caught.
