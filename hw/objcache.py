@@ -56,17 +56,23 @@ def main(args: list) -> int:
     key = _key(args, out, src, Path(root), compiler)
     cached = Path(store) / f"{Path(out).stem}-{key}"
     obj, dep = Path(out), Path(out).with_suffix(".d")
-    if (cached / "object.o").is_file():
-        shutil.copyfile(cached / "object.o", obj)
-        if (cached / "object.d").is_file():
-            shutil.copyfile(cached / "object.d", dep)
-        return 0
+    try:
+        if (cached / "object.o").is_file():
+            shutil.copyfile(cached / "object.o", obj)
+            if (cached / "object.d").is_file():
+                shutil.copyfile(cached / "object.d", dep)
+            return 0
+    except OSError as exc:   # an unreadable store costs a compile, never the build
+        print(f"objcache: {exc}; compiling {src.name}", file=sys.stderr)
     rc = subprocess.call(args)
     if rc == 0 and obj.is_file():
-        cached.mkdir(parents=True, exist_ok=True)
-        if dep.is_file():
-            _store(dep, cached / "object.d")
-        _store(obj, cached / "object.o")   # last: its presence marks the entry complete
+        try:
+            cached.mkdir(parents=True, exist_ok=True)
+            if dep.is_file():
+                _store(dep, cached / "object.d")
+            _store(obj, cached / "object.o")   # last: its presence marks the entry complete
+        except OSError as exc:
+            print(f"objcache: {exc}; {src.name} not kept", file=sys.stderr)
     return rc
 
 
