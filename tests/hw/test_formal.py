@@ -90,6 +90,23 @@ def test_instructions_end_within_their_model_bound_at_a_short_depth(harness, pro
     assert properties <= {p["property"] for p in report["properties"] if p["harness"] == harness}
 
 
+#: The harnesses no other quick test runs: the proof where it takes seconds, else a bounded check a
+#: few steps deep (the harness elaborates, its peeks connect, its properties hold on the first
+#: cycles from reset); their own depths are the slow tier's and bench/bench_prove.py's. Not here:
+#: req_halves, a lemma on 8-bit words that reads no RTL (17 s; bench_prove proves it).
+SHORT_CHECKS = (("dep_ctrl", None, False), ("mul_exact", None, False), ("gemm_lanes", 3, True),
+                ("axi_read", 3, True), ("store_live", 8, True))
+
+
+@pytest.mark.parametrize("harness, depth, bmc", SHORT_CHECKS, ids=[h for h, *_ in SHORT_CHECKS])
+def test_every_other_harness_holds_at_a_short_depth(harness, depth, bmc, tmp_path):
+    report = prove.prove(harnesses=[harness], depth=depth, bmc_only=bmc, out_dir=tmp_path, progress=None,
+                         covers=False)
+    (task,) = report["tasks"]
+    assert task["status"] == "PASS" and task["mode"] == ("bmc" if bmc else "prove"), prove.line(task)
+    assert {p["status"] for p in report["properties"] if p["kind"] == "assert"} == {"pass"}
+
+
 def test_peeks_name_flattened_signals_and_a_vanished_one_is_an_error(tmp_path, monkeypatch):
     live = next(h for h in prove.HARNESSES if h.name == "store_live")
     # a harness used inside another has its instance name put in front of both sides
