@@ -107,6 +107,17 @@ def test_every_other_harness_holds_at_a_short_depth(harness, depth, bmc, tmp_pat
     assert {p["status"] for p in report["properties"] if p["kind"] == "assert"} == {"pass"}
 
 
+def test_every_harness_but_a_lemma_has_a_test_in_the_quick_tier():
+    """At least one quick test per proof harness (issue 37): a planted bug left in the default tier,
+    a short check, or the two harnesses' own tests above. A new harness, or a planted bug moved to
+    the slow tier that was its harness's last quick test, fails here."""
+    from conftest import SLOW
+    node = "hw/test_formal.py::test_each_groups_bug_fails_its_property_with_a_trace[{}]"
+    guarded = ({m.harness for m in prove.MUTATIONS if node.format(m.name) not in SLOW}
+               | {h for h, *_ in SHORT_CHECKS} | {"load_live", "axi_write"})
+    assert {h.name for h in prove.HARNESSES} - guarded == {"req_halves"}
+
+
 def test_peeks_name_flattened_signals_and_a_vanished_one_is_an_error(tmp_path, monkeypatch):
     live = next(h for h in prove.HARNESSES if h.name == "store_live")
     # a harness used inside another has its instance name put in front of both sides
