@@ -178,8 +178,9 @@ def _build_into(cfg: Config, scratch: Path, coverage: bool, waves: bool, quiet: 
     inc.mkdir()
     (inc / "vta_cfg.vh").write_text(header_text(cfg))
     log = scratch / "build.log"
-    saved = {k: os.environ.get(k) for k in make_env()}
-    os.environ.update(make_env())   # cocotb's runner runs make in this process's environment
+    env = make_env()
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)   # cocotb's runner runs make in this process's environment
     try:
         get_runner("verilator").build(
             sources=sources_for(top), includes=[inc, RTL_DIR], hdl_toplevel=top,

@@ -12,7 +12,9 @@ outside Verilator's include folder (the model's, a bench's, cocotb's main, which
 model's header) compile as they would without this wrapper.
 
 hw/build.py sets `OBJCACHE` to this file and `VTA_OBJCACHE` (the store) and `VTA_OBJCACHE_ROOT`
-(Verilator's include folder) for the build. Standard library only: it runs once per compiled file.
+(Verilator's include folder) for the build. Standard library only: it runs once per compiled file,
+and importing `vta_sim` (numpy with it) each time would cost more than a hit saves, so the key's
+length-framed hash (as `vta_sim.paths.build_key`) and the atomic copy are written here again.
 """
 from __future__ import annotations
 

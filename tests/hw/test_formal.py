@@ -11,9 +11,10 @@ import pytest
 
 from hw import prove
 from hw.header import header_text
+from test_rtl_native import TIGHT
 from vta_sim import cli
-from vta_sim.config import Config
 from vta_sim import timing
+from vta_sim.config import Config
 from vta_sim.errors import VTAError
 from vta_sim.registers import ERROR_CODES
 
@@ -75,7 +76,8 @@ def smallest_load_depth(cfg: Config) -> int:
 #: load_live on the DRAM's tightest read latency (the native bench's TIGHT): the same harness and
 #: RTL, its smallest LOAD four cycles shorter, so the check is 10 steps deep instead of 14 (8 s
 #: instead of 24 s); 1x8x8's own latency is the slow tier's (read_burst_late, bench_prove).
-TIGHT_READ = Config.from_dict(Config.load("1x8x8").to_dict() | {"DMA_READ_LATENCY": 4}, name="tight_read")
+TIGHT_READ = Config.from_dict(Config.load("1x8x8").to_dict() | {"DMA_READ_LATENCY": TIGHT["DMA_READ_LATENCY"]},
+                              name="tight_read")
 
 
 @pytest.mark.parametrize("harness, properties, cfg, depth", [
