@@ -61,7 +61,14 @@ class AluProgram:
 
     def load(self, name: str, offset: int, entries: int, sram: int) -> None:
         """`entries` consecutive entries of parameter `name` from entry `offset` into ACC at `sram`."""
-        self.calls.append(Load2D(self._param(name), offset, entries, 1, entries, sram, 0, 0, 0, 0))
+        self.load_rows(name, offset, entries, 1, entries, sram)
+
+    def load_rows(self, name: str, offset: int, x_size: int, y_size: int, x_stride: int, sram: int,
+                  pad: tuple = (0, 0, 0, 0)) -> None:
+        """`y_size` rows of `x_size` entries, `x_stride` apart, of parameter `name` from entry
+        `offset` into ACC from `sram`, the DMA adding `pad` = (top, bottom, left, right) zero
+        rows and columns: rows of left + x_size + right entries, one after another."""
+        self.calls.append(Load2D(self._param(name), offset, x_size, y_size, x_stride, sram, *pad))
 
     def store(self, name: str, offset: int, entries: int, sram: int) -> None:
         """`entries` OUT entries from `sram` into parameter `name` from entry `offset`."""

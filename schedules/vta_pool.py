@@ -1,29 +1,36 @@
-"""Max-pool on VTA-8 as the VTA paper micro-codes it: the window walk is one ALU instruction.
+"""Max-pool on VTA-8, separable: a MAX along each row, then a MAX down the columns.
 
-Per tile (one batch block x one channel block x `rows` output rows):
+Per tile (one batch block x one channel block x `rows` output rows), as ALU instructions
+written op by op (intrinsics.alu_program):
 - LOAD ACC_8BIT of the input rows with their halo, zero padded at the edges by the DMA
-  (int8 DRAM sign-extended into int32 ACC entries);
-- fill the output entries with -128 (reset, then ADD imm: -128 is the identity of max over int8);
-- one ALU MAX(tensor) instruction: iter_out/iter_in walk the output rows/columns (dst factors
-  OW, 1; src factors stride*W_padded, stride) and its k*k micro-ops walk the window (dst fixed,
-  src = dy*W_padded + dx);
+  (int8 DRAM sign-extended into int32 ACC entries): X, `rows_in` rows of `wp` entries;
+- along the rows, k - 1 MAX(tensor) instructions. Where one position j0 of the window is read
+  by no other window (`in_place_column`: stride 2 and k = 3, as ResNet's pool, gives the middle
+  column), each window's maximum gathers there in place, X[r, x s + j0] = max_d X[r, x s + d],
+  and no entry is copied; otherwise into a region H of rows_in x ow entries, copied from the
+  window's first column (a reset, then ADD tensor) before the MAXes;
+- down the columns, into the output region O (rows x ow): a copy of the window's first row,
+  then k - 1 MAX(tensor) instructions;
 - STORE of the int8 result.
 
+Per output entry that is 2 (k - 1) s + 3 + 2 (k - 1) ALU cycles in place (15 for 3x3 stride
+2), against 2 + 2 k^2 (20) for a fill of -128 and one MAX per tap (docs/ops.md, "Max-pool").
+Tiles alternate between `vthreads` halves of ACC, so one tile's store overlaps the next one's
+loads and ALU work.
+
 Padded positions hold 0, not -inf: the result equals the usual max-pool with padding only
-when the input is non-negative (e.g. after a ReLU); the graph decides when pad > 0 is right.
-Batch and channels that are not whole blocks are padded with zeros here and cropped again.
+when the input is non-negative (e.g. after a ReLU); the graph pads with -128 on the host
+where that is not known (graph.ops.host_padding). Batch and channels that are not whole blocks
+are padded with zeros here and cropped again.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-from tvm import s_tir, te, tirx
 
-from intrinsics.build import compile_vta
+from intrinsics.alu_program import AluProgram, Level, Param
 from vta_sim.errors import CompileError
-from intrinsics.tensor_intrin import SCOPES, alu_update_intrin, fill_intrin, tensorize_loop
-from requantisation.bounds import INT8_MIN
 from vta_sim.config import Config
 from vta_sim.isa import MAX_PAD
 from vta_sim.packing import pack_nchw, unpack_nchw
@@ -79,9 +86,26 @@ def crop_unpack_nchw(packed: np.ndarray, n: int, c: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- tiles
+def in_place_column(k: int, stride: int) -> int | None:
+    """A window column j0 that no other window reads (no other d in [0, k) with d = j0 modulo
+    the stride), where the MAX along a row can gather in place; None where there is none
+    (stride 1 with k > 1)."""
+    for j0 in range(k):
+        if all((d - j0) % stride for d in range(k) if d != j0):
+            return j0
+    return None
+
+
+def rows_in(s: PoolShape, rows: int) -> int:
+    """Input rows (halo included) of a tile of `rows` output rows."""
+    return (rows - 1) * s.stride + s.k
+
+
 def acc_entries(s: PoolShape, rows: int) -> int:
-    """ACC entries of one tile: its input rows with halo, then its output rows."""
-    return ((rows - 1) * s.stride + s.k) * s.wp + rows * s.ow
+    """ACC entries of one tile: its input rows with halo, the row maxima where they do not
+    fit in place, then its output rows."""
+    along = 0 if in_place_column(s.k, s.stride) is not None else rows_in(s, rows) * s.ow
+    return rows_in(s, rows) * s.wp + along + rows * s.ow
 
 
 def check_shape(cfg: Config, s: PoolShape, vthreads: int) -> None:
@@ -122,54 +146,48 @@ def plan(cfg: Config, s: PoolShape, vthreads: int = 1) -> int:
     return choose_rows(cfg, s, vthreads)
 
 
-# ----------------------------------------------------------------------------- TE and schedule
-def workload(cfg: Config, s: PoolShape) -> list:
-    """TE tensors [data, out] on the packed, block-padded layout."""
+# ----------------------------------------------------------------------------- program
+def program(cfg: Config, s: PoolShape, rows: int, vthreads: int = 1) -> AluProgram:
+    """The kernel's calls over the packed, block-padded layout: data (N/B C/BO H W entries) ->
+    out (N/B C/BO OH OW entries)."""
     B, BO = cfg.BATCH, cfg.BLOCK_OUT
-    nb, cb = blocked(cfg, s.n, s.c)
-    nb, cb = nb // B, cb // BO
-    data = te.placeholder((nb, cb, s.h, s.w, B, BO), "int8", name="data")
-    p = s.pad
+    nb, cb = (x // b for x, b in zip(blocked(cfg, s.n, s.c), (B, BO)))
+    prog = AluProgram(cfg, [Param("data", (nb * cb * s.h * s.w, B, BO), "int8", "acc8"),
+                            Param("out", (nb * cb * s.oh * s.ow, B, BO), "int8", "out")])
+    j0 = in_place_column(s.k, s.stride)
+    n_in, region = rows_in(s, rows), cfg.buffers["acc"].depth // vthreads
+    tile = 0
+    for plane in range(nb * cb):
+        for y0 in range(0, s.oh, rows):
+            x_base = (tile % vthreads) * region
+            o_base = x_base + acc_entries(s, rows) - rows * s.ow
+            tile += 1
+            top = y0 * s.stride - s.pad                   # the tile's first input row, unpadded
+            first, last = max(0, top), min(s.h, top + n_in)
+            prog.load_rows("data", (plane * s.h + first) * s.w, s.w, last - first, s.w, x_base,
+                           (first - top, top + n_in - last, s.pad, s.pad))
+            if j0 is not None:             # row maxima in place at column x s + j0
+                along, row_step, col_step = x_base + j0, s.wp, s.stride
+                for d in range(s.k):
+                    if d != j0:
+                        prog.alu("max", along, x_base + d, outer=Level(n_in, s.wp, s.wp),
+                                 inner=Level(s.ow, s.stride, s.stride))
+            else:                          # row maxima into H, n_in x ow
+                along, row_step, col_step = x_base + n_in * s.wp, s.ow, 1
+                _copy_max(prog, along, [x_base + d for d in range(s.k)], Level(n_in, s.ow, s.wp),
+                          Level(s.ow, 1, s.stride), n_in * s.ow)
+            _copy_max(prog, o_base, [along + dy * row_step for dy in range(s.k)],
+                      Level(rows, s.ow, s.stride * row_step), Level(s.ow, 1, col_step), rows * s.ow)
+            prog.store("out", (plane * s.oh + y0) * s.ow, rows * s.ow, o_base)
+    return prog
 
-    def staged(i, c, y, x, b, o):
-        value = data[i, c, y - p, x - p, b, o].astype("int32")
-        if p == 0:
-            return value
-        inside = tirx.all(y >= p, y < s.h + p, x >= p, x < s.w + p)
-        return tirx.if_then_else(inside, value, tirx.const(0, "int32"))
 
-    pad = te.compute((nb, cb, s.h + 2 * p, s.wp, B, BO), staged, name="pad")
-    # max over int8 values: -128 is the identity, so the init is a fill, not -2^31.
-    max8 = te.comm_reducer(lambda x, y: tirx.max(x, y), lambda t: tirx.const(INT8_MIN, t), name="max8")
-    rkh = te.reduce_axis((0, s.k), name="rkh")
-    rkw = te.reduce_axis((0, s.k), name="rkw")
-    pool = te.compute(
-        (nb, cb, s.oh, s.ow, B, BO),
-        lambda i, c, y, x, b, o: max8(pad[i, c, y * s.stride + rkh, x * s.stride + rkw, b, o],
-                                      axis=[rkh, rkw]),
-        name="pool")
-    out = te.compute(pool.shape, lambda *i: pool(*i).astype("int8"), name="out")
-    return [data, out]
-
-
-def schedule(cfg: Config, s: PoolShape, rows: int, vthreads: int = 1):
-    """The scheduled, tensorized TensorIR module: per tile load, fill, one MAX walk, store."""
-    sch = s_tir.Schedule(te.create_prim_func(workload(cfg, s)))
-    pool = sch.get_sblock("pool")
-    n, c, y, x, b, o, rkh, rkw = sch.get_loops(pool)
-    y_t, y_v, y_i = sch.split(y, [None, vthreads, rows])
-    sch.reorder(n, c, y_t, y_v, y_i, x, rkh, rkw, b, o)
-    if vthreads > 1:
-        sch.bind(y_v, "vthread.x")
-    sch.set_scope(pool, 0, SCOPES["acc"])
-    pad = sch.get_sblock("pad")
-    sch.set_scope(pad, 0, SCOPES["acc"])
-    sch.compute_at(pad, y_v)
-    sch.reverse_compute_at(sch.get_sblock("out"), y_v)
-    init = sch.decompose_reduction(pool, y_i)
-    sch.tensorize(tensorize_loop(sch, init, cfg), fill_intrin(cfg, INT8_MIN))
-    sch.tensorize(tensorize_loop(sch, pool, cfg), alu_update_intrin(cfg, "max"))
-    return sch.mod
+def _copy_max(prog: AluProgram, dst: int, sources: list, outer: Level, inner: Level, entries: int) -> None:
+    """dst = the first source (a reset, then ADD tensor), then MAX with each other source, over
+    the loop nest (`entries` consecutive entries from dst)."""
+    prog.reset(dst, entries)
+    for op, src in zip(["add"] + ["max"] * (len(sources) - 1), sources):
+        prog.alu(op, dst, src, outer=outer, inner=inner)
 
 
 def max_pool_kernel(cfg: Config, n: int, c: int, h: int, w: int, k: int, stride: int, pad: int = 0,
@@ -179,10 +197,16 @@ def max_pool_kernel(cfg: Config, n: int, c: int, h: int, w: int, k: int, stride:
     Padded positions count as 0 (see the module docstring)."""
     s = PoolShape(n, c, h, w, k, stride, pad)
     rows = plan(cfg, s, vthreads)
-    kernel = compile_vta(schedule(cfg, s, rows, vthreads), cfg)
-    return OpKernel("max_pool", kernel,
-                    pack=lambda x: (pad_pack_nchw(cfg, x, (n, c, h, w), "max-pool input"),),
-                    unpack=lambda out: crop_unpack_nchw(out, n, c),
+    kernel = program(cfg, s, rows, vthreads).compile()
+    packed_out = (*(x // b for x, b in zip(blocked(cfg, n, c), (cfg.BATCH, cfg.BLOCK_OUT))), s.oh, s.ow,
+                  cfg.BATCH, cfg.BLOCK_OUT)
+
+    def pack(x: np.ndarray) -> tuple:
+        packed = pad_pack_nchw(cfg, x, (n, c, h, w), "max-pool input")
+        return (packed.reshape(-1, cfg.BATCH, cfg.BLOCK_OUT),)
+
+    return OpKernel("max_pool", kernel, pack=pack,
+                    unpack=lambda out: crop_unpack_nchw(out.reshape(packed_out), n, c),
                     tiles={"rows": rows, "vthreads": vthreads})
 
 
