@@ -73,6 +73,26 @@ def choose(multipliers, zero_point: int = 0, lo: int = INT8_MIN,
     return MultiplyShift(shift, zero_point, lo, hi), m.astype(np.int32)
 
 
+def from_power_of_two(shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> MultiplyShift:
+    """The REQ form of the power-of-two rule clip((acc + bias) >> shift, lo, hi): REQ with every
+    multiplier 1 rounds half up, floor((p + 2^(n-1)) / 2^n), so the floor is REQ of the bias
+    lowered by 2^(n-1) (`power_of_two_vectors`). One instruction instead of the shift and the
+    clamp's MAX and MIN, each a pass over the tile (docs/ops.md, "Power-of-two epilogue")."""
+    return MultiplyShift(shift, 0, lo, hi)
+
+
+def power_of_two_vectors(bias: np.ndarray, shift: int) -> tuple[np.ndarray, np.ndarray]:
+    """(bias - 2^(shift-1), ones): the per-channel vectors REQ reads for `from_power_of_two`, new
+    arrays. CompileError where a lowered bias leaves int32."""
+    bias = np.asarray(bias)
+    lowered = bias.astype(np.int64) - ((1 << (shift - 1)) if shift else 0)
+    if lowered.size and lowered.min() < np.iinfo(np.int32).min:
+        channel = int(np.argmin(lowered))
+        raise CompileError(f"bias {int(bias.reshape(-1)[channel])} of channel {channel}: lowered by REQ's "
+                           f"rounding constant 2^{shift - 1} it leaves int32")
+    return lowered.astype(np.int32), np.ones(bias.shape, np.int32)
+
+
 def req_lanes(x: np.ndarray, m: np.ndarray | int, shift: int, zero_point: int, lo: int = -128,
               hi: int = 127) -> np.ndarray:
     """REQ's lanes (docs/isa-extensions.md) in numpy int64: clamp(round_half_up(x m / 2^shift) +

@@ -164,8 +164,11 @@ def program(cfg: Config, s: PoolShape, rows: int, vthreads: int = 1) -> AluProgr
             tile += 1
             top = y0 * s.stride - s.pad                   # the tile's first input row, unpadded
             first, last = max(0, top), min(s.h, top + n_in)
-            prog.load_rows("data", (plane * s.h + first) * s.w, s.w, last - first, s.w, x_base,
-                           (first - top, top + n_in - last, s.pad, s.pad))
+            if s.pad:
+                prog.load_rows("data", (plane * s.h + first) * s.w, s.w, last - first, s.w, x_base,
+                               (first - top, top + n_in - last, s.pad, s.pad))
+            else:                          # unpadded rows are contiguous: one row, fewer bursts
+                prog.load("data", (plane * s.h + first) * s.w, n_in * s.w, x_base)
             if j0 is not None:             # row maxima in place at column x s + j0
                 along, row_step, col_step = x_base + j0, s.wp, s.stride
                 for d in range(s.k):
