@@ -28,7 +28,8 @@ from .recorded import KernelProgram
 
 class Param(NamedTuple):
     """A kernel parameter: its DRAM tensor and runtime memory kind ("acc8": int8 rows loaded
-    sign-extended into ACC; "acc": int32 ACC rows; "out": the stored result)."""
+    sign-extended into ACC; "acc": int32 ACC rows; "inp", "wgt": GEMM operands, loaded by the
+    load module; "out": the stored result)."""
     name: str
     shape: tuple
     dtype: str
@@ -77,6 +78,13 @@ class AluProgram:
     def reset(self, dst: int, entries: int) -> None:
         """ACC[dst .. dst + entries) = 0."""
         self.calls.append(Gemm(dst, 0, 0, entries, 1, 1, 0, 0, 0, 0, 0, ((0, 0, 0),), 1))
+
+    def gemm(self, dst: int, src: int, uops: tuple, *, outer: Level = ONE, inner: Level = ONE) -> None:
+        """ACC[dst + d] += INP[src + x] . WGT[w]^T for each micro-op (d, x, w) over the loop nest
+        (dst and src factors per level; the weight's factors 0: every iteration reads the same
+        WGT entries)."""
+        self.calls.append(Gemm(dst, src, 0, outer.extent, inner.extent, outer.dst, outer.src, 0, inner.dst,
+                               inner.src, 0, tuple(uops), 0))
 
     def alu(self, op: str, dst: int, src: int = 0, *, imm: int | None = None, outer: Level = ONE,
             inner: Level = ONE) -> None:

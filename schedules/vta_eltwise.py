@@ -26,6 +26,7 @@ from requantisation.bounds import INT8_MAX, INT8_MIN
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
+from . import vta_gemm_add
 from .op_kernel import OpKernel
 from .vta_pool import blocked, crop_unpack_nchw, pad_pack_nchw
 
@@ -123,7 +124,11 @@ def eltwise_kernel(cfg: Config, shape: tuple, p, vthreads: int = VTHREADS) -> Op
     check_params(p)
     nn, cc = blocked(cfg, n, c)
     entries = nn // cfg.BATCH * (cc // cfg.BLOCK_OUT) * h * w
-    tile, tiles = choose_tile(cfg, entries, vthreads, len(p.program()[0]), int(isinstance(p, ReqSumParams)))
+    on_gemm = vta_gemm_add.misfit(cfg, p) is None
+    if on_gemm:
+        tile, tiles = vta_gemm_add.choose_tile(cfg, entries, vthreads)
+    else:
+        tile, tiles = choose_tile(cfg, entries, vthreads, len(p.program()[0]), int(isinstance(p, ReqSumParams)))
     padded = tile * tiles
     entry = (cfg.BATCH, cfg.BLOCK_OUT)
 
@@ -135,15 +140,19 @@ def eltwise_kernel(cfg: Config, shape: tuple, p, vthreads: int = VTHREADS) -> Op
         return crop_unpack_nchw(out[:entries].reshape(nn // cfg.BATCH, cc // cfg.BLOCK_OUT, h, w,
                                                       *entry), n, c)
 
-    kernel = compile_vta(schedule(cfg, padded, tile, p, vthreads), cfg)
     names = operands(p)
-
-    # a REQ form's multiplier entry: m in every lane
-    extra = (np.full((1, *entry), p.m, np.int32),) if isinstance(p, ReqSumParams) else ()
+    if on_gemm:            # the weight blocks and REQ's multipliers 1
+        kernel = vta_gemm_add.program(cfg, p, tile, tiles, vthreads).compile()
+        extra: tuple = (vta_gemm_add.weights(cfg, p), np.ones((1, *entry), np.int32))
+    else:
+        kernel = compile_vta(schedule(cfg, padded, tile, p, vthreads), cfg)
+        # a REQ form's multiplier entry: m in every lane
+        extra = (np.full((1, *entry), p.m, np.int32),) if isinstance(p, ReqSumParams) else ()
 
     def pack(*xs):
         if len(xs) != len(names):
             raise CompileError(f"expected {len(names)} operand(s) ({', '.join(names)}), got {len(xs)}")
         return tuple(flat(x, f"operand {name}") for x, name in zip(xs, names)) + extra
-    return OpKernel("add" if len(names) == 2 else "rescale", kernel, pack=pack, unpack=unflat, tiles={"tile_entries": tile, "tiles": tiles,
-                                                  "vthreads": vthreads})
+    return OpKernel("add" if len(names) == 2 else "rescale", kernel, pack=pack, unpack=unflat,
+                    tiles={"tile_entries": tile, "tiles": tiles, "vthreads": vthreads,
+                           "core": "gemm" if on_gemm else "alu"})
