@@ -1,9 +1,9 @@
-"""A VTA program written op by op in Python: for kernels that are a long fixed sequence of ALU
-instructions on one layout (an integer softmax), where a TensorIR schedule would only restate
-the sequence.
+"""A VTA program written op by op in Python: for kernels that are a fixed sequence of ALU and
+GEMM instructions on one layout (an integer softmax, the separable max-pool, the add on the
+GEMM core), where a TensorIR schedule would only restate the sequence.
 
 `AluProgram` collects the same typed calls a compiled TensorIR function records
-(`intrinsics.calls`: Load2D, Store2D, Gemm (the reset), Alu), so the program is built by the
+(`intrinsics.calls`: Load2D, Store2D, Gemm, Alu), so the program is built by the
 same `KernelProgram.build`: DRAM layout, micro-op kernels and the dependency tokens derived
 from the SRAM ranges each op touches. `compile()` returns an `intrinsics.build.CompiledKernel`
 like `compile_vta`'s, with no TVM module behind it.

@@ -77,7 +77,7 @@ def from_power_of_two(shift: int, lo: int = INT8_MIN, hi: int = INT8_MAX) -> Mul
     """The REQ form of the power-of-two rule clip((acc + bias) >> shift, lo, hi): REQ with every
     multiplier 1 rounds half up, floor((p + 2^(n-1)) / 2^n), so the floor is REQ of the bias
     lowered by 2^(n-1) (`power_of_two_vectors`). One instruction instead of the shift and the
-    clamp's MAX and MIN, each a pass over the tile (docs/ops.md, "Power-of-two epilogue")."""
+    clamp's MAX and MIN, each a pass over the tile (docs/ops.md, "Requantisation by REQ")."""
     return MultiplyShift(shift, 0, lo, hi)
 
 
