@@ -177,3 +177,39 @@ def test_the_alu_ramps_of_tanh_on_rtl_equal_the_simulator():
     want, ref = kernel(x)
     assert np.array_equal(got, want) and np.array_equal(got.astype(np.int64), uv.table("tanh", 0.05, -10, 1 / 128, 0)[x.astype(np.int64) + 128])
     assert res.backend == "rtl" and res.cycles == ref.cycles
+
+
+@pytest.mark.parametrize("form", ["pool in place, DMA padded", "pool 3x3/1, two threads", "add on the GEMM core",
+                                  "power-of-two conv as REQ"])
+def test_the_op_by_op_kernels_on_rtl_equal_the_simulator(form):
+    """The separable max-pool (in place and through its own region), the power-of-two add on
+    the GEMM core and the power-of-two epilogue as REQ on the Verilated RTL: the simulator's
+    bits and cycles, and the numpy references' bits."""
+    from requantisation import PowerOfTwo, rule
+    from requantisation.add import add_ref
+    from schedules import vta_ops, vta_workloads
+    from schedules.vta_eltwise import add_kernel
+    from schedules.vta_pool import max_pool_kernel, max_pool_ref
+    cfg = Config.load("1x8x8")
+    rng = np.random.default_rng(0)
+    x = rng.integers(-128, 128, (1, 16, 9, 9)).astype(np.int8)
+    if form == "pool in place, DMA padded":
+        kernel, args, ref = max_pool_kernel(cfg, 1, 16, 9, 9, 3, 2, 1), (x,), max_pool_ref(x, 3, 2, 1)
+    elif form == "pool 3x3/1, two threads":
+        x = x[:, :, :8, :8]
+        kernel, args, ref = max_pool_kernel(cfg, 1, 16, 8, 8, 3, 1, 0, vthreads=2), (x,), max_pool_ref(x, 3, 1, 0)
+    elif form == "add on the GEMM core":
+        a, b = (rng.integers(-128, 128, (1, 24, 9, 11)).astype(np.int8) for _ in range(2))
+        kernel, args, ref = add_kernel(cfg, 1, 24, 9, 11, 1, 0, 1, 0, 127), (a, b), add_ref(a, b, 1, 0, 1, 0, 127)
+        assert kernel.tiles["core"] == "gemm"
+    else:
+        d = rng.integers(-128, 128, (1, 16, 6, 6)).astype(np.int8)
+        w = rng.integers(-128, 128, (16, 16, 3, 3)).astype(np.int8)
+        bias = rng.integers(-5000, 5000, 16).astype(np.int32)
+        r = PowerOfTwo(9, 0, 127)
+        kernel, args = vta_ops.conv2d_kernel(cfg, 1, 6, 6, 16, 16, 3, 1, 1, r), (d, w, bias)
+        ref = rule.reference(vta_workloads.conv2d_acc(d, w, bias, 1, 1), r)
+    got, res = kernel(*args, backend="rtl")
+    want, sim = kernel(*args)
+    assert np.array_equal(got, want) and np.array_equal(got, ref)
+    assert res.cycles == sim.cycles

@@ -110,3 +110,28 @@ def test_a_huge_bias_channel_is_within_one_lsb_at_its_steps_and_exact_between(mu
     assert all(abs(g - real(a)) <= 1 for g, a in zip(req(edges), edges))
     between = [lo_acc, hi_acc] + [(a + b) // 2 for a, b in zip([lo_acc] + steps, steps + [hi_acc])]
     assert req(between) == [real(a) for a in between]
+
+
+@pytest.mark.parametrize("shift,lo", [(0, -128), (1, 0), (7, -128), (13, 0), (31, -5)])
+def test_power_of_two_as_req_is_the_floor_shift(shift, lo):
+    """REQ with multipliers 1 on the bias lowered by 2^(shift-1) gives the power-of-two rule's
+    floor((acc + bias) / 2^shift), clipped, ties included."""
+    from requantisation import PowerOfTwo, rule
+    rng = np.random.default_rng(shift)
+    acc = rng.integers(-(1 << 28), 1 << 28, (4, 64)).astype(np.int64)
+    acc[0, :8] = np.arange(-4, 4) << max(shift - 1, 0)        # exact halves of the step
+    bias = rng.integers(-(1 << 20), 1 << 20, 64).astype(np.int32)
+    r = ms.from_power_of_two(shift, lo, 127)
+    lowered, m = ms.power_of_two_vectors(bias, shift)
+    got = ms.requantize_ref(acc + lowered, r, m, axis=1)
+    want = rule.reference(acc + bias, PowerOfTwo(shift, lo, 127))
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_bias_that_leaves_int32_when_lowered_is_refused():
+    bias = np.array([5, np.iinfo(np.int32).min + 3], np.int32)
+    with pytest.raises(CompileError, match="channel 1"):
+        ms.power_of_two_vectors(bias, 4)
+    kept = bias.copy()
+    ms.power_of_two_vectors(bias, 2)
+    np.testing.assert_array_equal(bias, kept)
