@@ -8,6 +8,7 @@ shape, so padded lanes never reach the caller.
 """
 from __future__ import annotations
 
+import math
 
 import numpy as np
 
@@ -85,18 +86,28 @@ def _channel_inputs(op: str, requant, channels: int) -> dict:
     return {v: ((channels,), "int32") for v in vector_inputs(epilogue(requant))}
 
 
-def _kernel_requant(requant: Requant) -> Requant:
-    """What the kernel's epilogue computes: a PowerOfTwo runs as one REQ instruction
-    (multiply_shift.from_power_of_two), its vectors made from the caller's bias by
-    `_kernel_vectors`; the other forms as they are."""
-    if isinstance(requant, PowerOfTwo):
-        return from_power_of_two(requant.shift, requant.lo, requant.hi)
-    return requant
+def _kernel_requant(cfg: Config, op: TiledOp, s, vthreads: int, tiles, requant: Requant) -> Requant:
+    """What the kernel's epilogue computes. A PowerOfTwo runs as one REQ instruction
+    (multiply_shift.from_power_of_two: its shift, MAX and MIN become one pass, its vectors made
+    from the caller's bias by `_kernel_vectors`) where the cycle model says that is cheaper; on
+    small tiles REQ's deeper pipeline and its multiplier entries can cost more than they save (a
+    dense of one row). The other forms as they are."""
+    if not isinstance(requant, PowerOfTwo):
+        return requant
+    req = from_power_of_two(requant.shift, requant.lo, requant.hi)
+
+    def cycles(r: Requant) -> float:
+        try:
+            t = tiles if tiles is not None else op.choose_tiles(cfg, s, vthreads, r)
+            return float(op.estimate_cycles(cfg, s, t, r))
+        except CompileError:
+            return math.inf
+    return req if cycles(req) < cycles(requant) else requant
 
 
-def _kernel_vectors(requant: Requant, vectors: list) -> list:
-    """The caller's per-channel vectors as the kernel of `_kernel_requant(requant)` reads them."""
-    if isinstance(requant, PowerOfTwo):
+def _kernel_vectors(requant: Requant, kernel_requant: Requant, vectors: list) -> list:
+    """The caller's per-channel vectors as the kernel of `kernel_requant` reads them."""
+    if isinstance(requant, PowerOfTwo) and isinstance(kernel_requant, MultiplyShift):
         return list(power_of_two_vectors(vectors[0], requant.shift))
     return vectors
 
@@ -145,13 +156,14 @@ def conv2d_kernel_for(cfg: Config, s: vc.ConvShape, requant: Requant, vthreads=2
         raise CompileError(f"conv2d: {ic} input / {oc} output channels are not divisible by groups {groups}")
     channels = _channel_inputs("conv2d", requant, oc)
     gb = vc.group_blocks(cfg, s)
-    t, source, kernel, c = _compiled(cfg, vc.CONV2D, s, vthreads, tiles, _kernel_requant(requant))
+    kernel_requant = _kernel_requant(cfg, vc.CONV2D, s, vthreads, tiles, requant)
+    t, source, kernel, c = _compiled(cfg, vc.CONV2D, s, vthreads, tiles, kernel_requant)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
 
     def pack(*inputs):
         data, weight, *vectors = _inputs("conv2d", inputs, {
             "data": ((n, ic, h, w), "int8"), "weight": ((oc, ic // groups, k, k), "int8"), **channels})
-        vectors = _kernel_vectors(requant, vectors)
+        vectors = _kernel_vectors(requant, kernel_requant, vectors)
         if gb is not None:
             weight = block_group_weights(weight, groups, oc, gb * BI)
         return (pk.pack_nchw(pk.zero_pad(data, (c.n, c.ic, c.h, c.w)), B, BI),
@@ -175,14 +187,15 @@ def dense_kernel(cfg: Config, m, k, n, requant: Requant, vthreads=2,
     if row_term:
         channels[ROW] = ((m,), "int32")
     s = vd.DenseShape(m, k, n, row_term)
-    t, source, kernel, c = _compiled(cfg, vd.DENSE, s, vthreads, tiles, _kernel_requant(requant))
+    kernel_requant = _kernel_requant(cfg, vd.DENSE, s, vthreads, tiles, requant)
+    t, source, kernel, c = _compiled(cfg, vd.DENSE, s, vthreads, tiles, kernel_requant)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
 
     def pack(*inputs):
         data, weight, *vectors = _inputs("dense", inputs, {
             "data": ((m, k), "int8"), "weight": ((n, k), "int8"), **channels})
         rows = (_pack_rows_term(vectors.pop(), c.m, cfg),) if row_term else ()
-        vectors = _kernel_vectors(requant, vectors)
+        vectors = _kernel_vectors(requant, kernel_requant, vectors)
         return (pk.pack_rows(pk.zero_pad(data, (c.m, c.k)), B, BI, "data"),
                 pk.pack_rows(pk.zero_pad(weight, (c.n, c.k)), BO, BI, "weight"),
                 *_pack_channels(vectors, c.n, cfg), *rows)
