@@ -89,3 +89,21 @@ def test_the_row_term_is_added_to_every_column_of_its_row(config, m, k, n):
     acc = a.astype(np.int64) @ w.astype(np.int64).T + bias + row[:, None]
     assert np.array_equal(got, rule.reference(acc, requant, (mult,), axis=-1))
     assert not np.array_equal(got, rule.reference(acc - row[:, None], requant, (mult,), axis=-1))
+
+
+@pytest.mark.parametrize("m,vthreads,form", [(64, 2, "MultiplyShift"), (1, 2, "PowerOfTwo")])
+def test_a_power_of_two_kernel_takes_the_cheaper_epilogue_and_stays_exact(m, vthreads, form):
+    """vta_ops runs a PowerOfTwo as REQ (multipliers 1, the bias lowered) where the cycle model
+    says that is cheaper, else as SHR, MAX and MIN: either way the rule's outputs."""
+    from requantisation import PowerOfTwo, rule
+    from schedules import vta_ops
+    cfg = Config.load("1x8x8")
+    k, n, r = 256, 64, PowerOfTwo(9, 0, 127)
+    chosen = vta_ops._kernel_requant(cfg, vd.DENSE, vd.DenseShape(m, k, n), vthreads, None, r)
+    assert type(chosen).__name__ == form
+    rng = np.random.default_rng(m)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    w = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    bias = rng.integers(-20000, 20000, n).astype(np.int32)
+    y, _ = vta_ops.dense_kernel(cfg, m, k, n, r, vthreads=vthreads)(a, w, bias)
+    np.testing.assert_array_equal(y, rule.reference(wl.dense_acc(a, w, bias), r))
