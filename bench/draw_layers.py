@@ -4,7 +4,8 @@ reports (or `vta-sim model --json` files) of the same model:
     python bench/draw_layers.py BEFORE.json AFTER.json OUT.png [--title TITLE]
 
 Bars per accelerator layer (before light, after dark), coloured by op; the GEMM utilisation of
-the after run as a line. docs/graph.md's REQ pictures are drawn with it.
+the after run as a line. docs/graph.md's REQ pictures are drawn with it. Prints the layers whose
+cycles changed as a Markdown table, with the totals.
 """
 from __future__ import annotations
 
@@ -23,6 +24,15 @@ COLOURS = {"conv2d": "#1f77b4", "dense": "#2ca02c", "add": "#d62728", "max_pool"
 
 def layers(path: Path) -> list:
     return [r for r in json.loads(path.read_text())["layers"] if r["target"] == "vta"]
+
+
+def changed(before: list, after: list) -> list:
+    """Markdown table lines of the layers whose cycles differ, then the totals."""
+    lines = ["| layer | before | after |", "|---|---:|---:|"]
+    lines += [f"| {b['name']} | {b['cycles']:,} | {a['cycles']:,} |" for b, a in zip(before, after)
+              if b["cycles"] != a["cycles"]]
+    total = (sum(r["cycles"] for r in before), sum(r["cycles"] for r in after))
+    return lines + [f"| total | {total[0]:,} | {total[1]:,} |"]
 
 
 def draw(before: list, after: list, out: Path, title: str) -> None:
@@ -57,7 +67,9 @@ def main() -> None:
     p.add_argument("out", type=Path)
     p.add_argument("--title", default="per layer")
     a = p.parse_args()
-    draw(layers(a.before), layers(a.after), a.out, a.title)
+    before, after = layers(a.before), layers(a.after)
+    print("\n".join(changed(before, after)))
+    draw(before, after, a.out, a.title)
 
 
 if __name__ == "__main__":
