@@ -85,3 +85,26 @@ def test_wrong_input_is_refused(cfg):
         kernel(np.zeros((1, 3, 4, 4), np.int32))
     with pytest.raises(CompileError, match=r"int8\[1, 3, 4, 4\]"):
         kernel(np.zeros((1, 3, 4, 5), np.int8))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("stride", [1, 2, 3, 4])
+def test_the_in_place_column_is_read_by_no_other_window(k, stride):
+    """in_place_column's j0: window x's column x*stride + j0 is no tap of another window; None
+    only where every column of a window is a tap of another one."""
+    from schedules.vta_pool import in_place_column
+    j0 = in_place_column(k, stride)
+    taps = {x: {x * stride + d for d in range(k)} for x in range(8)}
+    shared = [d for d in range(k) if any(4 * stride + d in taps[x] for x in taps if x != 4)]
+    if j0 is None:
+        assert shared == list(range(k))
+    else:
+        assert j0 not in shared
+
+
+def test_stride_two_pools_gather_in_place_and_stride_one_pools_do_not(cfg):
+    from schedules.vta_pool import PoolShape, acc_entries, in_place_column
+    assert in_place_column(3, 2) == 1 and in_place_column(2, 2) == 0 and in_place_column(3, 1) is None
+    strided, dense = PoolShape(1, 8, 9, 9, 3, 2, 0), PoolShape(1, 8, 9, 9, 3, 1, 0)
+    assert acc_entries(strided, 2) == 5 * 9 + 2 * 4              # input rows, then output rows
+    assert acc_entries(dense, 2) == 4 * 9 + 4 * 7 + 2 * 7        # and the row maxima between
