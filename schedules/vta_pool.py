@@ -4,17 +4,20 @@ Per tile (one batch block x one channel block x `rows` output rows), as ALU inst
 written op by op (intrinsics.alu_program):
 - LOAD ACC_8BIT of the input rows with their halo, zero padded at the edges by the DMA
   (int8 DRAM sign-extended into int32 ACC entries): X, `rows_in` rows of `wp` entries;
-- along the rows, k - 1 MAX(tensor) instructions. Where one position j0 of the window is read
-  by no other window (`in_place_column`: stride 2 and k = 3, as ResNet's pool, gives the middle
-  column), each window's maximum gathers there in place, X[r, x s + j0] = max_d X[r, x s + d],
-  and no entry is copied; otherwise into a region H of rows_in x ow entries, copied from the
-  window's first column (a reset, then ADD tensor) before the MAXes;
+- along the rows, k - 1 MAX(tensor) instructions, in place. Where one position j0 of the window
+  is read by no other window (`in_place_column`: stride 2 and k = 3, as ResNet's pool, gives
+  the middle column), each window's maximum gathers there, X[r, x s + j0] = max_d X[r, x s + d].
+  Otherwise (stride 1; k = 4 at stride 2) pass p takes X[r, c] = max(X[r, c], X[r, c + 1]) over the row in
+  increasing c, each iteration reading the entry the next one writes before it writes it, so
+  that after k - 1 passes X[r, c] is the maximum of columns c .. c + k - 1 (the window starting
+  at c); no entry is copied either way;
 - down the columns, into the output region O (rows x ow): a copy of the window's first row,
   then k - 1 MAX(tensor) instructions;
 - STORE of the int8 result.
 
-Per output entry that is 2 (k - 1) s + 3 + 2 (k - 1) ALU cycles in place (15 for 3x3 stride
-2), against 2 + 2 k^2 (20) for a fill of -128 and one MAX per tap (docs/ops.md, "Max-pool").
+Per output entry that is about 2 (k - 1) s + 3 + 2 (k - 1) ALU cycles (15 for 3x3 stride 2, 11
+for 3x3 stride 1), against 2 + 2 k^2 (20) for a fill of -128 and one MAX per tap (docs/ops.md,
+"Max-pool").
 Tiles alternate between `vthreads` halves of ACC, so one tile's store overlaps the next one's
 loads and ALU work.
 
@@ -102,10 +105,9 @@ def rows_in(s: PoolShape, rows: int) -> int:
 
 
 def acc_entries(s: PoolShape, rows: int) -> int:
-    """ACC entries of one tile: its input rows with halo, the row maxima where they do not
-    fit in place, then its output rows."""
-    along = 0 if in_place_column(s.k, s.stride) is not None else rows_in(s, rows) * s.ow
-    return rows_in(s, rows) * s.wp + along + rows * s.ow
+    """ACC entries of one tile: its input rows with halo (where the row maxima are built in
+    place), then its output rows."""
+    return rows_in(s, rows) * s.wp + rows * s.ow
 
 
 def check_shape(cfg: Config, s: PoolShape, vthreads: int) -> None:
@@ -169,18 +171,18 @@ def program(cfg: Config, s: PoolShape, rows: int, vthreads: int = 1) -> AluProgr
                                (first - top, top + n_in - last, s.pad, s.pad))
             else:                          # unpadded rows are contiguous: one row, fewer bursts
                 prog.load("data", (plane * s.h + first) * s.w, n_in * s.w, x_base)
-            if j0 is not None:             # row maxima in place at column x s + j0
-                along, row_step, col_step = x_base + j0, s.wp, s.stride
+            if j0 is not None:             # each window's maximum in place at its column j0
                 for d in range(s.k):
                     if d != j0:
-                        prog.alu("max", along, x_base + d, outer=Level(n_in, s.wp, s.wp),
+                        prog.alu("max", x_base + j0, x_base + d, outer=Level(n_in, s.wp, s.wp),
                                  inner=Level(s.ow, s.stride, s.stride))
-            else:                          # row maxima into H, n_in x ow
-                along, row_step, col_step = x_base + n_in * s.wp, s.ow, 1
-                _copy_max(prog, along, [x_base + d for d in range(s.k)], Level(n_in, s.ow, s.wp),
-                          Level(s.ow, 1, s.stride), n_in * s.ow)
-            _copy_max(prog, o_base, [along + dy * row_step for dy in range(s.k)],
-                      Level(rows, s.ow, s.stride * row_step), Level(s.ow, 1, col_step), rows * s.ow)
+            else:                          # sliding maxima in place: after pass p, column x holds
+                for p in range(1, s.k):    # the maximum of columns x .. x + p
+                    prog.alu("max", x_base, x_base + 1, outer=Level(n_in, s.wp, s.wp),
+                             inner=Level(s.wp - p, 1, 1))
+            along = x_base + (j0 or 0)     # window x's maximum: column x * stride + (j0 or 0)
+            _copy_max(prog, o_base, [along + dy * s.wp for dy in range(s.k)],
+                      Level(rows, s.ow, s.stride * s.wp), Level(s.ow, 1, s.stride), rows * s.ow)
             prog.store("out", (plane * s.oh + y0) * s.ow, rows * s.ow, o_base)
     return prog
 

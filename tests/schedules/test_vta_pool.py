@@ -102,9 +102,18 @@ def test_the_in_place_column_is_read_by_no_other_window(k, stride):
         assert j0 not in shared
 
 
-def test_stride_two_pools_gather_in_place_and_stride_one_pools_do_not(cfg):
+def test_every_pool_builds_its_row_maxima_in_place(cfg):
+    """A window column read by no other window where the stride gives one, sliding passes where
+    it does not; either way a tile holds its input rows and output rows, nothing between."""
     from schedules.vta_pool import PoolShape, acc_entries, in_place_column
     assert in_place_column(3, 2) == 1 and in_place_column(2, 2) == 0 and in_place_column(3, 1) is None
-    strided, dense = PoolShape(1, 8, 9, 9, 3, 2, 0), PoolShape(1, 8, 9, 9, 3, 1, 0)
-    assert acc_entries(strided, 2) == 5 * 9 + 2 * 4              # input rows, then output rows
-    assert acc_entries(dense, 2) == 4 * 9 + 4 * 7 + 2 * 7        # and the row maxima between
+    assert acc_entries(PoolShape(1, 8, 9, 9, 3, 2, 0), 2) == 5 * 9 + 2 * 4
+    assert acc_entries(PoolShape(1, 8, 9, 9, 3, 1, 0), 2) == 4 * 9 + 2 * 7
+
+
+@pytest.mark.parametrize("k,stride,pad", [(3, 1, 1), (4, 2, 1), (5, 1, 2), (4, 1, 0)])
+def test_sliding_maxima_match_the_reference(cfg, k, stride, pad):
+    """The pools without an in-place column (their row maxima slide in place), negative inputs
+    where no padding hides them."""
+    x = _int8((1, 16, 11, 13), seed=k + stride, lo=-128 if pad == 0 else 0)
+    _check(cfg, 1, 16, 11, 13, k, stride, pad, x=x)
