@@ -1,6 +1,9 @@
 """The quantised residual add on VTA-8, scheduled: its requantisation (requantisation.add:
 AddParams, or ScaledAddParams with zero points and any scales) as ALU work over tiles; and the
-same for one operand (RescaleParams: a Concat input moved into the Concat's scale).
+same for one operand (RescaleParams: a Concat input moved into the Concat's scale). The
+power-of-two add (AddParams) runs on the GEMM core instead where `vta_gemm_add.misfit` allows
+(its shifts fit an int8 weight, BLOCK_IN = BLOCK_OUT): `eltwise_kernel` chooses, the packing is
+the same.
 
 Both int8 operands come in through LOAD ACC_8BIT (sign-extended into int32 ACC entries); then
 one ALU instruction per stage over the whole tile: SHR by -sa and -sb (the hardware's left
