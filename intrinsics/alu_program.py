@@ -105,10 +105,13 @@ class AluProgram:
         self.calls.append(Alu(dst, src, 0, outer.extent, inner.extent, outer.dst, outer.src, 0, inner.dst,
                               inner.src, 0, ((0, 0, 0),), op, use_imm, imm))
 
-    def copy(self, dst: int, src: int, entries: int, src_step: int = 1) -> None:
-        """ACC[dst + i] = ACC[src + i * src_step] for i < entries: a reset, then ADD of the source."""
+    def copy(self, dst: int, src: int, entries: int, src_step: int = 1, *, outer: Level | None = None,
+             inner: Level = ONE) -> None:
+        """ACC[dst + i] = ACC[src + i * src_step] for i < entries: a reset of the `entries` entries
+        from dst, then ADD of the source; or, given `outer` (and `inner`), the ADD over that loop
+        nest, which must write exactly those entries."""
         self.reset(dst, entries)
-        self.alu("add", dst, src, outer=Level(entries, 1, src_step))
+        self.alu("add", dst, src, outer=outer or Level(entries, 1, src_step), inner=inner)
 
     def compile(self) -> CompiledKernel:
         """The kernel: its program built from the calls (tokens, layout), callable on numpy."""

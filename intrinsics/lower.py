@@ -126,7 +126,7 @@ class _Translator:
         """GEMM/ALU ops: `loops` fold into iter_out/iter_in, `body` is enumerated into uops.
 
         One op per loop nest, except an intrinsic implemented as a sequence of different
-        operations (e.g. `fill_intrin`: reset, then ADD imm): each becomes its own op over the
+        operations (`get_fill_intrin` of a non-zero value: reset, then ADD imm): each becomes its own op over the
         same loops, which is only equivalent when the operations touch nothing but their own,
         distinct destination entries (`_split_kinds`)."""
         for lp in loops:

@@ -268,15 +268,6 @@ def reset_intrin(cfg: Config) -> str:
     return _register(cfg, "fill", "0", 0)
 
 
-def fill_intrin(cfg: Config, value: int) -> str:
-    """ACC = value on one entry: the init of a reduction whose identity is not 0 (max: -128)."""
-    value = int(value)
-    if not isa.IMM_MIN <= value <= isa.IMM_MAX:
-        raise CompileError(f"fill value {value} does not fit the ALU's signed {isa.IMM_BITS}-bit "
-                           f"immediate [{isa.IMM_MIN}, {isa.IMM_MAX}]")
-    return _register(cfg, "fill", str(value), value)
-
-
 def alu_intrin(cfg: Config, op: str, imm: int | None = None) -> str:
     """D = op(X, imm or Y) on one ACC entry, in place. `op` is an `isa.ALU_OPS` name or a pseudo-op
     (shl: SHR by -imm, spec section 5); each immediate is its own intrinsic."""

@@ -144,9 +144,9 @@ def eltwise_kernel(cfg: Config, shape: tuple, p, vthreads: int = VTHREADS) -> Op
                                                       *entry), n, c)
 
     names = operands(p)
-    if on_gemm:            # the weight blocks and REQ's multipliers 1
+    if on_gemm:
         kernel = vta_gemm_add.program(cfg, p, tile, tiles, vthreads).compile()
-        extra: tuple = (vta_gemm_add.weights(cfg, p), np.ones((1, *entry), np.int32))
+        extra = vta_gemm_add.constants(cfg, p)
     else:
         kernel = compile_vta(schedule(cfg, padded, tile, p, vthreads), cfg)
         # a REQ form's multiplier entry: m in every lane

@@ -56,6 +56,12 @@ def weights(cfg: Config, p: AddParams) -> np.ndarray:
     return np.stack([eye << p.shift_a, eye << p.shift_b]).astype(np.int8)
 
 
+def constants(cfg: Config, p: AddParams) -> tuple:
+    """The kernel's inputs after a and b (`program`'s w and m): the weight blocks and REQ's
+    multipliers, 1 in every lane."""
+    return weights(cfg, p), np.ones((1, cfg.BATCH, cfg.BLOCK_OUT), np.int32)
+
+
 def program(cfg: Config, p: AddParams, tile: int, tiles: int, vthreads: int) -> AluProgram:
     """The kernel's calls: a, b (tile * tiles entries each), w, m -> out."""
     entries = tile * tiles

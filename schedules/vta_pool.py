@@ -162,7 +162,7 @@ def program(cfg: Config, s: PoolShape, rows: int, vthreads: int = 1) -> AluProgr
     for plane in range(nb * cb):
         for y0 in range(0, s.oh, rows):
             x_base = (tile % vthreads) * region
-            o_base = x_base + acc_entries(s, rows) - rows * s.ow
+            o_base = x_base + n_in * s.wp            # the output rows after the input rows
             tile += 1
             top = y0 * s.stride - s.pad                   # the tile's first input row, unpadded
             first, last = max(0, top), min(s.h, top + n_in)
@@ -188,11 +188,12 @@ def program(cfg: Config, s: PoolShape, rows: int, vthreads: int = 1) -> AluProgr
 
 
 def _copy_max(prog: AluProgram, dst: int, sources: list, outer: Level, inner: Level, entries: int) -> None:
-    """dst = the first source (a reset, then ADD tensor), then MAX with each other source, over
-    the loop nest (`entries` consecutive entries from dst)."""
-    prog.reset(dst, entries)
-    for op, src in zip(["add"] + ["max"] * (len(sources) - 1), sources):
-        prog.alu(op, dst, src, outer=outer, inner=inner)
+    """dst = the first source (AluProgram.copy), then MAX with each other source, over the loop
+    nest (`entries` consecutive entries from dst)."""
+    first, *rest = sources
+    prog.copy(dst, first, entries, outer=outer, inner=inner)
+    for src in rest:
+        prog.alu("max", dst, src, outer=outer, inner=inner)
 
 
 def max_pool_kernel(cfg: Config, n: int, c: int, h: int, w: int, k: int, stride: int, pad: int = 0,
