@@ -1,5 +1,5 @@
-// Compute module: LOAD UOP/ACC/ACC_8BIT through the DMA, GEMM and ALU through a three-stage
-// pipeline, FINISH (spec sections 4-6). Pops l2c/s2c, pushes c2l/c2s.
+// Compute module: LOAD UOP/ACC/ACC_8BIT through the DMA, GEMM and ALU through one pipeline of
+// stages S0-S8, FINISH (spec sections 4-6). Pops l2c/s2c, pushes c2l/c2s.
 //
 // Pipeline, one micro-op iteration per cycle (one per two for an ALU with a tensor operand, one
 // per three for a tensor SHR or MUL: timing.alu_interval, `VTA_ALU_TENSOR_INTERVAL):
@@ -16,23 +16,13 @@
 //   S6  GEMM: ACC[dst] (registered, or forwarded) + dot registered
 //   S7  GEMM: the sum -> ACC and OUT write
 // Every SRAM read returns its entry as written up to the cycle of its address (hw/rtl/vta_sram.v),
-// one cycle later, or two for INP, WGT and ACC (their block RAMs' output registers). GEMM's
-// accumulator is registered on both sides of its adder (no path from the ACC SRAM's output
-// through the adder into its input): an iteration reads ACC[dst] in S3, before the three
-// iterations ahead of it have written theirs (S7), so S6 takes their sums from the write register
-// (z_r, the one just ahead) or the two behind it (z_rr, z_rrr) when they wrote the same entry.
-// The ALU reads ACC in S1 and S1b and writes in S5, so an iteration can miss the writes of those
-// ahead of it; S2 forwards what they wrote (docs/hardware.md, "Compute pipeline"):
-//   - with an immediate (one per cycle), the one three ahead writes in this cycle (alu_z) and the
-//     one four ahead wrote in the cycle before (w6_z); the one or two just ahead (S3, S4) have no
-//     result yet: when m of them wrote the same entry, this iteration applies the operation m + 1
-//     times to the last value written before them (the immediate doubled or tripled: x + 3 imm,
-//     x * imm^3, min/max unchanged, a shift by three times the amount, a left shift by 32 or more
-//     given as x * 0);
-//   - with a tensor operand, MIN/MAX/ADD (one per two cycles) take the one just ahead's result
-//     from the ALU's first stage (zr, S4) and the write of the one before it (w6_z); SHR and MUL
-//     (one per three cycles) only the one ahead's write (alu_z): their results are the third
-//     stage's.
+// one cycle later, or two for INP, WGT and ACC (their block RAMs' output registers).
+// The module is the instruction's life cycle, its DMA and duration, the pipeline's valid bits and
+// entry registers, REQ's multiplier queue and the SRAM ports, wiring three parts (as Apache VTA's
+// Chisel core splits LoadUop, TensorGemm and TensorAlu):
+//   vta_uop_loop      S0/S0b: the loop nest, the UOP read and the index adders
+//   vta_gemm_forward  S3-S7: GEMM's accumulate, forwarding the three sums ahead of it
+//   vta_alu_forward   S1r-S5: the ALU's operands, forwarding the writes ahead of them, and its core
 // The instruction is done GEMM_PIPELINE (ALU_PIPELINE) cycles after its last issue slot, as
 // docs/timing.md models it; the last write is 8 (7) cycles after it, so GEMM_PIPELINE >= 8 and
 // ALU_PIPELINE >= 7 are exact (hw/header.py refuses less).
@@ -197,17 +187,13 @@ module vta_compute (
         for (l = 0; l < LANES; l = l + 1)
             acc8[l * 32 +: 32] = {{24{acc8_dma[l * 8 + 7]}}, acc8_dma[l * 8 +: 8]};
 
-    // ------------------------------------------------------------ GEMM / ALU loop (S0)
+    // ------------------------------------------------------------ GEMM / ALU loop (S0, S0b)
     reg                        is_alu, reset, tensor;
     reg                        req, alu_nr, ty;   // REQ; an ALU but REQ; a tensor ALU but REQ
     reg [1:0]                  slot, slot_last;   // a tensor ALU issues at slot 0 of its interval
     reg [2:0]                  alu_op;
     reg [31:0]                 imm;
-    reg [`VTA_GEMM_UOP_END_W-1:0] u, u_bgn;
-    reg [13:0]                 i, j, n_in;
-    reg [31:0]                 dfo, dfi, sfo, sfi, wfo, wfi;
-    reg [31:0]                 d_i, s_i, w_i, d_ij, s_ij, w_ij;
-    reg                        g_active;
+    wire                       g_active;
 
     wire [`VTA_GEMM_UOP_END_W-1:0] h_bgn = `VTA_GEMM_UOP_END_W'(`VTA_GEMM_UOP_BGN(insn));
     wire [`VTA_GEMM_UOP_END_W-1:0] h_end = `VTA_GEMM_UOP_END(insn);
@@ -220,93 +206,20 @@ module vta_compute (
 
     reg rq_ok;     // REQ's queue has room for one more iteration (always, for the other instructions)
     wire issue = (kind == KIND_EXEC) && in_body && g_active && (slot == 2'd0) && rq_ok;
-    // the loop's last-iteration tests as registers, set with the counters they test (at the start
-    // and at each issue), so no compare's adder sits in front of the counters' and the index
-    // adders' enables (u -> u + 1 == u_end -> j, i, d_ij)
-    reg last_u, last_j, last_i;   // u + 1 == u_end, j + 1 == n_in, i + 1 == n_out
-    // and those of the counters' next values against the bounds less two (the bounds themselves,
-    // u_end and n_out, are not kept), set at the start: an equality of registers, not an adder
-    // in front of one (j -> j + 2 == n_in)
-    reg [`VTA_GEMM_UOP_END_W-1:0] u_end_m2;
-    reg [13:0] n_in_m2, n_out_m2;
-    reg u_single;                 // u_bgn + 1 == u_end: the micro-op loop has one iteration
-    wire [`VTA_GEMM_UOP_END_W-1:0] u_inc = u + 1;
-    wire [13:0] j_inc = j + 1, i_inc = i + 1;
-    // the UOP SRAM reads the micro-op counter's next value, a cycle ahead of S0b: its output
-    // register (RD_REG = 1), not the block RAM's 5.8 ns clock-to-out, feeds S0b's index adders
-    /* verilator lint_off UNUSEDSIGNAL */  // u_end's extra bit: u_next < u_end <= the UOP SRAM's depth
-    wire [`VTA_GEMM_UOP_END_W-1:0] u_next = start ? h_bgn : !issue ? u : !last_u ? u_inc : u_bgn;
-    /* verilator lint_on UNUSEDSIGNAL */
-    assign uop_raddr = `VTA_LU'(u_next);
+    reg s0b_valid;
+    // S1's indices, the micro-op's plus the loop's offsets, registered
+    wire [31:0] a, src, wg;
+    vta_uop_loop loop (.clk(clk), .rst(rst), .start(start), .insn(insn), .go(h_exec && h_some), .h_bgn(h_bgn),
+                       .h_end(h_end), .h_out(h_out), .h_in(h_in), .issue(issue), .s0b_valid(s0b_valid),
+                       .uop_raddr(uop_raddr), .uop_rdata(uop_rdata), .active(g_active), .a(a), .src(src), .wg(wg));
 
     // ------------------------------------------------------------ S1 / S1b / S2 / S3 / S4
-    reg        s0b_valid, s1_valid, s1b_valid, s1r_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid,
+    reg        s1_valid, s1b_valid, s1r_valid, s2_valid, s3_valid, s4_valid, s5_valid, s6_valid,
                s7_valid, s8_valid;
-    reg [31:0] s0b_d, s0b_s, s0b_w, s1b_a;
-    // S0b's index adders by carry select: the micro-op's field (W bits) added to the offset's low
-    // W bits, the offset's high bits and those plus one registered with it and chosen by the
-    // carry, so the UOP block RAM's output -> its read muxes -> a 32-bit carry chain -> wg is not
-    // one cycle
-    localparam DW = `VTA_UOP_DST_IDX_W, SW_ = `VTA_UOP_SRC_IDX_W, WW = `VTA_UOP_WGT_IDX_W;
-    reg [31:DW] s0b_d1;
-    reg [31:SW_] s0b_s1;
-    reg [31:WW] s0b_w1;
-    wire [DW:0] a_lo = (DW+1)'(`VTA_UOP_DST_IDX(uop_rdata)) + (DW+1)'(s0b_d[DW-1:0]);
-    wire [SW_:0] src_lo = (SW_+1)'(`VTA_UOP_SRC_IDX(uop_rdata)) + (SW_+1)'(s0b_s[SW_-1:0]);
-    wire [WW:0] wg_lo = (WW+1)'(`VTA_UOP_WGT_IDX(uop_rdata)) + (WW+1)'(s0b_w[WW-1:0]);
-    /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM;
-    reg [31:0] s1b_src, s1r_a, s1r_src, s2_a, s3_a, s4_a, s5_a, s6_a, s7_a, s8_a;  // and a micro-op's bits above its three indices
+    reg [31:0] s1b_a;
+    /* verilator lint_off UNUSEDSIGNAL */  // range-checked in S1, only the index bits address SRAM
+    reg [31:0] s1b_src, s1r_a, s1r_src, s2_a, s3_a, s4_a, s5_a, s6_a, s7_a, s8_a;
     /* verilator lint_on UNUSEDSIGNAL */
-    // S1's indices, the micro-op's plus the loop's offsets added in S0b from the UOP SRAM's output
-    // register: the range checks and the SRAM addresses in S1 start at flip-flops (no 32-bit
-    // carry chain in front of each compare)
-    reg [31:0] a, src, wg;
-    reg [`VTA_ACC_BYTES*8-1:0] x_r, x2, y2, w6_z;   // w6: the ALU's write of the cycle before
-    reg [2:0]  op3;                     // the operation the ALU's first stage applies (S3)
-    // the doubled and tripled operation for an ALU with an immediate, worked out after the start
-    // (dur_step: the doubled from step 3, the tripled from step 5, before the first iteration that
-    // can take them reaches S2)
-    reg [2:0]  op_d, op_t;
-    reg [31:0] imm_d, imm_t;
-    // the operation with immediate v applied m times as one, given m x v (sum) and v^m (prod):
-    // min/max as they are, a shift by m times the amount (capped at 31 to the right; 32 or more
-    // to the left gives 0, as x * 0)
-    function automatic [34:0] op_times(input [2:0] o, input [31:0] v, input [31:0] sum, input [31:0] prod,
-                                       input integer m);
-        op_times = {o, v};
-        case (o)
-            `VTA_ALU_ADD: op_times = {o, sum};
-            `VTA_ALU_MUL: op_times = {o, prod};
-            `VTA_ALU_SHR:
-                if (!v[31]) op_times = {o, ($signed(v) > `VTA_ALU_SHIFT_CAP / m) ? 32'(`VTA_ALU_SHIFT_CAP) : sum};
-                else if ($signed(v) < -(`VTA_ALU_SHIFT_CAP / m)) op_times = {3'(`VTA_ALU_MUL), 32'd0};
-                else op_times = {o, sum};
-            default: ;
-        endcase
-    endfunction
-`ifdef VTA_ECP5_CELLS
-    // the immediate's square by halves (the doubled MUL) in MULT18X18D output registers as the
-    // duration's: imm holds from the start, so at step 2 they hold its square (no path imm -> a
-    // combinational multiplier -> a fabric register)
-    wire [31:0] sq_ll, p_sq_lh;
-    vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) sq_lo (.clk(clk), .a(imm[15:0]), .b(imm[15:0]),
-        .p(sq_ll));
-    vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) sq_hi (.clk(clk), .a(imm[15:0]), .b(imm[31:16]),
-        .p(p_sq_lh));
-    wire [15:0] sq_lh = p_sq_lh[15:0];
-    // and imm_d x imm (the tripled MUL), the same way, imm_d holding from step 3
-    wire [31:0] cb_ll, p_cb_lh, p_cb_hl;
-    vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) cb_lo (.clk(clk), .a(imm_d[15:0]), .b(imm[15:0]),
-        .p(cb_ll));
-    vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) cb_mid (.clk(clk), .a(imm_d[15:0]), .b(imm[31:16]),
-        .p(p_cb_lh));
-    vta_ecp5_mul #(.W(16), .SIGNED(0), .IN_REG(0), .OUT_REG(1)) cb_hi (.clk(clk), .a(imm_d[31:16]), .b(imm[15:0]),
-        .p(p_cb_hl));
-    wire [15:0] cb_lh = p_cb_lh[15:0], cb_hl = p_cb_hl[15:0];
-`else
-    reg [31:0] sq_ll, cb_ll;
-    reg [15:0] sq_lh, cb_lh, cb_hl;
-`endif
     wire bad_index = s1_valid && ((a >= `VTA_ACC_DEPTH) ||
         (!reset && !is_alu && (src >= `VTA_INP_DEPTH || wg >= `VTA_WGT_DEPTH)) ||
         (!reset && tensor && src >= `VTA_ACC_DEPTH));
@@ -328,46 +241,22 @@ module vta_compute (
     wire rq_pop = !rq_sread && (rq_cnt != 3'd0);
     assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : req ? rq_addr : is_alu ? `VTA_LA'(a) : `VTA_LA'(s3_a);
 
-    wire [`VTA_ACC_BYTES*8-1:0] gemm_z, alu_z, alu_zq;
-    reg  [`VTA_ACC_BYTES*8-1:0] acc_q, z_r, z_rr, z_rrr;   // GEMM: ACC[dst] as read (S6), the sums of S7-S9
-    // S6's forward, chosen in S5 (the S6 iteration's entry against the three ahead of it, on the
-    // index bits) so that only registered selects reach the adder
-    reg fw7, fw8, fw9;
-    wire [`VTA_ACC_BYTES*8-1:0] acc_s6 = fw7 ? z_r : fw8 ? z_rr : fw9 ? z_rrr : acc_q;
-    vta_gemm_core gemm (.clk(clk), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata), .acc_in(acc_s6),
-                        .acc_out(gemm_z));
+    // GEMM: S3 reads ACC[dst] (acc_raddr), S6 adds, S7 writes z_r
+    wire [`VTA_ACC_BYTES*8-1:0] z_r, alu_z, alu_zq;
+    vta_gemm_forward gemm (.clk(clk), .rst(rst), .reset(reset), .inp(inp_rdata), .wgt(wgt_rdata),
+                           .acc_rdata(acc_rdata), .a5(`VTA_LA'(s5_a)), .a6(`VTA_LA'(s6_a)), .a7(`VTA_LA'(s7_a)),
+                           .a8(`VTA_LA'(s8_a)), .v6(s6_valid), .v7(s7_valid), .v8(s8_valid), .z(z_r));
+    // ALU: S2 takes its operands, forwarded where the iterations ahead wrote them; S5 writes alu_z,
+    // REQ S7 alu_zq
     wire alu_we = s5_valid && alu_nr;    // REQ writes in S7
-    // S2's operands (the header's list): the ALU's write of this cycle (alu_z, registered in its
-    // third stage), MIN/MAX/ADD's result in its first (zr, a tensor's one ahead), the write of the
-    // cycle before (w6_z), else ACC as read (a tensor's ACC[dst] as taken in S1r, x_r). Each
-    // select is worked out a cycle ahead (the iteration in S1r against the ones that will be in
-    // S3-S5 with it) so that only registered selects fan out across the lanes, and every input
-    // of these muxes is a register. An immediate ALU's m1 (m2): the one (two) ahead wrote the
-    // same entry, so the operation applies once more.
-    reg m1, m2, fz, f1, f2, fzy, f1y, f2y;
-    wire [`VTA_ACC_BYTES*8-1:0] alu_zr;
-    wire [`VTA_ACC_BYTES*8-1:0] x_s2 = fz ? alu_z : f1 ? alu_zr : f2 ? w6_z : ty ? x_r : acc_rdata;
-    wire [31:0] imm_m = (m1 && m2) ? imm_t : (m1 || m2) ? imm_d : imm;
-    // REQ's y is its multiplier register (chosen with the immediate, off ACC's path)
-    wire [`VTA_ACC_BYTES*8-1:0] y_s2 = !ty ? (req ? rq_m : {LANES{imm_m}}) : fzy ? alu_z : f1y ? alu_zr : f2y ? w6_z
-                                     : acc_rdata;
-`ifdef VTA_ECP5_CELLS
-    // the multipliers' copy of S3's operands, loaded every cycle (so not merged with x2, y2, which
-    // load with S2): the same values whenever S3 holds an iteration
-    reg [`VTA_ACC_BYTES*8-1:0] x2m, y2m;
-    always @(posedge clk) begin
-        x2m <= x_s2;
-        y2m <= y_s2;
-    end
-`else
-    wire [`VTA_ACC_BYTES*8-1:0] x2m = x2, y2m = y2;
-`endif
-    vta_alu_core alu (.clk(clk), .reset(reset), .op(op3), .x(x2), .y(y2), .xm(x2m), .ym(y2m), .z(alu_z),
-                      .zr(alu_zr), .n(imm[`VTA_REQ_SHIFT_LO +: `VTA_REQ_SHIFT_BITS]),
-                      .zp(imm[`VTA_REQ_ZP_LO +: `VTA_REQ_ZP_BITS]), .zq(alu_zq));
     // the iterations that will be in S3, S4 and S5 with the one in S1r (its entries a, src)
     wire at3 = s2_valid && is_alu, at4 = s3_valid && is_alu, at5 = s4_valid && is_alu, at6 = alu_we;
-    wire [`VTA_LA-1:0] e_a = `VTA_LA'(s1r_a), e_src = `VTA_LA'(s1r_src);
+    vta_alu_forward alu (.clk(clk), .rst(rst), .reset(reset), .alu_op(alu_op), .imm(imm), .step(dur_step),
+                         .tensor(tensor), .ty(ty), .req(req), .rq_m(rq_m), .acc_rdata(acc_rdata),
+                         .s1r_valid(s1r_valid), .s2_valid(s2_valid), .e_a(`VTA_LA'(s1r_a)),
+                         .e_src(`VTA_LA'(s1r_src)), .a2(`VTA_LA'(s2_a)), .a3(`VTA_LA'(s3_a)),
+                         .a4(`VTA_LA'(s4_a)), .a5(`VTA_LA'(s5_a)), .at3(at3), .at4(at4), .at5(at5), .at6(at6),
+                         .z(alu_z), .zq(alu_zq));
     wire exec_we = alu_we || s7_valid;    // one instruction kind runs at a time
     assign acc_we = exec_we || (dma_we && (mt == `VTA_MEM_ACC || mt == `VTA_MEM_ACC_8BIT));
     assign acc_waddr = s7_valid ? `VTA_LA'(s7_a) : exec_we ? `VTA_LA'(s5_a) : `VTA_LA'(dma_idx);
@@ -394,7 +283,6 @@ module vta_compute (
             dur_ok <= 1'b0;
             dur_hit <= 1'b0;
             waiting <= 1'b0;
-            g_active <= 1'b0;
             s0b_valid <= 1'b0;
             s1_valid <= 1'b0;
             s1b_valid <= 1'b0;
@@ -429,42 +317,12 @@ module vta_compute (
             s6_valid <= s5_valid && !alu_nr;
             s7_valid <= s6_valid;
             s8_valid <= s7_valid;
-            if (s2_valid) begin
-                s3_a <= s2_a;
-                x2 <= x_s2;
-                y2 <= y_s2;
-                op3 <= (m1 && m2) ? op_t : (m1 || m2) ? op_d : alu_op;
-            end
+            if (s2_valid) s3_a <= s2_a;
             if (s3_valid) s4_a <= s3_a;
             if (s4_valid) s5_a <= s4_a;
             if (s5_valid) s6_a <= s5_a;
             if (s6_valid) s7_a <= s6_a;
             if (s7_valid) s8_a <= s7_a;
-            m1 <= at3 && !tensor && `VTA_LA'(s2_a) == e_a;
-            m2 <= at4 && !tensor && `VTA_LA'(s3_a) == e_a;
-            fz <= at5 && `VTA_LA'(s4_a) == e_a;
-            f1 <= at4 && tensor && `VTA_LA'(s3_a) == e_a;
-            f2 <= at6 && `VTA_LA'(s5_a) == e_a;
-            fzy <= at5 && `VTA_LA'(s4_a) == e_src;
-            f1y <= at4 && `VTA_LA'(s3_a) == e_src;
-            f2y <= at6 && `VTA_LA'(s5_a) == e_src;
-            fw7 <= s6_valid && `VTA_LA'(s6_a) == `VTA_LA'(s5_a);
-            fw8 <= s7_valid && `VTA_LA'(s7_a) == `VTA_LA'(s5_a);
-            fw9 <= s8_valid && `VTA_LA'(s8_a) == `VTA_LA'(s5_a);
-            w6_z <= alu_z;
-            if (issue) begin
-                s0b_d <= d_ij;
-                s0b_s <= s_ij;
-                s0b_w <= w_ij;
-                s0b_d1 <= d_ij[31:DW] + 1;
-                s0b_s1 <= s_ij[31:SW_] + 1;
-                s0b_w1 <= w_ij[31:WW] + 1;
-            end
-            if (s0b_valid) begin
-                a <= {a_lo[DW] ? s0b_d1 : s0b_d[31:DW], a_lo[DW-1:0]};
-                src <= {src_lo[SW_] ? s0b_s1 : s0b_s[31:SW_], src_lo[SW_-1:0]};
-                wg <= {wg_lo[WW] ? s0b_w1 : s0b_w[31:WW], wg_lo[WW-1:0]};
-            end
             if (s1_valid) begin
                 s1b_a <= a;
                 s1b_src <= src;
@@ -504,70 +362,30 @@ module vta_compute (
             rq_s1 <= rq_sread;
             rq_s2 <= rq_s1;
             if (rq_s2) rq_m <= acc_rdata;       // ACC[s], two cycles after its read (S1r of its iteration)
-            if (s1r_valid) begin
-                if (tensor) x_r <= acc_rdata;
-                s2_a <= s1r_a;
-            end
+            if (s1r_valid) s2_a <= s1r_a;
             if (issue && !reset) begin
                 if (is_alu) alu_count <= alu_count + 1;
                 else gemm_count <= gemm_count + 1;
             end
 
-            // loop counters
+            // the loop's issue slot (a tensor ALU issues at slot 0 of its interval)
             if (kind == KIND_EXEC && in_body && g_active) slot <= (slot == slot_last) ? 2'd0 : slot + 2'd1;
-            if (issue) begin
-                if (!last_u) begin
-                    u <= u_inc;
-                    last_u <= (u == u_end_m2);
-                end else begin
-                    u <= u_bgn;
-                    last_u <= u_single;
-                    if (!last_j) begin
-                        j <= j_inc;
-                        last_j <= (j == n_in_m2);
-                        d_ij <= d_ij + dfi;
-                        s_ij <= s_ij + sfi;
-                        w_ij <= w_ij + wfi;
-                    end else begin
-                        j <= 0;
-                        last_j <= (14'd1 == n_in);
-                        i <= i_inc;
-                        last_i <= (i == n_out_m2);
-                        d_i <= d_i + dfo;
-                        s_i <= s_i + sfo;
-                        w_i <= w_i + wfo;
-                        d_ij <= d_i + dfo;
-                        s_ij <= s_i + sfo;
-                        w_ij <= w_i + wfo;
-                        if (last_i) g_active <= 1'b0;
-                    end
-                end
-            end
 
             dur_hit <= dur_ok && (elapsed + 2 >= dur);   // in the body elapsed counts every cycle
             if (dur_step == 3'd1) begin
 `ifndef VTA_ECP5_CELLS
                 d_n_lo <= DNW'(d_oi[13:0]) * DNW'(d_u);
                 d_n_hi <= DNW'(d_oi[27:14]) * DNW'(d_u);
-                sq_ll <= 32'(imm[15:0]) * 32'(imm[15:0]);
-                sq_lh <= 16'(imm[15:0] * imm[31:16]);
 `endif
                 dur_step <= 3'd2;
             end else if (dur_step == 3'd2) begin
-                {op_d, imm_d} <= op_times(alu_op, imm, imm << 1, sq_ll + {sq_lh << 1, 16'd0}, 2);
                 d_n <= 48'(d_n_lo) + (48'(d_n_hi) << 14);
                 dur_step <= 3'd3;
             end else if (dur_step == 3'd3) begin
                 dur <= d_pipe + d_n + (d_ival[1] ? (d_ival[0] ? d_n << 1 : d_n) : 48'd0);
                 dur_ok <= 1'b1;
-`ifndef VTA_ECP5_CELLS
-                cb_ll <= 32'(imm_d[15:0]) * 32'(imm[15:0]);
-                cb_lh <= 16'(imm_d[15:0] * imm[31:16]);
-                cb_hl <= 16'(imm_d[31:16] * imm[15:0]);
-`endif
                 dur_step <= 3'd4;
             end else if (dur_step == 3'd4) begin
-                {op_t, imm_t} <= op_times(alu_op, imm, imm_d + imm, cb_ll + {cb_lh + cb_hl, 16'd0}, 3);
                 dur_step <= 3'd0;
             end
             if (start) begin
@@ -583,7 +401,7 @@ module vta_compute (
                 is_finish <= (h_op == `VTA_OP_FINISH);
                 kind <= h_dma ? KIND_LOAD : h_exec ? KIND_EXEC : KIND_NOP;
                 elapsed <= 0;
-                // GEMM / ALU operands (ALU's word 1 differs from GEMM's)
+                // GEMM / ALU: the operation (the loop's bounds and factors are vta_uop_loop's)
                 is_alu <= h_alu;
                 reset <= `VTA_GEMM_RESET(insn);
                 tensor <= h_tensor;
@@ -591,26 +409,6 @@ module vta_compute (
                 slot_last <= (h_tensor && !h_req) ? 2'(`VTA_ALU_TENSOR_INTERVAL(`VTA_ALU_ALU_OPCODE(insn)) - 1) : 2'd0;
                 alu_op <= `VTA_ALU_ALU_OPCODE(insn);
                 imm <= 32'($signed(`VTA_ALU_IMM(insn)));
-                u <= h_bgn;
-                last_u <= (`VTA_GEMM_UOP_END_W'(h_bgn + 1) == h_end);
-                last_j <= (h_in == 14'd1);
-                last_i <= (h_out == 14'd1);
-                u_bgn <= h_bgn;
-                n_in <= h_in;
-                u_end_m2 <= h_end - 2;
-                n_in_m2 <= h_in - 14'd2;
-                n_out_m2 <= h_out - 14'd2;
-                u_single <= (`VTA_GEMM_UOP_END_W'(h_bgn + 1) == h_end);
-                i <= 0;
-                j <= 0;
-                {d_i, s_i, w_i, d_ij, s_ij, w_ij} <= 0;
-                dfo <= 32'(`VTA_GEMM_DST_FACTOR_OUT(insn));
-                dfi <= 32'(`VTA_GEMM_DST_FACTOR_IN(insn));
-                sfo <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_OUT(insn)) : 32'(`VTA_GEMM_SRC_FACTOR_OUT(insn));
-                sfi <= h_alu ? 32'(`VTA_ALU_SRC_FACTOR_IN(insn)) : 32'(`VTA_GEMM_SRC_FACTOR_IN(insn));
-                wfo <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_OUT(insn));
-                wfi <= h_alu ? 32'd0 : 32'(`VTA_GEMM_WGT_FACTOR_IN(insn));
-                g_active <= h_exec && h_some;
                 d_oi <= 28'(h_out) * 28'(h_in);
                 d_u <= (h_end > h_bgn) ? h_end - h_bgn : {`VTA_GEMM_UOP_END_W{1'b0}};
                 d_pipe <= h_pipe;
@@ -620,23 +418,6 @@ module vta_compute (
                 dur_step <= 3'd1;
             end
         end
-    end
-`ifdef FORMAL
-    // the registered last-iteration tests equal their compares (for k-induction)
-    // (modulo the counters' widths: a running loop never wraps, h_some)
-    wire [`VTA_GEMM_UOP_END_W-1:0] f_u_end = u_end_m2 + 2;
-    wire [13:0] f_n_out = n_out_m2 + 14'd2;
-    always @(*) if (!rst && kind == KIND_EXEC && g_active)
-        loop_last_regs: assert(last_u == (`VTA_GEMM_UOP_END_W'(u + 1) == f_u_end) && last_j == (14'(j + 1) == n_in) &&
-                               last_i == (14'(i + 1) == f_n_out) && n_in_m2 == 14'(n_in - 2) &&
-                               u_single == (`VTA_GEMM_UOP_END_W'(u_bgn + 1) == f_u_end));
-`endif
-    // GEMM's accumulator registers: no reset, no enable (their valid bits gate every use)
-    always @(posedge clk) begin
-        acc_q <= acc_rdata;
-        z_r <= gemm_z;
-        z_rr <= z_r;
-        z_rrr <= z_rr;
     end
 endmodule
 `default_nettype wire

@@ -109,7 +109,7 @@ def gemm_program(cfg, rng, shift: int = 0):
 
 def gemm_same_entry_program(cfg, rng):
     """GEMM iterations that accumulate into the entry one, two or three iterations before them
-    wrote (ACC[dst] is read before the two ahead have written theirs, hw/rtl/vta_compute.v): dst
+    wrote (ACC[dst] is read before the two ahead have written theirs, hw/rtl/vta_gemm_forward.v): dst
     0 1 0 0 2 1 0, twice, on an ACC preloaded with random values; the int8 store keeps every
     product's low bits."""
     ib, wb, ab, ob = (cfg.buffers[b].entry_bytes for b in ("inp", "wgt", "acc", "out"))
@@ -139,7 +139,7 @@ def queue_full_program(cfg):
 
 def alu_same_entry_program(cfg, rng):
     """ALU iterations that hit the entry one to four iterations before wrote (the ALU reads ACC in
-    S1 and writes in S5, hw/rtl/vta_compute.v): with an immediate, the one or two just before are
+    S1 and writes in S5, hw/rtl/vta_alu_forward.v): with an immediate, the one or two just before are
     still in the ALU, and the RTL applies the operation twice or three times (every operation,
     shifts by amounts whose double or triple passes 31 both ways, multiplies that wrap); three and
     four before are forwarded from the write and the write of the cycle before. With a tensor

@@ -154,7 +154,7 @@ def test_matmuls_with_zero_points_on_rtl_equal_the_simulator():
     dense kernel's per-row term) run on the Verilated RTL with the simulator's cycles, bit-exact."""
     from graph.quantize import quantizer_named
     from graph.run import ModelCase, run_model
-    from test_graph_matmul import attention
+    from attention_models import attention
     rng = np.random.default_rng(1)
     qdq = quantizer_named("onnxruntime")(attention(), rng.standard_normal((16, 4, 8)).astype(np.float32))
     case = ModelCase("attention", qdq, rng.standard_normal((1, 4, 8)).astype(np.float32))
