@@ -91,6 +91,11 @@ module vta_alu_forward (
     reg [31:0] sq_ll, cb_ll;
     reg [15:0] sq_lh, cb_lh, cb_hl;
 `endif
+    // the tripled MUL's high half, cb_ll[31:16] + cb_lh + cb_hl, reduced to sum and carry bit by bit
+    // and added in one 16-bit carry chain (not two chained adders after the MULT18X18D output
+    // registers)
+    wire [15:0] cb_cs_s = cb_ll[31:16] ^ cb_lh ^ cb_hl;
+    wire [15:0] cb_cs_c = {(cb_ll[30:16] & cb_lh[14:0]) | (cb_ll[30:16] & cb_hl[14:0]) | (cb_lh[14:0] & cb_hl[14:0]), 1'b0};
     // S2's operands: the ALU's write of this cycle (z, registered in its third stage), MIN/MAX/ADD's
     // result in its first (zr, a tensor's one ahead), the write of the cycle before (w6_z), else ACC
     // as read (a tensor's ACC[dst] as taken in S1r, x_r). An immediate ALU's m1 (m2): the one (two)
@@ -146,7 +151,7 @@ module vta_alu_forward (
                 cb_hl <= 16'(imm_d[31:16] * imm[15:0]);
 `endif
             end else if (step == 3'd4) begin
-                {op_t, imm_t} <= op_times(alu_op, imm, imm_d + imm, cb_ll + {cb_lh + cb_hl, 16'd0}, 3);
+                {op_t, imm_t} <= op_times(alu_op, imm, imm_d + imm, {cb_cs_s + cb_cs_c, cb_ll[15:0]}, 3);
             end
         end
 endmodule

@@ -239,7 +239,23 @@ module vta_compute (
     wire rq_push = s1_valid && req;
     wire rq_rd = rq_first || (src != rq_last_src);
     wire rq_pop = !rq_sread && (rq_cnt != 3'd0);
-    assign acc_raddr = s1b_valid ? `VTA_LA'(s1b_src) : req ? rq_addr : is_alu ? `VTA_LA'(a) : `VTA_LA'(s3_a);
+    // ACC's read address: a tensor ALU's ACC[src] (S1b), REQ's queue head, an ALU's ACC[a] (S1),
+    // GEMM's ACC[dst] (S3), chosen by one-hot selects registered a cycle ahead from the next values
+    // of s1b_valid, req and is_alu, with a in the last mux: a -> the choice among s1b_valid, req
+    // and is_alu -> the ACC block RAMs' write-forward compare is otherwise five levels
+    wire nx_s1b = !rst && s1_valid && ty;
+    wire nx_req = !rst && (start ? h_req : req);
+    wire nx_alu = (!rst && start) ? h_alu : is_alu;
+    reg ra_a, ra_s1b, ra_rq, ra_s3;
+    always @(posedge clk) begin
+        ra_s1b <= nx_s1b;
+        ra_rq <= !nx_s1b && nx_req;
+        ra_a <= !nx_s1b && !nx_req && nx_alu;
+        ra_s3 <= !nx_s1b && !nx_req && !nx_alu;
+    end
+    wire [`VTA_LA-1:0] ra_other = ({`VTA_LA{ra_s1b}} & `VTA_LA'(s1b_src)) | ({`VTA_LA{ra_rq}} & rq_addr)
+                                | ({`VTA_LA{ra_s3}} & `VTA_LA'(s3_a));
+    assign acc_raddr = ra_a ? `VTA_LA'(a) : ra_other;
 
     // GEMM: S3 reads ACC[dst] (acc_raddr), S6 adds, S7 writes z_r
     wire [`VTA_ACC_BYTES*8-1:0] z_r, alu_z, alu_zq;

@@ -47,7 +47,9 @@ module vta_uop_loop (
     reg [`VTA_GEMM_UOP_END_W-1:0] u_end_m2;
     reg [13:0] n_in_m2, n_out_m2;
     reg u_single;                 // u_bgn + 1 == u_end: the micro-op loop has one iteration
-    wire [`VTA_GEMM_UOP_END_W-1:0] u_inc = u + 1;
+    // u + 1 kept as a register of its own (u_inc, with u_bgn + 1 for the wrap), so that no carry
+    // chain sits in front of the UOP SRAM's read address and its block RAMs' write-forward compare
+    reg [`VTA_GEMM_UOP_END_W-1:0] u_inc, u_bgn1;
     wire [13:0] j_inc = j + 1, i_inc = i + 1;
     /* verilator lint_off UNUSEDSIGNAL */  // u_end's extra bit: u_next < u_end <= the UOP SRAM's depth
     wire [`VTA_GEMM_UOP_END_W-1:0] u_next = start ? h_bgn : !issue ? u : !last_u ? u_inc : u_bgn;
@@ -87,9 +89,11 @@ module vta_uop_loop (
             if (issue) begin
                 if (!last_u) begin
                     u <= u_inc;
+                    u_inc <= u_inc + 1;
                     last_u <= (u == u_end_m2);
                 end else begin
                     u <= u_bgn;
+                    u_inc <= u_bgn1;
                     last_u <= u_single;
                     if (!last_j) begin
                         j <= j_inc;
@@ -118,6 +122,8 @@ module vta_uop_loop (
                 last_j <= (h_in == 14'd1);
                 last_i <= (h_out == 14'd1);
                 u_bgn <= h_bgn;
+                u_bgn1 <= h_bgn + 1;
+                u_inc <= h_bgn + 1;
                 n_in <= h_in;
                 u_end_m2 <= h_end - 2;
                 n_in_m2 <= h_in - 14'd2;
@@ -145,6 +151,7 @@ module vta_uop_loop (
     always @(*) if (!rst && active)
         loop_last_regs: assert(last_u == (`VTA_GEMM_UOP_END_W'(u + 1) == f_u_end) && last_j == (14'(j + 1) == n_in) &&
                                last_i == (14'(i + 1) == f_n_out) && n_in_m2 == 14'(n_in - 2) &&
+                               u_inc == `VTA_GEMM_UOP_END_W'(u + 1) && u_bgn1 == `VTA_GEMM_UOP_END_W'(u_bgn + 1) &&
                                u_single == (`VTA_GEMM_UOP_END_W'(u_bgn + 1) == f_u_end));
 `endif
 endmodule
