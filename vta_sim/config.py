@@ -58,10 +58,10 @@ class ClosedClock:
 
 #: Per shipped configuration, where one was placed and routed (docs/hardware.md).
 CLOSED_CLOCKS = {
-    # with REQ (ALU opcode 5): 31 of 35,806 endpoints miss 100 MHz, the worst path 10.9 ns
-    # (docs/hardware.md, "REQ"); before it, RTL c3ad10e met 100 MHz (Fmax 101.7)
-    "1x8x8": ClosedClock(91.7, 91.8, "Lattice ECP5-85F", "vta-sim hw synth --config 1x8x8 --target ecp5",
-                         "2026-11-28", "ed4cdcf"),
+    # with REQ (ALU opcode 5): 10 of 35,899 endpoints miss 100 MHz, all in REQ's lanes, the worst
+    # path 10.23 ns (docs/hardware.md, "Today's figures"); before REQ, RTL c3ad10e met 100 MHz
+    "1x8x8": ClosedClock(97.7, 97.8, "Lattice ECP5-85F", "vta-sim hw synth --config 1x8x8 --target ecp5",
+                         "2026-12-07", "828af61"),
 }
 
 
