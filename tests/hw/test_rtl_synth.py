@@ -1,5 +1,6 @@
 """`vta-sim hw synth`: the Yosys script and the parsing of its and nextpnr's reports, on a tiny
 module (a few seconds); the full design is bench/bench_synth.py (and the gated test below)."""
+import json
 import os
 
 import pytest
@@ -156,6 +157,29 @@ def test_unknown_target_and_cache_key(monkeypatch, tmp_path):
     (rdir / "result.json").write_text('{"lut": 1, "cached": true}')
     monkeypatch.setattr(synth, "tool", lambda name: pytest.fail("a tool ran"))
     assert synth.synth_config(cfg, "xilinx")["cached"] is True
+
+
+def test_each_placer_seed_is_a_run_of_its_own(monkeypatch, tmp_path, capsys):
+    """`vta-sim hw synth --seed N`: nextpnr's seed in its command and in the run's key; seed 1 (the
+    clock record's) keeps the key a run without the option had, so its cached runs stay found."""
+    cfg = Config.load("1x8x8")
+    args = synth.nextpnr_args(3)
+    assert args[args.index("--seed") + 1] == "3"
+    assert synth.run_dir(cfg, "ecp5", True, seed=synth.SEED) == synth.run_dir(cfg, "ecp5", True)
+    assert len({synth.run_dir(cfg, "ecp5", True, seed=s) for s in (1, 2, 3)}) == 3
+    assert synth.run_dir(cfg, "ecp5", False, seed=2) == synth.run_dir(cfg, "ecp5", False)   # no placer
+    for bad in (-1, True, "2"):
+        with pytest.raises(VTAError, match="nextpnr seed"):
+            synth.nextpnr_args(bad)
+    monkeypatch.setenv("VTA_SYNTH_BUILD", str(tmp_path))
+    rdir = synth.run_dir(cfg, "ecp5", True, seed=2)
+    rdir.mkdir(parents=True)
+    (rdir / "result.json").write_text(json.dumps({"config": "1x8x8", "target": "ecp5", "lut": 1, "ff": 1, "dsp": 0,
+                                                  "bram": 0, "fmax_mhz": 95.0, "seed": 2}))
+    monkeypatch.setattr(synth, "tool", lambda name: pytest.fail("a tool ran"))
+    from vta_sim import cli
+    assert cli.main(["hw", "synth", "--seed", "2"]) == 0
+    assert "Fmax 95.0 MHz (placer seed 2)" in capsys.readouterr().out
 
 
 @pytest.mark.slow
