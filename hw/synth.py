@@ -288,7 +288,7 @@ def synth_config(cfg: Config | str, target: str, pnr: bool = True, progress=None
                 shutil.copy(src, scratch / src.name)
             (scratch / "wrap.v").write_text(wrapper_text(module, module_ports(sources, module, scratch)))
             sources, top = sources + [scratch / "wrap.v"], WRAP_TOP
-        result = synthesize(sources, top, target, scratch, pnr, progress, seed)
+        result = synthesize(sources, top, target, scratch, pnr, progress, seed=seed)
         result.update(config=cfg.name, module=module)
         (scratch / "result.json").write_text(json.dumps(result, indent=1))
 

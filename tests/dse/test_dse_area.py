@@ -36,7 +36,7 @@ def fake_yosys(monkeypatch, tmp_path):
     (hw.synth.synth_root(), by $VTA_SYNTH_BUILD) in tmp_path. Everything between the sweep and the tool is real."""
     calls = []
 
-    def synthesize(sources, top, target, workdir, pnr=True, progress=None):
+    def synthesize(sources, top, target, workdir, pnr=True, progress=None, seed=synth.SEED):
         header = next(p for p in sources if str(p).endswith(".vh")).read_text()
         block_out = int(re.search(r"`define VTA_BLOCK_OUT (\d+)", header).group(1))
         calls.append((block_out, target) if not pnr else (block_out, target, "pnr"))
