@@ -110,7 +110,7 @@ def cmd_synth(args) -> int:
 
     t0 = time.perf_counter()
     res = synth.synth_config(args.config, args.target, pnr=not args.no_pnr, progress=progress, module=args.module,
-                             seed=args.seed)
+                             seed=synth.SEED if args.seed is None else args.seed)
     print(synth.summary(res))
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1))
@@ -176,8 +176,9 @@ def register(subparsers) -> None:
     q.add_argument("--no-pnr", action="store_true", help="ECP5: stop after synthesis (no Fmax)")
     q.add_argument("--module", default="vta_top",
                    help="place one module alone (e.g. vta_dma_read): minutes instead of half an hour")
-    q.add_argument("--seed", type=int, default=1,
-                   help="ECP5: nextpnr's placer seed (default 1, the clock record's); each seed is a run of its own")
+    q.add_argument("--seed", type=int,
+                   help="ECP5: nextpnr's placer seed (default hw.synth.SEED, the clock record's); each seed is a run of "
+                        "its own")
     q.add_argument("--json", help="write the report here (lut, ff, dsp, bram, fmax_mhz, critical_path, ...)")
     q.set_defaults(func=cmd_synth)
     q = sub.add_parser("prove", help="formal proofs of the RTL's properties (SymbiYosys, from pip)")
