@@ -4,9 +4,9 @@
 // instruction is done when every burst is acknowledged and the modelled duration has passed.
 // Timing (docs/hardware.md, Fmax): the issuer keeps the bytes left in the row and to the next
 // burst boundary as registers (after a burst that is not a row's last the boundary is a whole
-// BOUND away), so a burst's length is one short compare; the duration left (rem = duration -
-// elapsed) is a down-counter that a burst's cycles join a cycle after its AW (its B response
-// comes later still), so the done test reads registers only.
+// BOUND away), and whether the next burst is the row's last as a register too (`fits`); the
+// duration left (rem = duration - elapsed) is a down-counter that a burst's cycles join a cycle
+// after its AW (its B response comes later still), so the done test reads registers only.
 `default_nettype none
 `include "vta_cfg.vh"
 module vta_store (
@@ -84,7 +84,13 @@ module vta_store (
     reg [15:0]  aw_row;
     reg [31:0]  aw_cur, nrs, left, pend;   // nrs: the next row's start; pend: bursts not acknowledged
     reg [LB:0]  to_bound;                  // bytes from aw_cur to the next burst boundary
-    wire        fits = (left[31:LB+1] == 0) && (left[LB:0] <= to_bound);   // the row's last burst
+    // the row's last burst: (left[31:LB+1] == 0) && (left[LB:0] <= to_bound), registered with left
+    // and to_bound from their next values (fits_of), so that an AW's handshake enables the walk's
+    // registers without a compare in front (the enable reaches some 150 flip-flops)
+    reg         fits;
+    function automatic fits_of(input [31:0] l, input [LB:0] tb);
+        fits_of = (l[31:LB+1] == 0) && (l[LB:0] <= tb);
+    endfunction
     wire [8:0]  beats = fits ? 9'(left >> LBB) : 9'(to_bound >> LBB);
     wire [2:0]  wl_count;
     assign aw_valid = aw_active && (wl_count != 3'd4);   // not in_ready: that would loop through W
@@ -200,10 +206,12 @@ module vta_store (
                     nrs <= nrs_inc;
                     left <= row_bytes;
                     to_bound <= nrs_to_bound;
+                    fits <= fits_of(row_bytes, nrs_to_bound);
                 end else begin
                     aw_cur <= aw_cur_inc;
                     left <= left_dec;
                     to_bound <= (LB+1)'(BOUND);
+                    fits <= fits_of(left_dec, (LB+1)'(BOUND));
                 end
             end
             if (start) begin
@@ -220,6 +228,7 @@ module vta_store (
                 nrs <= f_nrs;
                 left <= 32'(f_x) << LE;
                 to_bound <= f_to_bound;
+                fits <= fits_of(32'(f_x) << LE, f_to_bound);
                 rd_idx <= `VTA_MEM_SRAM_BASE(insn);
                 rd_rows <= (f_x != 0) ? f_y : 16'd0;
                 rows_left <= (f_x != 0) && (f_y != 0);
@@ -232,6 +241,8 @@ module vta_store (
 `ifdef FORMAL
     always @(*) if (!rst) store_read_regs: assert(occ <= 3'd4 && 32'(occ) == 32'(e_count) + 32'(rd_inflight) + 32'(rd_inflight2) &&
                                                   rows_left == (rd_rows != 0));
+    // the registered last-burst test equals its compare while the walk runs (for k-induction)
+    always @(*) if (!rst && aw_active) store_fits_reg: assert(fits == fits_of(left, to_bound));
 `endif
 endmodule
 `default_nettype wire
