@@ -101,9 +101,11 @@ module vta_req_lanes #(
     // third sum runs. The zero point's two offsets, zp - (OUT_MAX + 1) and zp - OUT_MIN, and reset
     // are registered once per lane, as n (each reaches its lane's sums and clamp).
     localparam OB = $clog2(`VTA_REQ_OUT_MAX + 1), ZW = ZB + 2;
+    /* verilator lint_off GENUNNAMED */
     generate if (`VTA_REQ_OUT_MIN != -(`VTA_REQ_OUT_MAX + 1) || (1 << OB) != `VTA_REQ_OUT_MAX + 1)
         $error("vta_req_lanes: the clamp by signs needs REQ_OUT_MIN = -(REQ_OUT_MAX + 1) = -2^k");
     endgenerate
+    /* verilator lint_on GENUNNAMED */
     wire [ZW-1:0] zh_b = ZW'($signed(zp_b)) - ZW'(`VTA_REQ_OUT_MAX + 1);
     wire [ZW-1:0] zl_b = ZW'($signed(zp_b)) - ZW'(`VTA_REQ_OUT_MIN);
     wire [LANES*ZW-1:0] zh_r, zl_r;
