@@ -16,7 +16,7 @@ from tvm import relax
 from vta_sim.config import Config
 
 from . import cache as disk_cache
-from . import codegen, ops
+from . import codegen, fusion, ops
 from .ops.qdq_read import bindings
 from .ops.relax_read import extern_symbol
 from .errors import GraphError
@@ -104,10 +104,11 @@ class CpuModel:
 
 
 class VtaModel:
-    """The integer graph with its accelerator ops offloaded; `run` also returns the layer runs."""
+    """The integer graph with its accelerator ops offloaded; `run` also returns the layer runs.
+    `fuse`: each dense's bias add and a GELU after it run in the dense's program (graph.fusion)."""
 
     def __init__(self, mod, cfg: Config, qdq_decisions: list, vthreads: int = 2, backend: str = "sim",
-                 trace: bool = False, cache: KernelCache | None = None, progress=None, also=()):
+                 trace: bool = False, cache: KernelCache | None = None, progress=None, also=(), fuse: bool = True):
         t0 = time.perf_counter()
         text = cfg.to_text()
 
@@ -125,6 +126,8 @@ class VtaModel:
             self.mod = relax.transform.RunCodegen()(parted)
         self.partitioned = parted
         codegen.place_concats(self.mod["main"], self.build.regions)
+        if fuse:
+            self.mod = fusion.fuse_epilogues(self.mod, self.build.regions, codegen.fused_region)
         self.vm = _vm(self.mod)
         self.layers = _layers(self.mod["main"], self.build.regions, qdq_decisions, reads)
         self.build.expected_runs = sum(layer.target == "vta" for layer in self.layers)
@@ -182,7 +185,8 @@ def _layers(main, regions: dict, decisions: list, reads: dict) -> list:
         if symbol is not None:
             region = regions[symbol]
             spec = region.spec
-            layers.append(Layer(by_id[region.layer.id].name, spec.op, "vta", None, symbol, spec.macs))
+            name = fusion.JOIN.join(by_id[p.id].name for p in region.parts) if region.parts else by_id[region.layer.id].name
+            layers.append(Layer(name, spec.op, "vta", None, symbol, spec.macs))
             continue
         stamp = ops.stamp_of(binding.value)
         if stamp is None:

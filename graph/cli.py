@@ -41,7 +41,7 @@ def _model(args) -> int:
     case = load_case(args.model, args.input, args.seed,
                      progress=lambda e, n: progress.stage("train")(e, n, f"epoch {e}"), quantizer=args.quantizer)
     result = run_model(case, args.config, args.vthreads, args.backend, trace=bool(args.trace),
-                       progress=progress, compare_onnxruntime=args.compare_onnxruntime)
+                       progress=progress, compare_onnxruntime=args.compare_onnxruntime, fuse=not getattr(args, "no_fuse", False))
     for note in result.notes:
         print(note)
     print(table(result.layers))
@@ -88,6 +88,9 @@ def register(subparsers) -> None:
     p.add_argument("--config", default="1x8x8", help="1x8x8 (default), 8x8x8 or a JSON file")
     p.add_argument("--backend", default="sim", choices=backends.names(), help="sim (default) or rtl")
     p.add_argument("--vthreads", type=int, default=2, choices=(1, 2), help="virtual threads (default 2)")
+    p.add_argument("--no-fuse", action="store_true",
+                   help="run each dense's bias add (where the graph has one of its own) and a GELU after it as "
+                        "the graph has them, not in the dense's program (graph.fusion): for comparison")
     p.add_argument("--input", action="append", metavar="[NAME=]FILE",
                    help="the model's inputs, each in the model's own dtype (float32 images, int64 token "
                         "ids, ...) as one sample, a batch, or a stack of single-sample batches: FILE.npy for "

@@ -57,6 +57,7 @@ class Region:
     build: "VtaBuild"
     store_to: tuple | None = None         # (ConcatPlacement, slot): its output is stored in that slice
     placement: object = None              # a Concat's inplace.ConcatPlacement
+    parts: tuple = ()                     # a fused region's layers, first to last (graph.fusion)
 
     def __call__(self, *args) -> None:
         """DPS entry: (*inputs, output) TVM tensors."""
@@ -162,6 +163,18 @@ def _region(build: VtaBuild, func) -> Region:
     order = tuple(params.index(v) for v in ops.BY_KIND[layer.kind].activations(root, value_of))
     kernel = build.cache.get(build.cfg, read.spec, build.vthreads)
     return Region(symbol, layer, read.spec, read.constants, order, kernel, build)
+
+
+def fused_region(first: Region, second: Region | None, spec: AcceleratorOp) -> Region:
+    """The region that runs `first` and what follows it (`second`'s layer, or None for glue that
+    is no layer, a bias add) as one kernel of `spec` (graph.fusion), on `first`'s inputs and
+    constants."""
+    build = first.build
+    kernel = build.cache.get(build.cfg, spec, build.vthreads)
+    parts = (first.parts or (first.layer,)) + ((second.layer,) if second is not None else ())
+    tail = second.layer.kind if second is not None else "bias"
+    return Region(f"{first.symbol}_{tail}", first.layer, spec, first.constants, first.order, kernel, build,
+                  parts=parts)
 
 
 def place_concats(main, regions: dict) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
+from .fusion import BIAS, JOIN
 from . import ops
 
 
@@ -32,6 +33,9 @@ ACTIVATIONS = ("Relu", "Clip")
 #: int8 output is their int8 input rearranged (Flatten before a classifier).
 REARRANGING = ("Flatten", "Reshape", "Squeeze", "Unsqueeze")
 UINT8_OFFSET = 128
+#: layer_tensors' key for the output of each dense's bias Add (None where it has none), in the
+#: order of its "dense" entries.
+BIASED = "dense:bias"
 
 
 def _quantised_input(name: str, producers: dict, inits: set) -> str | None:
@@ -107,7 +111,24 @@ def layer_tensors(proto: onnx.ModelProto) -> dict:
             continue
         output = _quantised_output(node.output[0], consumers)
         out.setdefault(kind, []).append((None if None in inputs else inputs, output))
+        if kind == "dense":
+            out.setdefault(BIASED, []).append(_biased(output, producers, consumers, inits))
     return out
+
+
+def _biased(name: str | None, producers: dict, consumers: dict, inits: set) -> str | None:
+    """The quantised output of the bias Add after a dense's quantised output `name` (Q, DQ, Add
+    of a constant, Q: torch's MatMul and Add as quantize_static writes them), if there is one."""
+    users = consumers.get(name, []) if name else []
+    if len(users) != 1 or users[0].op_type != "DequantizeLinear":
+        return None
+    adds = consumers.get(users[0].output[0], [])
+    if len(adds) != 1 or adds[0].op_type != "Add":
+        return None
+    other = [i for i in adds[0].input if i != users[0].output[0]]
+    if len(other) != 1 or not _constant(other[0], producers, inits):
+        return None
+    return _quantised_output(adds[0].output[0], consumers)
 
 
 def with_outputs(proto: onnx.ModelProto, names: list) -> onnx.ModelProto:
@@ -151,16 +172,23 @@ def chained(rows: list, runs: list, tensors: dict, values: dict, proto: onnx.Mod
 
 def _matched(rows: list, runs: list, tensors: dict, key: str):
     """(row, run, input names, output name) of each accelerator layer whose ONNX node is found
-    with quantised tensors; the others get `key` with the reason."""
-    vta_rows = [r for r in rows if r["target"] == "vta"]
-    counts = {kind: sum(r["op"] == kind for r in rows) for kind in {r["op"] for r in rows}}
-    for row, run in zip(vta_rows, runs):
-        kind = row["op"]
-        found = tensors.get(kind, [])
-        if len(found) != counts[kind]:
-            row[key] = {"reason": f"{counts[kind]} {kind} layers here, {len(found)} in the ONNX graph: not matched"}
+    with quantised tensors; the others get `key` with the reason. A fused layer (graph.fusion:
+    `dense3+gelu1`) takes its first part's inputs and its last part's output."""
+    counts: dict = {}
+    for r in rows:
+        for kind in r["op"].split(JOIN):
+            counts[kind] = counts.get(kind, 0) + 1
+    for row, run in zip([r for r in rows if r["target"] == "vta"], runs):
+        parts = list(zip(row["op"].split(JOIN), row["name"].split(JOIN)))
+        unmatched = next((kind for kind, _ in parts if len(tensors.get(kind, [])) != counts[kind]), None)
+        if unmatched is not None:
+            row[key] = {"reason": f"{counts[unmatched]} {unmatched} layers here, {len(tensors.get(unmatched, []))} in "
+                                  "the ONNX graph: not matched"}
             continue
-        inputs, output = found[int(row["name"][len(kind):]) - 1]
+        found = [tensors[kind][int(name[len(kind):]) - 1] for kind, name in parts]
+        inputs, output = found[0][0], found[-1][1]
+        if len(parts) == 1 and BIAS in row.get("epilogue", ()):     # the dense's output is after its bias add
+            output = tensors[BIASED][int(row["name"][len("dense"):]) - 1]
         if inputs is None or output is None:
             row[key] = {"reason": "its ONNX node's tensors are not all quantised"}
             continue
@@ -194,8 +222,8 @@ def _rearranged_source(name: str, producers: dict, computed: dict) -> str | None
 
 def needed(tensors: dict) -> list:
     """Every tensor name the comparison reads."""
-    names = []
-    for entries in tensors.values():
-        for inputs, output in entries:
+    names = [name for name in tensors.get(BIASED, []) if name]
+    for kind, entries in tensors.items():
+        for inputs, output in entries if kind != BIASED else ():
             names += (inputs or []) + ([output] if output else [])
     return names

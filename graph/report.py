@@ -39,6 +39,8 @@ def layer_rows(layers: list, runs: list, cfg: Config) -> list:
                        **{f"{m}_busy": busy_fraction(stats, m, cycles) for m in MODULES})
             if run.region.placement is not None:
                 row["slices"] = run.region.placement.summary()
+            if getattr(spec, "epilogue", None):
+                row["epilogue"] = list(spec.epilogue)     # what graph.fusion ran on its accumulator
         rows.append(row)
     return rows
 

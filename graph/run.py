@@ -301,9 +301,10 @@ def agreement(logits: np.ndarray, reference: np.ndarray, step: float) -> dict:
 
 def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str = "sim",
               trace: bool = False, cache: KernelCache | None = None, progress=None,
-              compare_onnxruntime: bool = False, measure_host: bool = False) -> ModelResult:
+              compare_onnxruntime: bool = False, measure_host: bool = False, fuse: bool = True) -> ModelResult:
     """Build `case` for the CPU and for VTA-8 and run its inputs on both (and on onnxruntime
-    when `compare_onnxruntime`; `measure_host` times the host's share, VtaModel.host_seconds)."""
+    when `compare_onnxruntime`; `measure_host` times the host's share, VtaModel.host_seconds;
+    `fuse`: graph.fusion's epilogues, else every dense's bias add and GELU as the graph has them)."""
     feeds = case.feeds
     for name, x in feeds.items():
         if np.issubdtype(x.dtype, np.floating):
@@ -320,7 +321,7 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
     with stage("partitioning and compiling it for VTA-8"):
         vta = VtaModel(integer, cfg, vthreads=vthreads, backend=backend, trace=trace, cache=cache,
                        progress=progress and progress.stage("compile"), qdq_decisions=decisions,
-                       also=CpuModel.cold_jobs(integer))   # a cold CPU build compiles beside the kernels
+                       also=CpuModel.cold_jobs(integer), fuse=fuse)   # a cold CPU build compiles beside the kernels
     with stage("building and running its CPU reference"):
         cpu = CpuModel(integer)
         outputs_cpu = _joined([cpu.run_all(part) for part in parts])

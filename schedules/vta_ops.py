@@ -86,7 +86,7 @@ def _channel_inputs(op: str, requant, channels: int) -> dict:
     return {v: ((channels,), "int32") for v in vector_inputs(epilogue(requant))}
 
 
-def _kernel_requant(cfg: Config, op: TiledOp, s, vthreads: int, tiles, requant: Requant) -> Requant:
+def chosen_requant(cfg: Config, op: TiledOp, s, vthreads: int, tiles, requant: Requant) -> Requant:
     """What the kernel's epilogue computes. A PowerOfTwo runs as one REQ instruction
     (multiply_shift.from_power_of_two: its shift, MAX and MIN become one pass, its vectors made
     from the caller's bias by `_kernel_vectors`) where the cycle model says that is cheaper; on
@@ -156,7 +156,7 @@ def conv2d_kernel_for(cfg: Config, s: vc.ConvShape, requant: Requant, vthreads=2
         raise CompileError(f"conv2d: {ic} input / {oc} output channels are not divisible by groups {groups}")
     channels = _channel_inputs("conv2d", requant, oc)
     gb = vc.group_blocks(cfg, s)
-    kernel_requant = _kernel_requant(cfg, vc.CONV2D, s, vthreads, tiles, requant)
+    kernel_requant = chosen_requant(cfg, vc.CONV2D, s, vthreads, tiles, requant)
     t, source, kernel, c = _compiled(cfg, vc.CONV2D, s, vthreads, tiles, kernel_requant)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
 
@@ -187,7 +187,7 @@ def dense_kernel(cfg: Config, m, k, n, requant: Requant, vthreads=2,
     if row_term:
         channels[ROW] = ((m,), "int32")
     s = vd.DenseShape(m, k, n, row_term)
-    kernel_requant = _kernel_requant(cfg, vd.DENSE, s, vthreads, tiles, requant)
+    kernel_requant = chosen_requant(cfg, vd.DENSE, s, vthreads, tiles, requant)
     t, source, kernel, c = _compiled(cfg, vd.DENSE, s, vthreads, tiles, kernel_requant)
     B, BI, BO = cfg.BATCH, cfg.BLOCK_IN, cfg.BLOCK_OUT
 

@@ -104,8 +104,8 @@ def test_an_exported_gelu_runs_on_the_accelerator_as_one_layer(quantizer, half_f
     rng = np.random.default_rng(5)
     qdq = quantizer_named(quantizer)(gelu_graph(half_first=half_first), rng.standard_normal((16, 8, 16)).astype(np.float32))
     result = run_model(ModelCase("gelu", qdq, rng.standard_normal((1, 8, 16)).astype(np.float32)), "1x8x8",
-                       compare_onnxruntime=True)
-    [row] = [r for r in result.layers if r["op"] == "gelu"]
+                       compare_onnxruntime=True, fuse=False)     # the GELU as a layer of its own: not in the
+    [row] = [r for r in result.layers if r["op"] == "gelu"]      # MatMul's program (tests/graph/test_fusion.py)
     assert row["target"] == "vta" and row["verified"] and row["shape"].startswith("1x8x16")
     assert row["onnxruntime"]["max_abs_lsb"] <= 1
     assert result.verified and result.logits_identical

@@ -99,7 +99,7 @@ def test_a_power_of_two_kernel_takes_the_cheaper_epilogue_and_stays_exact(m, vth
     from schedules import vta_ops
     cfg = Config.load("1x8x8")
     k, n, r = 256, 64, PowerOfTwo(9, 0, 127)
-    chosen = vta_ops._kernel_requant(cfg, vd.DENSE, vd.DenseShape(m, k, n), vthreads, None, r)
+    chosen = vta_ops.chosen_requant(cfg, vd.DENSE, vd.DenseShape(m, k, n), vthreads, None, r)
     assert type(chosen).__name__ == form
     rng = np.random.default_rng(m)
     a = rng.integers(-128, 128, (m, k)).astype(np.int8)

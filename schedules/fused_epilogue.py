@@ -1,0 +1,225 @@
+"""Elementwise ALU steps run inside a dense's program, on the entries it has just requantised
+in ACC: the bias add torch exports as an Add of its own (`ConstantAddStep`) and the GELU of a
+feed-forward block (`GeluStep`), one program and one accelerator region instead of a store, a
+host round trip and a load between each (graph.fusion decides where).
+
+Every STORE of the dense's output is preceded by the steps on the entries it stores (the
+tile's requantised int8 values, sign-extended in ACC: what a step's own kernel would load with
+ACC_8BIT) and then stores the last step's result instead. The steps' scratch buffers and
+constants sit in ACC above every entry the dense touches; the program is rebuilt from the
+calls (`intrinsics.recorded.KernelProgram.build`), so the dependency tokens between the steps,
+the next tile's loads and the stores are derived from the SRAM ranges as for any program.
+
+`dense_epilogue_kernel` chooses the dense's tiles with that scratch reserved (three buffers of
+one tile's entries for the GELU, shared by the virtual threads: the compute module runs the
+steps one tile after another).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from intrinsics.alu_program import AluProgram, Level
+from intrinsics.build import CompiledKernel
+from intrinsics.calls import Alu, Gemm, Load2D, Store2D
+from intrinsics.host import Recording, _span
+from intrinsics.recorded import KernelProgram
+from requantisation.add import ReqSumParams
+from requantisation.bounds import INT8_MAX, INT8_MIN
+from requantisation.gelu import GeluParams
+from requantisation.rule import Requant
+from vta_sim.config import Config
+from vta_sim.errors import CompileError
+
+from . import vta_dense as vd
+from . import vta_gelu, vta_ops
+from .op_kernel import OpKernel, TileSource
+from .vta_common import best_tiles
+
+#: Instructions of the GELU chain per tile (the most, zero points and all), for ranking tiles:
+#: each costs its pipeline once per tile whatever the tile's size.
+GELU_INSTRUCTIONS = 40
+
+
+@dataclass(frozen=True)
+class Store:
+    """What one STORE of the kernel's output holds: `entries` ACC entries from `sram`, rows of
+    `cols` entries whose first is column block `first_block` of the output."""
+    sram: int
+    rows: int
+    cols: int
+    first_block: int
+
+    @property
+    def entries(self) -> int:
+        return self.rows * self.cols
+
+
+class GeluStep:
+    """The GELU chain (schedules.vta_gelu.emit): three scratch buffers, its four lane constants."""
+    buffers = 3
+
+    def __init__(self, cfg: Config, p: GeluParams):
+        self.p = p
+        self.constants = vta_gelu.constants(cfg, p)
+
+    def emit(self, prog: AluProgram, x: int, scratch: tuple, consts: int, store: Store) -> int:
+        vta_gelu.emit(prog, self.p, x, scratch, consts, store.entries)
+        return scratch[-1]
+
+
+class ConstantAddStep:
+    """y = REQ((x - z_x) f_x + C[channel], m): the requantised add of a per-channel constant
+    (requantisation.add.ReqSumParams with the constant operand's term (b - z_b) f_b folded into
+    C, one int32 per output channel), in place. Its constants: C, one ACC entry per column block
+    of the output, then m in every lane."""
+    buffers = 0
+
+    def __init__(self, cfg: Config, p: ReqSumParams, per_channel: np.ndarray, blocks: int):
+        self.p = p
+        lanes = cfg.BATCH * cfg.BLOCK_OUT
+        padded = np.zeros(blocks * cfg.BLOCK_OUT, np.int64)
+        padded[:len(per_channel)] = per_channel
+        entries = np.repeat(padded.reshape(blocks, 1, cfg.BLOCK_OUT), cfg.BATCH, axis=1)
+        self.blocks = blocks
+        self.constants = np.concatenate([entries.astype(np.int32),
+                                         np.full((1, cfg.BATCH, cfg.BLOCK_OUT), p.m, np.int32)])
+        assert self.constants.shape[1] * self.constants.shape[2] == lanes
+
+    def emit(self, prog: AluProgram, x: int, scratch: tuple, consts: int, store: Store) -> int:
+        p, n = self.p, store.entries
+        every = Level(n, 1, 0)
+        (zero, _), (factor, _) = p.zeros, p.factors
+        if zero:
+            prog.alu("add", x, imm=-zero, outer=every)
+        if factor != 1:
+            prog.alu("mul", x, imm=factor, outer=every)
+        prog.alu("add", x, consts + store.first_block, outer=Level(store.rows, store.cols, 0),
+                 inner=Level(store.cols, 1, 1))
+        r = p.requant
+        prog.req(x, consts + self.blocks, r.shift, r.zero_point, outer=every)
+        if r.lo > INT8_MIN:
+            prog.alu("max", x, imm=r.lo, outer=every)
+        if r.hi < INT8_MAX:
+            prog.alu("min", x, imm=r.hi, outer=every)
+        return x
+
+
+def acc_extent(calls, kinds: tuple) -> int:
+    """One past the highest ACC entry the calls touch (loads into ACC, GEMM and ALU operands,
+    stores' sources)."""
+    top = 0
+    for c in calls:
+        if isinstance(c, Load2D) and kinds[c.param] in ("acc", "acc8"):
+            rows, cols = c.y_pad_0 + c.y_size + c.y_pad_1, c.x_pad_0 + c.x_size + c.x_pad_1
+            top = max(top, c.sram + rows * cols)
+        elif isinstance(c, Store2D):
+            top = max(top, c.sram + c.x_size * c.y_size)
+        elif isinstance(c, Gemm | Alu):
+            iters = (c.iter_out, c.iter_in)
+            top = max(top, _span(c.dst_base, [u[0] for u in c.uops], iters, (c.dst_factor_out, c.dst_factor_in))[1])
+            if isinstance(c, Alu) and not c.use_imm:
+                top = max(top, _span(c.src_base, [u[1] for u in c.uops], iters,
+                                     (c.src_factor_out, c.src_factor_in))[1])
+    return top
+
+
+def _store(c: Store2D, blocks: int) -> Store:
+    """The rows of an output STORE of a packed (rows, `blocks` column blocks) tensor: rows of
+    x_size entries x_stride apart, or (y_size 1) one run of whole rows."""
+    first = c.offset % blocks
+    if c.y_size == 1 and first == 0 and c.x_size % blocks == 0:
+        return Store(c.sram, c.x_size // blocks, blocks, 0)
+    if c.y_size > 1 and c.x_stride != blocks or first + c.x_size > blocks:
+        raise CompileError(f"a STORE of {c.y_size} rows of {c.x_size} entries {c.x_stride} apart from entry "
+                           f"{c.offset}: not rows of the output's {blocks} column blocks")
+    return Store(c.sram, c.y_size, c.x_size, first)
+
+
+def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple) -> CompiledKernel:
+    """(`kernel` with `steps` run in order before every store of its output, the constants it
+    takes as its new last input). `kernel`'s output is packed rows of column blocks (a dense's);
+    each step runs on the ACC entries a store would read, and the store then reads the last
+    step's result. Each step's scratch (`buffers` buffers of the largest store's entries) and
+    constants (int32 ACC entries, loaded once first) sit above every entry the kernel touches."""
+    start = time.perf_counter()
+    (output,) = kernel.outputs
+    program = kernel.program
+    calls = program.calls
+    blocks = kernel.params[output][1][1]
+    stores = [c for c in calls if isinstance(c, Store2D) and c.param == output]
+    if not stores:
+        raise CompileError("the kernel stores no output to run an epilogue on")
+    tile = max(c.x_size * c.y_size for c in stores)
+    constants = np.concatenate([step.constants for step in steps])
+    base = acc_extent(calls, program.kinds)
+    scratch_entries = sum(step.buffers for step in steps) * tile
+    consts = base + scratch_entries
+    depth = cfg.buffers["acc"].depth
+    if consts + len(constants) > depth:
+        raise CompileError(f"the epilogue needs {scratch_entries} + {len(constants)} ACC entries above the kernel's "
+                           f"{base}; ACC holds {depth}")
+    places, at, c_at = [], base, consts
+    for step in steps:
+        places.append((tuple(at + k * tile for k in range(step.buffers)), c_at))
+        at += step.buffers * tile
+        c_at += len(step.constants)
+    params = [*kernel.params, ("consts", tuple(constants.shape), "int32")]
+    kinds = (*program.kinds, "acc")
+    new_calls = [Load2D(len(params) - 1, 0, len(constants), 1, len(constants), consts, 0, 0, 0, 0)]
+    for c in calls:
+        if isinstance(c, Store2D) and c.param == output:
+            chain, where, store = AluProgram(cfg, []), c.sram, _store(c, blocks)
+            for step, (scratch, step_consts) in zip(steps, places):
+                where = step.emit(chain, where, scratch, step_consts, dataclasses.replace(store, sram=where))
+            new_calls += chain.calls
+            c = dataclasses.replace(c, sram=where)
+        new_calls.append(c)
+    recording = Recording(program.config_text, kinds, tuple(new_calls))
+    built = KernelProgram.build(recording, params, list(kernel.outputs))
+    return CompiledKernel(None, params, list(kernel.outputs), kernel.compile_s + time.perf_counter() - start,
+                          built), constants
+
+
+def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant, gelu: bool) -> vd.DenseTiles:
+    """The dense's tiling with the epilogue's scratch (a GELU's three tiles' entries, shared) and
+    constants reserved in ACC, ranked by the dense's cycle model plus the GELU's per-tile
+    pipelines, one or two threads."""
+    depth = cfg.buffers["acc"].depth
+
+    def why_not(t: vd.DenseTiles) -> str | None:
+        why = vd.usable(cfg, s, t, requant)
+        if why:
+            return why
+        need = vd.footprint(cfg, s, t, requant)["acc"] * t.vthreads
+        reserved = (3 * t.rows * t.cols + vta_gelu.CONSTANTS if gelu else 0) + -(-s.n // cfg.BLOCK_OUT) + 1
+        if need + reserved > depth:
+            return f"ACC: the dense's {need} entries and the epilogue's {reserved} exceed its {depth}"
+        return None
+
+    def estimate(t: vd.DenseTiles) -> float:
+        c = vd.computed_shape(cfg, s, t)
+        tiles = (c.m // cfg.BATCH // t.rows) * (c.n // cfg.BLOCK_OUT // t.cols)
+        return vd.estimate_cycles(cfg, s, t, requant) + tiles * GELU_INSTRUCTIONS * cfg.ALU_PIPELINE * gelu
+
+    candidates = [t for v in dict.fromkeys((vthreads, 1)) for t in vd.candidates(cfg, s, v)]
+    return best_tiles(candidates, why_not, estimate, f"dense with an epilogue {s} on {cfg.name}")
+
+
+def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant, steps: tuple, vthreads: int = 2,
+                          row_term: bool = False) -> OpKernel:
+    """The dense of `vta_ops.dense_kernel` (same inputs) with `steps` (GeluStep, ConstantAddStep)
+    run on its output in the same program: (M, N) int8 out, bit for bit the steps applied to
+    the dense's output in order."""
+    s = vd.DenseShape(m, k, n, row_term)
+    kernel_requant = vta_ops.chosen_requant(cfg, vd.DENSE, s, vthreads, None, requant)
+    gelu = any(isinstance(step, GeluStep) for step in steps)
+    tiles = _dense_tiles(cfg, s, vthreads, kernel_requant, gelu)
+    dense = vta_ops.dense_kernel(cfg, m, k, n, requant, vthreads, tiles=tiles, row_term=row_term)
+    fused, constants = with_epilogue(cfg, dense.kernel, steps)
+    pack = dense.pack                  # not `dense`: its TVM module does not pickle (graph.cache)
+    return OpKernel("dense", fused, pack=lambda *inputs: (*pack(*inputs), constants),
+                    unpack=dense.unpack, macs=dense.macs, tiles=tiles, tile_source=TileSource("cycle model"))

@@ -1,0 +1,79 @@
+"""A dense with its bias add and GELU run on its accumulator, in one program
+(schedules.fused_epilogue): bit for bit the numpy int64 reference of the dense, then the
+requantised constant add (requantisation.add's REQ sum), then the GELU chain
+(requantisation.gelu), for both requantisation forms, padded shapes and one or two threads."""
+import numpy as np
+import pytest
+
+from intrinsics.calls import Store2D
+from requantisation import gelu as ge
+from requantisation import multiply_shift, rule
+from requantisation.add import choose_req_sum, req_sum_ref
+from requantisation.rule import PowerOfTwo
+from schedules import vta_ops
+from schedules.fused_epilogue import ConstantAddStep, GeluStep, dense_epilogue_kernel, with_epilogue
+from vta_sim.config import Config
+from vta_sim.errors import CompileError
+
+CFG = Config.load("1x8x8")
+#: A GELU chain with zero points (tests/requantisation/test_gelu.py's second).
+CHAIN = ge.GeluChain(0.05, 5, 1.4142135, 1 / 127, 3, 1.0, 2 / 127, -4, 0.07, 2, 0.5, 0.05, 3)
+
+
+def _case(m, k, n, form, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-128, 128, (m, k), dtype=np.int8)
+    w = rng.integers(-128, 128, (n, k), dtype=np.int8)
+    bias = rng.integers(-3000, 3000, n).astype(np.int32)
+    if form == "pow2":
+        requant, vectors = PowerOfTwo(9, -128, 127), (bias,)
+    else:
+        requant, mult = multiply_shift.choose(rng.uniform(0.0005, 0.002, n), 3, -128, 127)
+        vectors = (bias, mult)
+    acc = x.astype(np.int64) @ w.T.astype(np.int64) + bias
+    return x, w, vectors, requant, rule.reference(acc, requant, vectors[1:], axis=-1)
+
+
+@pytest.mark.parametrize("m, k, n, form, vthreads", [(16, 64, 128, "pow2", 2), (37, 40, 50, "ms", 2),
+                                                     (9, 24, 13, "ms", 1), (64, 32, 96, "ms", 2)])
+@pytest.mark.parametrize("epilogue", ["bias", "gelu", "bias+gelu"])
+def test_the_fused_program_equals_the_steps_one_after_another(m, k, n, form, vthreads, epilogue):
+    x, w, vectors, requant, y = _case(m, k, n, form, m + n)
+    rng = np.random.default_rng(n)
+    b = rng.integers(-128, 128, n).astype(np.int8)
+    add = choose_req_sum([0.9, 0.013], (-7, -2), -8, -128, 127)
+    per_channel = (b.astype(np.int64) - add.zeros[1]) * add.factors[1]
+    p = ge.choose(CHAIN)
+    steps, want = [], y
+    if "bias" in epilogue:
+        steps.append(ConstantAddStep(CFG, add, per_channel, -(-n // 8)))
+        want = req_sum_ref([want, np.broadcast_to(b, want.shape)], add)
+    if "gelu" in epilogue:
+        steps.append(GeluStep(CFG, p))
+        want = ge.reference(want, p)
+    before = [a.copy() for a in (x, w, *vectors)]
+    kernel = dense_epilogue_kernel(CFG, m, k, n, requant, tuple(steps), vthreads)
+    got, result = kernel(x, w, *vectors)
+    assert np.array_equal(got, want)
+    assert all(np.array_equal(a, c) for a, c in zip((x, w, *vectors), before))
+    assert result.cycles > 0
+
+
+def test_every_store_reads_the_epilogues_result_and_nothing_more_is_stored():
+    """As many output STOREs as the dense alone has, each reading a GELU result buffer above
+    every entry the dense uses."""
+    x, w, vectors, requant, _ = _case(64, 32, 96, "ms", 1)
+    kernel = dense_epilogue_kernel(CFG, 64, 32, 96, requant, (GeluStep(CFG, ge.choose(CHAIN)),))
+    dense = vta_ops.dense_kernel(CFG, 64, 32, 96, requant, tiles=kernel.tiles)
+    stores = [c for c in kernel.kernel.program.calls if isinstance(c, Store2D)]
+    plain = [c for c in dense.kernel.program.calls if isinstance(c, Store2D)]
+    assert len(stores) == len(plain) and all(s.sram != d.sram for s, d in zip(stores, plain))
+
+
+def test_an_epilogue_that_does_not_fit_acc_is_refused():
+    _, _, _, requant, _ = _case(64, 64, 64, "ms", 2)
+    dense = vta_ops.dense_kernel(CFG, 64, 64, 64, requant)
+    huge = ConstantAddStep(CFG, choose_req_sum([0.9, 0.013], (0, 0), 0, -128, 127), np.zeros(64),
+                           CFG.buffers["acc"].depth)
+    with pytest.raises(CompileError, match="ACC holds"):
+        with_epilogue(CFG, dense.kernel, (huge,))
