@@ -1,8 +1,10 @@
 """The feed-forward block's first dense and its GELU as two kernels ("both") and fused into one
 program ("fused", schedules.fused_epilogue), and fused with the bias add torch exports between
 them ("+ bias": work the CPU did unfused), accelerator cycles of each, at the shapes of the built-in encoder
-(16 tokens, 64 -> 128) and of BERT (128 tokens, 128 -> 512). Seeded random weights, a GELU
-chain with zero points; every result checked against numpy.
+(16 tokens, 64 -> 128) and of BERT (128 tokens, 128 -> 512); then Q.K^T of one head and its
+softmax, as two kernels and as S^T with the softmax in its program, at the encoder's, the ViT's
+and BERT's row lengths. Seeded random data, a GELU chain with zero points; every result checked
+against numpy.
 
     PYTHONPATH=. python bench/bench_fusion.py
 """
@@ -11,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from requantisation import gelu as ge
-from requantisation import multiply_shift
+from requantisation import multiply_shift, softmax
 from requantisation.add import choose_req_sum, req_sum_ref
 from schedules import vta_ops
-from schedules.fused_epilogue import ConstantAddStep, GeluStep, dense_epilogue_kernel
+from schedules.fused_epilogue import ConstantAddStep, GeluStep, SoftmaxStep, dense_epilogue_kernel
 from schedules.vta_gelu import gelu_kernel
+from schedules.vta_softmax import softmax_kernel
 from vta_sim.config import Config
 
 CHAIN = ge.GeluChain(0.05, 5, 1.4142135, 1 / 127, 3, 1.0, 2 / 127, -4, 0.07, 2, 0.5, 0.05, 3)
@@ -48,5 +51,27 @@ def main() -> None:
               f"{fused0.cycles / separate:>8.3f}{fused.cycles:>10,}")
 
 
+def softmax_rows() -> None:
+    """Q.K^T of one head and its softmax: the matmul's kernel and the softmax's, against S^T with
+    the softmax in its program (graph.fusion.MatmulSoftmaxSpec's kernel), checked against numpy."""
+    cfg = Config.load("1x8x8")
+    print(f"\n{'Q.K^T, softmax (one head)':<36}{'matmul':>10}{'softmax':>10}{'both':>10}{'fused':>10}{'ratio':>8}")
+    for keys, d in ((16, 16), (65, 64), (128, 64)):
+        rng = np.random.default_rng(keys)
+        p = softmax.choose(0.05, 1 / 256, -128, keys)
+        k_rows, q_rows = (rng.integers(-128, 128, (keys, d), dtype=np.int8) for _ in range(2))
+        requant, mult = multiply_shift.choose(np.full(keys, 0.003), 0, -128, 127)
+        zero = np.zeros(keys, np.int32)
+        scores, matmul = vta_ops.dense_kernel(cfg, keys, d, keys, requant)(q_rows, k_rows, zero, mult)
+        probs, soft = softmax_kernel(cfg, keys, p)(scores)
+        got, fused = dense_epilogue_kernel(cfg, keys, d, keys, requant, (SoftmaxStep(cfg, p),))(k_rows, q_rows, zero,
+                                                                                              mult)
+        assert np.array_equal(got.T, probs) and np.array_equal(probs, softmax.reference(scores, p))
+        both = matmul.cycles + soft.cycles
+        print(f"{f'{keys} tokens, d = {d}':<36}{matmul.cycles:>10,}{soft.cycles:>10,}{both:>10,}{fused.cycles:>10,}"
+              f"{fused.cycles / both:>8.3f}")
+
+
 if __name__ == "__main__":
     main()
+    softmax_rows()

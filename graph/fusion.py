@@ -25,31 +25,40 @@ from tvm import relax
 
 from requantisation import multiply_shift
 from requantisation.add import ReqSumParams
-from requantisation.relax import read_add
-from schedules.fused_epilogue import ConstantAddStep, GeluStep, dense_epilogue_kernel
+from requantisation.relax import read_add, read_rescale
+from schedules.fused_epilogue import ConstantAddStep, GeluStep, SoftmaxStep, dense_epilogue_kernel
+from schedules.vta_dense import DenseShape
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
 from .ops.dense import DenseSpec
 from .ops.gelu import GeluSpec
+from .ops.matmul import MatmulSpec
+from .ops.softmax import SoftmaxSpec
+from .report import back_to_back
 from .ops.host_padding import viewed
 from .ops.relax_read import Constant, extern_symbol, value_lookup
 
 #: The op of a fused layer joins its parts' ops with this; its name joins their names.
 JOIN = "+"
-#: What the report's `epilogue` calls a fused bias add.
-BIAS = "bias add"
+#: What the report's `epilogue` calls a fused bias add, and a fused scale (graph.ops.scale).
+BIAS, SCALE = "bias add", "scale"
 
 
 @dataclass(frozen=True)
 class ConstantAdd:
-    """The requantised add of a constant per output channel: (y - z_y) f_y + C[channel], REQ."""
+    """The requantised add of a constant per output channel, (y - z_y) f_y + C[channel], REQ; with
+    no C (`per_channel` None) the rescale by a constant, (y - z_y) f_y, REQ (graph.ops.scale)."""
     params: ReqSumParams
-    per_channel: tuple                 # C: (b - z_b) f_b per output channel, int
+    per_channel: tuple | None          # C: (b - z_b) f_b per output channel, int
+
+    @property
+    def label(self) -> str:
+        return SCALE if self.per_channel is None else BIAS
 
     def reference(self, y: np.ndarray) -> np.ndarray:
-        (zero, _), (factor, _) = self.params.zeros, self.params.factors
-        total = (y.astype(np.int64) - zero) * factor + np.asarray(self.per_channel, np.int64)
+        zero, factor = self.params.zeros[0], self.params.factors[0]
+        total = (y.astype(np.int64) - zero) * factor + np.asarray(self.per_channel or 0, np.int64)
         return multiply_shift.requantize_ref(total, self.params.requant, np.array([self.params.m]), axis=0)
 
 
@@ -70,7 +79,7 @@ class FusedDenseSpec:
 
     @property
     def epilogue(self) -> list:
-        return [BIAS if isinstance(s, ConstantAdd) else s.op for s in self.steps]
+        return [s.label if isinstance(s, ConstantAdd) else s.op for s in self.steps]
 
     def describe(self) -> str:
         return f"{self.dense.describe()}, {', '.join(self.epilogue)}"
@@ -85,7 +94,8 @@ class FusedDenseSpec:
         s = self.dense.shape
         blocks = -(-s.n // cfg.BLOCK_OUT)
         steps = tuple(GeluStep(cfg, step.params) if isinstance(step, GeluSpec) else
-                      ConstantAddStep(cfg, step.params, np.asarray(step.per_channel, np.int64), blocks)
+                      ConstantAddStep(cfg, step.params, None if step.per_channel is None else
+                                      np.asarray(step.per_channel, np.int64), blocks)
                       for step in self.steps)
         kernel = dense_epilogue_kernel(cfg, s.m, s.k, s.n, self.dense.requant, steps, vthreads, s.row_term)
         return viewed(kernel, [(s.m, s.k)], (*self.dense.rows, s.n)) if self.dense.rows else kernel
@@ -95,6 +105,107 @@ class FusedDenseSpec:
         for step in self.steps:
             y = step.reference(y)
         return y
+
+
+@dataclass(frozen=True)
+class MatmulSoftmaxSpec:
+    """Attention's scores Q.K^T and their softmax, one kernel per batch: the matmul computed
+    transposed, S^T = K.Q^T (K the data, Q's rows the weight), so that the accumulator holds the
+    softmax's row groups as the GEMM writes them (a query a lane, a key an entry) and the softmax
+    runs on it (schedules.fused_epilogue.SoftmaxStep)."""
+    matmul: MatmulSpec
+    softmax: SoftmaxSpec
+    op: str = field(default=f"matmul{JOIN}softmax", init=False)
+
+    @property
+    def macs(self) -> int:
+        return self.matmul.macs
+
+    def describe(self) -> str:
+        return f"{self.matmul.describe()}, softmax"
+
+    def input_shapes(self) -> list[Any]:
+        return self.matmul.input_shapes()
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        return None
+
+    @property
+    def part(self) -> "ScoresSoftmax":
+        """The kernel of one batch, compiled and cached as a kernel of its own."""
+        s = self.matmul.shape
+        return ScoresSoftmax(DenseShape(s.n, s.k, s.m, self.matmul.zero_points), self.matmul.requant,
+                             self.softmax.params)
+
+    @property
+    def parts(self) -> tuple:
+        return (self.part,)
+
+    def assemble(self, cfg: Config, kernels: dict) -> "MatmulSoftmaxKernel":
+        return MatmulSoftmaxKernel(self, kernels[self.part], cfg)
+
+    def kernel(self, cfg: Config, vthreads: int) -> "MatmulSoftmaxKernel":
+        return self.assemble(cfg, {self.part: self.part.kernel(cfg, vthreads)})
+
+    def reference(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray, *channel: np.ndarray) -> np.ndarray:
+        return self.softmax.reference(self.matmul.reference(a, b, bias, *channel))
+
+
+@dataclass(frozen=True)
+class ScoresSoftmax:
+    """S^T = K.Q^T of one batch (DenseShape: keys x d . d x queries) with the softmax over each
+    query's keys in its program."""
+    shape: DenseShape
+    requant: Any
+    params: Any
+
+    def kernel(self, cfg: Config, vthreads: int):
+        s = self.shape
+        return dense_epilogue_kernel(cfg, s.m, s.k, s.n, self.requant, (SoftmaxStep(cfg, self.params),), vthreads,
+                                     s.row_term)
+
+
+@dataclass
+class MatmulSoftmaxKernel:
+    """A MatmulSoftmaxSpec's run: per batch, the transposed dense with the softmax, on K (b's
+    batch transposed) as the data and Q (a's) as the weight; the zero points' terms swap places
+    (Q's row sums become the bias of each output channel, K's column sums the row term). The
+    bias and multipliers of the matmul are one value for every channel (graph.ops.matmul.plan)."""
+    spec: MatmulSoftmaxSpec
+    dense: Any
+    cfg: Config
+
+    @property
+    def compile_s(self) -> float:
+        return self.dense.compile_s
+
+    @property
+    def tile_source(self) -> Any:
+        return self.dense.tile_source
+
+    def __call__(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray, *channel: np.ndarray,
+                 backend: str = "sim", trace: bool = False) -> tuple[Any, ...]:
+        mm = self.spec.matmul
+        s = mm.shape
+        a3, b3 = a.reshape(-1, s.m, s.k), b.reshape(-1, s.k, s.n)
+        rows, cols = mm.terms(a3, b3) if mm.zero_points else (None, None)
+        outs, results = [], []
+        for i in range(len(a3)):
+            vectors = (np.full(s.m, bias[0], np.int64), *(np.full(s.m, c[0], c.dtype) for c in channel))
+            if rows is not None and cols is not None:
+                vectors = (vectors[0] + rows[i, :, 0], *vectors[1:], cols[i, 0])
+            vectors = tuple(_int32(v) for v in vectors)
+            y, result = self.dense(np.ascontiguousarray(b3[i].T), a3[i], *vectors, backend=backend, trace=trace)
+            outs.append(y.T)
+            results.append(result)
+        out = np.stack(outs).reshape(*mm.batch, s.m, s.n)
+        return out, back_to_back(results, self.cfg.name, backend, trace)
+
+
+def _int32(x: np.ndarray) -> np.ndarray:
+    if np.abs(x).max(initial=0) >= 2 ** 31:
+        raise CompileError(f"matmul+softmax: a zero-point term leaves int32 (|max| {int(np.abs(x).max())})")
+    return x.astype(np.int32)
 
 
 def _dense(region) -> tuple | None:
@@ -159,7 +270,7 @@ def fuse_epilogues(mod, regions: dict, make_region) -> Any:
     its symbol); `regions` gains the new regions. The calls and glue they replace are left
     unused and removed."""
     changed = False
-    for step in (_fuse_bias_adds, _fuse_gelus):
+    for step in (_fuse_bias_adds, _fuse_scales, _fuse_gelus, _fuse_softmaxes):
         mod, did = step(mod, regions, make_region)
         changed |= did
     return relax.transform.DeadCodeElimination(["main"])(mod) if changed else mod
@@ -180,14 +291,25 @@ def _replaced(mod, replace: dict):
 
 def _fused(make_region, first, second, spec):
     """The fused region, registered by its symbol; None where its kernel cannot be built (the
-    epilogue's scratch does not fit ACC beside the dense's tiles): the layers then run as the
-    graph has them, which is correct, only not fused."""
+    epilogue's scratch does not fit ACC beside the dense's tiles) or, fusing a layer `second`,
+    where it takes more cycles than the two layers' kernels: the layers then run as the graph
+    has them, which is correct, only not fused. (The cycles of a program do not depend on its
+    data: each kernel runs once on zeros to count them.)"""
     try:
         region = make_region(first, second, spec)
     except CompileError:
         return None
+    if second is not None and _cycles(region) > _cycles(first) + _cycles(second):
+        return None
     tvm.register_global_func(region.symbol, region, override=True)
     return region
+
+
+def _cycles(region) -> int:
+    """The cycles of one run of a region's kernel (on zeros, with its constants)."""
+    inputs = [np.zeros(shape, np.int8) for shape in region.spec.input_shapes()]
+    _, result = region.kernel(*inputs, *region.constants, backend="sim")
+    return int(result.cycles)
 
 
 def _fused_call(region, dense_call, ty):
@@ -232,6 +354,73 @@ def _fuse_gelus(mod, regions: dict, make_region) -> tuple:
             if int(np.prod(second.spec.shape)) != dense.shape.m * n or second.spec.shape[-1] != n:
                 continue
             fused = _fused(make_region, first, second, FusedDenseSpec(dense, (*steps, second.spec)))
+            if fused is None:
+                continue
+            regions[fused.symbol] = fused
+            replace[binding.var] = _fused_call(fused, value_of(x[0]), binding.value.ty)
+    return (_replaced(mod, replace), True) if replace else (mod, False)
+
+
+def _rearranging(value) -> bool:
+    """A call that only moves a tensor's elements (the head split's Reshape and Transpose)."""
+    from . import ops
+    moving = ops.BY_KIND["reshape"].float_ops + ops.BY_KIND["transpose"].float_ops
+    return isinstance(value, relax.Call) and getattr(value.op, "name", "") in moving
+
+
+def _fuse_scales(mod, regions: dict, make_region) -> tuple:
+    """A rescale by a constant (graph.ops.scale) of a dense's output, seen through Reshapes and
+    Transposes of it (a scalar commutes with them), moved into the dense's program: the dense's
+    call becomes the fused region's, the rescale's result is the rearranged tensor."""
+    main = mod["main"]
+    value_of, uses, replace = value_lookup(main), _uses(main), {}
+    for block in main.body.blocks:
+        for binding in block.bindings:
+            value = binding.value
+            if not (isinstance(value, relax.Call) and getattr(value.ty, "dtype", None) == "int8"):
+                continue
+            try:
+                a, params = read_rescale(value, value_of)
+            except CompileError:
+                continue
+            if not isinstance(params, ReqSumParams) or not isinstance(a, relax.Var):
+                continue
+            d = a
+            while uses.get(d) == 1 and _rearranging(value_of(d)) and isinstance(value_of(d).args[0], relax.Var):
+                d = value_of(d).args[0]
+            region = regions.get(extern_symbol(value_of(d)))
+            found = _dense(region)
+            if found is None or uses.get(d) != 1 or d in replace:
+                continue
+            dense, steps = found
+            fused = _fused(make_region, region, None, FusedDenseSpec(dense, (*steps, ConstantAdd(params, None))))
+            if fused is None:
+                continue
+            regions[fused.symbol] = fused
+            replace[d] = _fused_call(fused, value_of(d), d.ty)
+            replace[binding.var] = a
+    return (_replaced(mod, replace), True) if replace else (mod, False)
+
+
+def _fuse_softmaxes(mod, regions: dict, make_region) -> tuple:
+    """A softmax whose only input is a matmul's output (Q.K^T), into the matmul's program
+    (MatmulSoftmaxSpec), where the matmul's bias and multipliers are one value for all."""
+    main = mod["main"]
+    value_of, uses, replace = value_lookup(main), _uses(main), {}
+    for block in main.body.blocks:
+        for binding in block.bindings:
+            second = regions.get(extern_symbol(binding.value))
+            if second is None or not isinstance(second.spec, SoftmaxSpec):
+                continue
+            x = [f for f in binding.value.args[1].fields if isinstance(f, relax.Var)]
+            if len(x) != 1 or uses.get(x[0]) != 1:
+                continue
+            first = regions.get(extern_symbol(value_of(x[0])))
+            if first is None or not isinstance(first.spec, MatmulSpec) or first.store_to is not None:
+                continue
+            if any(np.unique(c).size != 1 for c in first.constants):
+                continue
+            fused = _fused(make_region, first, second, MatmulSoftmaxSpec(first.spec, second.spec))
             if fused is None:
                 continue
             regions[fused.symbol] = fused

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from .fusion import BIAS, JOIN
+from .fusion import BIAS, JOIN, SCALE
 from . import ops
 
 
@@ -36,6 +36,9 @@ UINT8_OFFSET = 128
 #: layer_tensors' key for the output of each dense's bias Add (None where it has none), in the
 #: order of its "dense" entries.
 BIASED = "dense:bias"
+#: ... and the scale Mul by a constant behind it (attention's 1/sqrt(d) on Q), through the head
+#: split's rearrangements: (the Mul's quantised output, [(op type, perm, output name)]) or None.
+SCALED = "dense:scaled"
 
 
 def _quantised_input(name: str, producers: dict, inits: set) -> str | None:
@@ -112,8 +115,43 @@ def layer_tensors(proto: onnx.ModelProto) -> dict:
         output = _quantised_output(node.output[0], consumers)
         out.setdefault(kind, []).append((None if None in inputs else inputs, output))
         if kind == "dense":
-            out.setdefault(BIASED, []).append(_biased(output, producers, consumers, inits))
+            biased = _biased(output, producers, consumers, inits)
+            out.setdefault(BIASED, []).append(biased)
+            out.setdefault(SCALED, []).append(_scaled(biased or output, producers, consumers, inits))
     return out
+
+
+def _scaled(name: str | None, producers: dict, consumers: dict, inits: set) -> tuple | None:
+    """(the quantised output of a Mul by a constant that `name` reaches through quantised
+    rearrangements, those rearrangements in order), if it reaches one (graph.ops.scale)."""
+    steps: list = []
+    for _ in range(8):
+        users = consumers.get(name, []) if name else []
+        if len(users) != 1 or users[0].op_type != "DequantizeLinear":
+            return None
+        nxt = consumers.get(users[0].output[0], [])
+        if len(nxt) != 1:
+            return None
+        node = nxt[0]
+        if node.op_type == "Mul":
+            other = [i for i in node.input if i != users[0].output[0]]
+            if len(other) != 1 or not _constant(other[0], producers, inits):
+                return None
+            out = _quantised_output(node.output[0], consumers)
+            return (out, steps) if out else None
+        if node.op_type not in REARRANGING + ("Transpose",):
+            return None
+        name = _quantised_output(node.output[0], consumers)
+        perm = next((list(a.ints) for a in node.attribute if a.name == "perm"), None)
+        steps.append((node.op_type, perm, name))
+    return None
+
+
+def _rearranged(y: np.ndarray, steps: list, values: dict) -> np.ndarray:
+    """`y` moved as the ONNX rearrangements `steps` move it (shapes from onnxruntime's tensors)."""
+    for op, perm, out in steps:
+        y = np.transpose(y, perm) if op == "Transpose" else y.reshape(values[out].shape)
+    return y
 
 
 def _biased(name: str | None, producers: dict, consumers: dict, inits: set) -> str | None:
@@ -152,8 +190,9 @@ def _as_int8(x: np.ndarray) -> np.ndarray:
 def compare(rows: list, runs: list, tensors: dict, values: dict) -> None:
     """Add `onnxruntime` (identical_fraction, max_abs_lsb, or a reason) to every accelerator
     row, in place. `values`: onnxruntime's tensors by name; `runs`: the LayerRuns in order."""
-    for row, run, inputs, output in _matched(rows, runs, tensors, "onnxruntime"):
-        row["onnxruntime"] = _agreement(_reference(run, [values[n] for n in inputs]), values[output])
+    for row, run, inputs, output, steps in _matched(rows, runs, tensors, "onnxruntime"):
+        got = _rearranged(_reference(run, [values[n] for n in inputs]), steps, values)
+        row["onnxruntime"] = _agreement(got, values[output])
 
 
 def chained(rows: list, runs: list, tensors: dict, values: dict, proto: onnx.ModelProto) -> None:
@@ -162,9 +201,10 @@ def chained(rows: list, runs: list, tensors: dict, values: dict, proto: onnx.Mod
     REARRANGING ops), onnxruntime's tensor elsewhere; `from_onnxruntime` counts those inputs."""
     producers = {o: n for n in proto.graph.node for o in n.output}
     computed: dict = {}
-    for row, run, inputs, output in _matched(rows, runs, tensors, "onnxruntime_chained"):
+    for row, run, inputs, output, steps in _matched(rows, runs, tensors, "onnxruntime_chained"):
         sources = [_rearranged_source(name, producers, computed) for name in inputs]
         got = _reference(run, [values[n] if s is None else computed[s] for n, s in zip(inputs, sources)])
+        got = _rearranged(got, steps, values)
         computed[output] = got
         row["onnxruntime_chained"] = {**_agreement(got, values[output]),
                                       "from_onnxruntime": sum(s is None for s in sources)}
@@ -186,13 +226,21 @@ def _matched(rows: list, runs: list, tensors: dict, key: str):
                                   "the ONNX graph: not matched"}
             continue
         found = [tensors[kind][int(name[len(kind):]) - 1] for kind, name in parts]
-        inputs, output = found[0][0], found[-1][1]
-        if len(parts) == 1 and BIAS in row.get("epilogue", ()):     # the dense's output is after its bias add
-            output = tensors[BIASED][int(row["name"][len("dense"):]) - 1]
+        inputs, output, steps = found[0][0], found[-1][1], []
+        epilogue = row.get("epilogue", ()) if len(parts) == 1 else ()
+        index = int(row["name"][len("dense"):]) - 1 if epilogue else 0
+        if SCALE in epilogue:             # its output is after its bias add and scale (graph.fusion)
+            scaled = tensors[SCALED][index]
+            if scaled is None:
+                row[key] = {"reason": "its scale's ONNX Mul is not found behind it"}
+                continue
+            output, steps = scaled
+        elif BIAS in epilogue:            # its output is after its bias add
+            output = tensors[BIASED][index]
         if inputs is None or output is None:
             row[key] = {"reason": "its ONNX node's tensors are not all quantised"}
             continue
-        yield row, run, inputs, output
+        yield row, run, inputs, output, steps
 
 
 def _reference(run, arrays: list) -> np.ndarray:
@@ -223,7 +271,10 @@ def _rearranged_source(name: str, producers: dict, computed: dict) -> str | None
 def needed(tensors: dict) -> list:
     """Every tensor name the comparison reads."""
     names = [name for name in tensors.get(BIASED, []) if name]
+    for scaled in tensors.get(SCALED, []):
+        if scaled:
+            names += [scaled[0]] + [out for _, _, out in scaled[1] if out]
     for kind, entries in tensors.items():
-        for inputs, output in entries if kind != BIASED else ():
+        for inputs, output in entries if kind not in (BIASED, SCALED) else ():
             names += (inputs or []) + ([output] if output else [])
     return names

@@ -20,21 +20,26 @@ from vta_sim.errors import CompileError
 from .op_kernel import OpKernel
 
 
-def tree(prog: AluProgram, op: str, base: int, groups: int, length: int) -> None:
+def tree(prog: AluProgram, op: str, base: int, groups: int, length: int, strides: tuple | None = None) -> None:
     """Reduce each group's `length` entries into its first entry with `op` (max or add): halving
     steps, entry i taking entry i + ceil(L/2) for i < floor(L/2), so no iteration reads an
-    entry an earlier iteration of the same instruction wrote, and any length works."""
+    entry an earlier iteration of the same instruction wrote, and any length works. `strides`
+    (group, entry): where group g's entry i is, base + g * group + i * entry; default
+    (length, 1), a group's entries one after another (interleaved groups: (1, groups))."""
+    group, entry = strides or (length, 1)
     size = length
     while size > 1:
         half = (size + 1) // 2
-        prog.alu(op, base, base + half, outer=Level(groups, length, length), inner=Level(size // 2, 1, 1))
+        prog.alu(op, base, base + half * entry, outer=Level(groups, group, group),
+                 inner=Level(size // 2, entry, entry))
         size = half
 
 
-def gather(prog: AluProgram, dst: int, base: int, groups: int, length: int, negate: bool = False) -> None:
+def gather(prog: AluProgram, dst: int, base: int, groups: int, length: int, negate: bool = False,
+           strides: tuple | None = None) -> None:
     """The per-row vector at `dst` = each group's first entry (a tree's result), negated where
-    `negate`."""
-    prog.copy(dst, base, groups, src_step=length)
+    `negate`; `strides` as for `tree`."""
+    prog.copy(dst, base, groups, src_step=(strides or (length, 1))[0])
     if negate:
         prog.alu("mul", dst, imm=-1, outer=Level(groups, 1))
 

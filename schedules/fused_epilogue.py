@@ -31,17 +31,18 @@ from requantisation.add import ReqSumParams
 from requantisation.bounds import INT8_MAX, INT8_MIN
 from requantisation.gelu import GeluParams
 from requantisation.rule import Requant
+from requantisation.softmax import SoftmaxParams
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
 from . import vta_dense as vd
-from . import vta_gelu, vta_ops
+from . import vta_gelu, vta_ops, vta_softmax
 from .op_kernel import OpKernel, TileSource
 from .vta_common import best_tiles
 
-#: Instructions of the GELU chain per tile (the most, zero points and all), for ranking tiles:
-#: each costs its pipeline once per tile whatever the tile's size.
-GELU_INSTRUCTIONS = 40
+#: Instructions of the GELU chain and of the softmax (its division about 10 per quotient bit)
+#: per tile, for ranking tiles: each costs its pipeline once per tile whatever the tile's size.
+GELU_INSTRUCTIONS, SOFTMAX_INSTRUCTIONS = 40, 200
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ class Store:
 
 class GeluStep:
     """The GELU chain (schedules.vta_gelu.emit): three scratch buffers, its four lane constants."""
-    buffers = 3
+    buffers, vectors = 3, 0
 
     def __init__(self, cfg: Config, p: GeluParams):
         self.p = p
@@ -74,31 +75,32 @@ class GeluStep:
 class ConstantAddStep:
     """y = REQ((x - z_x) f_x + C[channel], m): the requantised add of a per-channel constant
     (requantisation.add.ReqSumParams with the constant operand's term (b - z_b) f_b folded into
-    C, one int32 per output channel), in place. Its constants: C, one ACC entry per column block
-    of the output, then m in every lane."""
-    buffers = 0
+    C, one int32 per output channel), in place; with no C (`per_channel` None) the rescale by a
+    constant, REQ((x - z_x), m) (graph.ops.scale). Its constants: C, one ACC entry per column
+    block of the output, then m in every lane."""
+    buffers, vectors = 0, 0
 
-    def __init__(self, cfg: Config, p: ReqSumParams, per_channel: np.ndarray, blocks: int):
-        self.p = p
-        lanes = cfg.BATCH * cfg.BLOCK_OUT
-        padded = np.zeros(blocks * cfg.BLOCK_OUT, np.int64)
-        padded[:len(per_channel)] = per_channel
-        entries = np.repeat(padded.reshape(blocks, 1, cfg.BLOCK_OUT), cfg.BATCH, axis=1)
-        self.blocks = blocks
+    def __init__(self, cfg: Config, p: ReqSumParams, per_channel: np.ndarray | None, blocks: int):
+        self.p, self.blocks = p, blocks if per_channel is not None else 0
+        entries = np.zeros((self.blocks, cfg.BATCH, cfg.BLOCK_OUT), np.int64)
+        if per_channel is not None:
+            padded = np.zeros(blocks * cfg.BLOCK_OUT, np.int64)
+            padded[:len(per_channel)] = per_channel
+            entries[:] = padded.reshape(blocks, 1, cfg.BLOCK_OUT)
         self.constants = np.concatenate([entries.astype(np.int32),
                                          np.full((1, cfg.BATCH, cfg.BLOCK_OUT), p.m, np.int32)])
-        assert self.constants.shape[1] * self.constants.shape[2] == lanes
 
     def emit(self, prog: AluProgram, x: int, scratch: tuple, consts: int, store: Store) -> int:
         p, n = self.p, store.entries
         every = Level(n, 1, 0)
-        (zero, _), (factor, _) = p.zeros, p.factors
+        zero, factor = p.zeros[0], p.factors[0]
         if zero:
             prog.alu("add", x, imm=-zero, outer=every)
         if factor != 1:
             prog.alu("mul", x, imm=factor, outer=every)
-        prog.alu("add", x, consts + store.first_block, outer=Level(store.rows, store.cols, 0),
-                 inner=Level(store.cols, 1, 1))
+        if self.blocks:
+            prog.alu("add", x, consts + store.first_block, outer=Level(store.rows, store.cols, 0),
+                     inner=Level(store.cols, 1, 1))
         r = p.requant
         prog.req(x, consts + self.blocks, r.shift, r.zero_point, outer=every)
         if r.lo > INT8_MIN:
@@ -106,6 +108,30 @@ class ConstantAddStep:
         if r.hi < INT8_MAX:
             prog.alu("min", x, imm=r.hi, outer=every)
         return x
+
+
+class SoftmaxStep:
+    """The integer softmax (schedules.vta_softmax.emit) over the rows of a matmul computed
+    transposed: a store of every row (`p.length` of them, one a key) and c column blocks holds,
+    in each column block, the scores of 8 queries (one a lane) for every key: c row groups of
+    the softmax, interleaved (group g's key t at entry t c + g). Two scratch buffers (Y, W) and
+    five vectors of c entries, at most `groups` of them; no constants."""
+    buffers = 2
+
+    def __init__(self, cfg: Config, p: SoftmaxParams, groups: int = 1):
+        self.p, self.groups = p, groups
+        self.vectors = vta_softmax.GROUP_VECTORS * groups
+        self.constants = np.zeros((0, cfg.BATCH, cfg.BLOCK_OUT), np.int32)
+
+    def emit(self, prog: AluProgram, x: int, scratch: tuple, consts: int, store: Store) -> int:
+        if store.rows != self.p.length or store.cols > self.groups:
+            raise CompileError(f"a softmax over rows of {self.p.length} on a store of {store.rows} rows of "
+                               f"{store.cols} column blocks: it takes every row, at most {self.groups} blocks")
+        *buffers, vectors = scratch
+        c = store.cols
+        return vta_softmax.emit(prog, self.p, x, tuple(buffers),
+                                tuple(vectors + k * c for k in range(vta_softmax.GROUP_VECTORS)), c,
+                                strides=(1, c))
 
 
 def acc_extent(calls, kinds: tuple) -> int:
@@ -156,16 +182,17 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple) -> Compiled
     tile = max(c.x_size * c.y_size for c in stores)
     constants = np.concatenate([step.constants for step in steps])
     base = acc_extent(calls, program.kinds)
-    scratch_entries = sum(step.buffers for step in steps) * tile
+    scratch_entries = sum(step.buffers * tile + step.vectors for step in steps)
     consts = base + scratch_entries
     depth = cfg.buffers["acc"].depth
     if consts + len(constants) > depth:
         raise CompileError(f"the epilogue needs {scratch_entries} + {len(constants)} ACC entries above the kernel's "
                            f"{base}; ACC holds {depth}")
     places, at, c_at = [], base, consts
-    for step in steps:
-        places.append((tuple(at + k * tile for k in range(step.buffers)), c_at))
-        at += step.buffers * tile
+    for step in steps:       # a step's buffers, then its vectors' first entry where it has any
+        bases = tuple(at + k * tile for k in range(step.buffers)) + ((at + step.buffers * tile,) if step.vectors else ())
+        places.append((bases, c_at))
+        at += step.buffers * tile + step.vectors
         c_at += len(step.constants)
     params = [*kernel.params, ("consts", tuple(constants.shape), "int32")]
     kinds = (*program.kinds, "acc")
@@ -184,18 +211,24 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple) -> Compiled
                           built), constants
 
 
-def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant, gelu: bool) -> vd.DenseTiles:
+def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant, gelu: bool,
+                 all_rows: bool = False) -> vd.DenseTiles:
     """The dense's tiling with the epilogue's scratch (a GELU's three tiles' entries, shared) and
     constants reserved in ACC, ranked by the dense's cycle model plus the GELU's per-tile
-    pipelines, one or two threads."""
+    pipelines, one or two threads; `all_rows`: tiles of every row (a softmax over the rows)."""
     depth = cfg.buffers["acc"].depth
+    row_blocks = -(-s.m // cfg.BATCH)
 
     def why_not(t: vd.DenseTiles) -> str | None:
+        if all_rows and (t.rows < row_blocks or t.threads_on("m") > 1):
+            return "a softmax over the rows takes tiles of every row"
         why = vd.usable(cfg, s, t, requant)
         if why:
             return why
         need = vd.footprint(cfg, s, t, requant)["acc"] * t.vthreads
         reserved = (3 * t.rows * t.cols + vta_gelu.CONSTANTS if gelu else 0) + -(-s.n // cfg.BLOCK_OUT) + 1
+        if all_rows:
+            reserved += 2 * t.rows * t.cols + vta_softmax.GROUP_VECTORS * t.cols
         if need + reserved > depth:
             return f"ACC: the dense's {need} entries and the epilogue's {reserved} exceed its {depth}"
         return None
@@ -203,7 +236,8 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
     def estimate(t: vd.DenseTiles) -> float:
         c = vd.computed_shape(cfg, s, t)
         tiles = (c.m // cfg.BATCH // t.rows) * (c.n // cfg.BLOCK_OUT // t.cols)
-        return vd.estimate_cycles(cfg, s, t, requant) + tiles * GELU_INSTRUCTIONS * cfg.ALU_PIPELINE * gelu
+        per_tile = GELU_INSTRUCTIONS * gelu + SOFTMAX_INSTRUCTIONS * all_rows
+        return vd.estimate_cycles(cfg, s, t, requant) + tiles * per_tile * cfg.ALU_PIPELINE
 
     candidates = [t for v in dict.fromkeys((vthreads, 1)) for t in vd.candidates(cfg, s, v)]
     return best_tiles(candidates, why_not, estimate, f"dense with an epilogue {s} on {cfg.name}")
@@ -211,13 +245,17 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
 
 def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant, steps: tuple, vthreads: int = 2,
                           row_term: bool = False) -> OpKernel:
-    """The dense of `vta_ops.dense_kernel` (same inputs) with `steps` (GeluStep, ConstantAddStep)
+    """The dense of `vta_ops.dense_kernel` (same inputs) with `steps` (GeluStep, ConstantAddStep,
+    SoftmaxStep)
     run on its output in the same program: (M, N) int8 out, bit for bit the steps applied to
     the dense's output in order."""
     s = vd.DenseShape(m, k, n, row_term)
     kernel_requant = vta_ops.chosen_requant(cfg, vd.DENSE, s, vthreads, None, requant)
     gelu = any(isinstance(step, GeluStep) for step in steps)
-    tiles = _dense_tiles(cfg, s, vthreads, kernel_requant, gelu)
+    softmax = [step for step in steps if isinstance(step, SoftmaxStep)]
+    tiles = _dense_tiles(cfg, s, vthreads, kernel_requant, gelu, all_rows=bool(softmax))
+    steps = tuple(SoftmaxStep(cfg, step.p, tiles.cols) if isinstance(step, SoftmaxStep) else step
+                  for step in steps)      # its vectors: one per column block of a tile
     dense = vta_ops.dense_kernel(cfg, m, k, n, requant, vthreads, tiles=tiles, row_term=row_term)
     fused, constants = with_epilogue(cfg, dense.kernel, steps)
     pack = dense.pack                  # not `dense`: its TVM module does not pickle (graph.cache)

@@ -59,40 +59,58 @@ def program(cfg: Config, p: SoftmaxParams, tiles: int, groups: int) -> AluProgra
     shape = (entries, cfg.BATCH, cfg.BLOCK_OUT)
     prog = AluProgram(cfg, [Param("x", shape, "int8", "acc8"), Param("y", shape, "int8", "out")])
     x, y, w = 0, span, 2 * span
-    m, neg, rem, quo, scratch = (3 * span + k * groups for k in range(GROUP_VECTORS))
-    every = Level(span, 1, 0)                        # each entry, immediate operand
-    pairs = Level(span, 1, 1)                        # each entry with its twin in another buffer
-    rows = Level(groups, length, 1), Level(length, 1, 0)     # each entry with its group's vector entry
-    frac = p.frac
+    vectors = tuple(3 * span + k * groups for k in range(GROUP_VECTORS))
     for tile in range(tiles):
         offset = tile * span
         prog.load("x", offset, span, x)
         prog.load("x", offset, span, y)
-        alu_rows.tree(prog, "max", y, groups, length)
-        alu_rows.gather(prog, m, y, groups, length, negate=True)
-        prog.alu("add", x, m, outer=rows[0], inner=rows[1])           # q - max = -u
-        prog.alu("mul", x, imm=-p.c, outer=every)                   # t = u * c
-        prog.copy(y, x, span)
-        prog.alu("add", y, imm=1 << (frac - 1), outer=every)
-        prog.alu("shr", y, imm=frac, outer=every)                   # z
-        prog.alu("shr", x, imm=-(32 - frac), outer=every)
-        prog.alu("shr", x, imm=32 - frac, outer=every)              # f, centred
-        if frac < POLY_FRAC:
-            prog.alu("shr", x, imm=-(POLY_FRAC - frac), outer=every)
-        prog.reset(w, span)
-        prog.alu("add", w, imm=POLY[0], outer=every)
-        for coef in POLY[1:]:
-            prog.alu("mul", w, x, outer=pairs)
-            prog.alu("shr", w, imm=POLY_FRAC, outer=every)
-            prog.alu("add", w, imm=coef, outer=every)
-        prog.alu("shr", w, y, outer=pairs)                          # e = P(f) >> z
-        prog.copy(x, w, span)
-        alu_rows.tree(prog, "add", x, groups, length)
-        alu_rows.gather(prog, neg, x, groups, length, negate=True)
-        alu_rows.division(prog, p.dividend, p.steps, quo, neg, rem, scratch, groups)
-        prog.req(w, quo, p.shift, p.zero_point, outer=rows[0], inner=rows[1])
+        emit(prog, p, x, (y, w), vectors, groups, copied=True)
         prog.store("y", offset, span, w)
     return prog
+
+
+def emit(prog: AluProgram, p: SoftmaxParams, x: int, scratch: tuple, vectors: tuple, groups: int,
+         copied: bool = False, strides: tuple | None = None) -> int:
+    """The softmax of `groups` row groups of p.length entries from `x` (int8 scores,
+    sign-extended; overwritten), its result in the last of `scratch` = (Y, W), two buffers of
+    as many entries, Y a copy of the scores where `copied`; `vectors` the five per-group
+    vectors (M, N, A, Q, S) of `groups` entries each. Also the epilogue of the matmul that
+    wrote the scores (schedules.fused_epilogue.SoftmaxStep)."""
+    length = p.length
+    span = groups * length
+    y, w = scratch
+    m, neg, rem, quo, scratch_vec = vectors
+    every = Level(span, 1, 0)                        # each entry, immediate operand
+    pairs = Level(span, 1, 1)                        # each entry with its twin in another buffer
+    group, entry = strides or (length, 1)
+    rows = Level(groups, group, 1), Level(length, entry, 0)  # each entry with its group's vector entry
+    frac = p.frac
+    if not copied:
+        prog.copy(y, x, span)
+    alu_rows.tree(prog, "max", y, groups, length, strides)
+    alu_rows.gather(prog, m, y, groups, length, negate=True, strides=strides)
+    prog.alu("add", x, m, outer=rows[0], inner=rows[1])           # q - max = -u
+    prog.alu("mul", x, imm=-p.c, outer=every)                   # t = u * c
+    prog.copy(y, x, span)
+    prog.alu("add", y, imm=1 << (frac - 1), outer=every)
+    prog.alu("shr", y, imm=frac, outer=every)                   # z
+    prog.alu("shr", x, imm=-(32 - frac), outer=every)
+    prog.alu("shr", x, imm=32 - frac, outer=every)              # f, centred
+    if frac < POLY_FRAC:
+        prog.alu("shr", x, imm=-(POLY_FRAC - frac), outer=every)
+    prog.reset(w, span)
+    prog.alu("add", w, imm=POLY[0], outer=every)
+    for coef in POLY[1:]:
+        prog.alu("mul", w, x, outer=pairs)
+        prog.alu("shr", w, imm=POLY_FRAC, outer=every)
+        prog.alu("add", w, imm=coef, outer=every)
+    prog.alu("shr", w, y, outer=pairs)                          # e = P(f) >> z
+    prog.copy(x, w, span)
+    alu_rows.tree(prog, "add", x, groups, length, strides)
+    alu_rows.gather(prog, neg, x, groups, length, negate=True, strides=strides)
+    alu_rows.division(prog, p.dividend, p.steps, quo, neg, rem, scratch_vec, groups)
+    prog.req(w, quo, p.shift, p.zero_point, outer=rows[0], inner=rows[1])
+    return w
 
 
 def softmax_kernel(cfg: Config, rows: int, p: SoftmaxParams) -> OpKernel:

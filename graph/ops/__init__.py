@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import (add, avg_pool, concat, conv2d, cpu_only, dense, gelu, layer_norm, matmul, max_pool, other_ranks, rearrange,
+from . import (add, avg_pool, concat, conv2d, cpu_only, dense, gelu, layer_norm, matmul, max_pool, other_ranks, rearrange, scale,
                softmax, token_mean, univariate)
 from .base import Decision, LayerStamp, OpRule, Pow2Quantised, Read, Refusal, Unsupported, op_name, stamp, stamp_of
 from .qdq_read import QdqGraph, bindings
 
 RULES: tuple[OpRule, ...] = (conv2d.RULE, matmul.RULE, dense.RULE, token_mean.RULE, avg_pool.RULE, max_pool.RULE, add.RULE, concat.RULE,
                              softmax.RULE, layer_norm.RULE, gelu.RULE, *univariate.RULES,
-                             *rearrange.RULES, *cpu_only.RULES, *other_ranks.RULES)
+                             *rearrange.RULES, scale.RULE, *cpu_only.RULES, *other_ranks.RULES)
 BY_KIND: dict[str, OpRule] = {r.kind: r for r in RULES}
 
 __all__ = ["RULES", "BY_KIND", "Decision", "LayerStamp", "OpRule", "Read", "Refusal", "Unsupported", "stamp", "stamp_of",

@@ -1,4 +1,5 @@
-"""Blocks that only move or keep elements: a Reshape (Flatten before a classifier) or a Gather
+"""Blocks that only move or keep elements: a Reshape (Flatten before a classifier), a Transpose
+(attention's head split and merge) or a Gather
 at constant indices (a transformer's [CLS] token: a slice) between a DequantizeLinear and a
 QuantizeLinear of the same scale runs on the int8 tensor; a bare dequantize -> quantize pair of
 one scale is dropped. None is a layer of the report (graph.qdq leaves the blocks these rules
@@ -22,6 +23,8 @@ def _constant_index(g: QdqGraph, body: Any) -> Any:
 
 RULES = (
     OpRule(kind="reshape", float_ops=("relax.reshape",), claims=claims_op("relax.reshape"),
+           plan=same_scale.plan, emit=same_scale.emit, layer=False),
+    OpRule(kind="transpose", float_ops=("relax.permute_dims",), claims=claims_op("relax.permute_dims"),
            plan=same_scale.plan, emit=same_scale.emit, layer=False),
     OpRule(kind="slice", float_ops=("relax.take",), claims=_constant_index, plan=same_scale.plan,
            emit=same_scale.emit, layer=False),

@@ -125,7 +125,8 @@ def test_on_the_accelerator_bit_exact_with_every_layer_offloaded(trained):
     assert j["logits_identical"] and j["verified"]
     assert j["accuracy_vta"] == j["accuracy_cpu"] >= 0.9
     ops = {r["op"] for r in j["layers"]}
-    assert {"conv2d", "dense", "matmul", "softmax", "layer_norm", "dense+gelu", "add", "mean"} <= ops
+    kinds = {kind for op in ops for kind in op.split("+")}      # a fused layer (graph.fusion) is its parts
+    assert {"conv2d", "dense", "matmul", "softmax", "layer_norm", "gelu", "add", "mean"} <= kinds
     assert [r["op"] for r in j["layers"] if r["target"] != "vta"] == []
     # the int8 model's answers are the float model's (the numpy forward, independent of the toolkit)
     p = digits_vit.weights(cache)
@@ -149,7 +150,8 @@ def test_untrained_weights_run_bit_exact_with_every_layer_offloaded():
     result = run_model(ModelCase("digits-vit", qdq, x_test[:8], y_test[:8]), "1x8x8")
     j = result.to_json()
     assert j["logits_identical"] and j["verified"]
-    assert {"conv2d", "dense", "matmul", "softmax", "layer_norm", "dense+gelu", "add", "mean"} <= {r["op"] for r in j["layers"]}
+    kinds = {kind for r in j["layers"] for kind in r["op"].split("+")}      # a fused layer is its parts
+    assert {"conv2d", "dense", "matmul", "softmax", "layer_norm", "gelu", "add", "mean"} <= kinds
     assert [r["op"] for r in j["layers"] if r["target"] != "vta"] == []
 
 
@@ -161,7 +163,8 @@ def test_the_cli_runs_it_and_reports_the_accuracies(trained, monkeypatch, capsys
     monkeypatch.setattr(digits_vit, "models_dir", lambda: cache)
     assert main(["model", "digits-vit", "--compare-onnxruntime", "--quiet"]) == 0
     out = capsys.readouterr().out
-    assert "digits ViT from" in out and "16 of 16 layers on the accelerator" in out
+    import re
+    assert "digits ViT from" in out and re.search(r"(\d+) of \1 layers on the accelerator", out)
     line = next(s for s in out.splitlines() if s.strip().startswith("accuracy"))
     cpu, vta, ort = (float(line.split(word)[1].split()[0]) for word in ("cpu", "vta", "onnxruntime"))
     assert cpu == vta >= 0.95 and abs(ort - vta) <= 0.01

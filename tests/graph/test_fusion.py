@@ -48,3 +48,70 @@ def test_the_bias_adds_and_the_gelu_run_in_the_denses_programs(quantizer):
     assert [r["name"] for r in plain.layers] == ["dense1", "gelu1", "dense2"]
     assert all("epilogue" not in r for r in plain.layers)
     assert plain.verified and np.array_equal(fused.logits_vta, plain.logits_vta)
+
+
+def attention_scores_graph(tokens=8, width=16, heads=2, softmax=False):
+    """Q and K projections as torch exports them (MatMul + Add), the head split (Reshape,
+    Transpose), Q scaled by 1/sqrt(d) (Mul), Q.K^T (and its Softmax)."""
+    rng = np.random.default_rng(1)
+    dh = width // heads
+
+    def tensor(name, *shape):
+        return helper.make_tensor(name, TensorProto.FLOAT, list(shape), (rng.standard_normal(shape) / 2).astype(np.float32).ravel())
+    shape = helper.make_tensor("split", TensorProto.INT64, [4], [1, tokens, heads, dh])
+    scale = helper.make_tensor("scale", TensorProto.FLOAT, [], [dh ** -0.5])
+    nodes = [helper.make_node("MatMul", ["input", "wq"], ["q0"]), helper.make_node("Add", ["q0", "bq"], ["q1"]),
+             helper.make_node("MatMul", ["input", "wk"], ["k0"]), helper.make_node("Add", ["k0", "bk"], ["k1"]),
+             helper.make_node("Reshape", ["q1", "split"], ["q2"]), helper.make_node("Reshape", ["k1", "split"], ["k2"]),
+             helper.make_node("Transpose", ["q2"], ["q3"], perm=[0, 2, 1, 3]),
+             helper.make_node("Transpose", ["k2"], ["k3"], perm=[0, 2, 3, 1]),
+             helper.make_node("Mul", ["q3", "scale"], ["q4"]),
+             helper.make_node("MatMul", ["q4", "k3"], ["s" if softmax else "output"]),
+             *([helper.make_node("Softmax", ["s"], ["output"], axis=-1)] if softmax else [])]
+    graph = helper.make_graph(nodes, "scores", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, tokens, width])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, heads, tokens, tokens])],
+                              [tensor("wq", width, width), tensor("bq", width), tensor("wk", width, width),
+                               tensor("bk", width), shape, scale])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.mark.parametrize("quantizer", ["onnxruntime", "onnxruntime-symmetric"])
+def test_the_scale_of_q_runs_in_its_projections_program_behind_the_head_split(quantizer):
+    """Q's 1/sqrt(d) (a Mul of the split heads by a constant) becomes an integer rescale
+    (graph.ops.scale) in the Q projection's program, after its bias add: bit-exact with the CPU
+    build and with the unfused build, and within 1 LSB of onnxruntime's tensor after the Mul
+    (compared through the Reshape and Transpose)."""
+    rng = np.random.default_rng(4)
+    qdq = quantizer_named(quantizer)(attention_scores_graph(), rng.standard_normal((16, 8, 16)).astype(np.float32))
+    x = rng.standard_normal((1, 8, 16)).astype(np.float32)
+    fused = run_model(ModelCase("scores", qdq, x), "1x8x8", compare_onnxruntime=True)
+    plain = run_model(ModelCase("scores", qdq, x), "1x8x8", fuse=False)
+    rows = {r["name"]: r for r in fused.layers}
+    assert rows["dense1"]["epilogue"] == ["bias add", "scale"] and rows["dense2"]["epilogue"] == ["bias add"]
+    for row in fused.layers:
+        assert row["target"] == "vta" and row["verified"]
+        assert row["onnxruntime"]["max_abs_lsb"] <= 1 and row["onnxruntime"]["identical_fraction"] >= 0.95
+    assert fused.verified and plain.verified and np.array_equal(fused.logits_vta, plain.logits_vta)
+
+
+def test_the_softmax_runs_in_the_scores_program_where_that_saves_cycles():
+    """64 tokens: Q.K^T computed transposed with the softmax on its accumulator (one layer
+    `matmul1+softmax1`), bit-exact with the CPU build and the unfused build, within 1 LSB of
+    onnxruntime's probabilities. 8 tokens: the fused program would take more cycles than the
+    two kernels (one program per head, a few rows each), so they stay two layers."""
+    rng = np.random.default_rng(6)
+    for tokens, fused_expected in ((64, True), (8, False)):
+        graph = attention_scores_graph(tokens=tokens, softmax=True)
+        qdq = quantizer_named("onnxruntime")(graph, rng.standard_normal((8, tokens, 16)).astype(np.float32))
+        x = rng.standard_normal((1, tokens, 16)).astype(np.float32)
+        fused = run_model(ModelCase("attn", qdq, x), "1x8x8", compare_onnxruntime=True)
+        plain = run_model(ModelCase("attn", qdq, x), "1x8x8", fuse=False)
+        names = [r["name"] for r in fused.layers]
+        assert ("matmul1+softmax1" in names) == fused_expected, names
+        assert fused.verified and plain.verified and np.array_equal(fused.logits_vta, plain.logits_vta)
+        for row in fused.layers:
+            assert row["verified"] and row["onnxruntime"]["max_abs_lsb"] <= 1
+        if fused_expected:
+            [row] = [r for r in fused.layers if r["op"] == "matmul+softmax"]
+            cycles = {r["name"]: r["cycles"] for r in plain.layers}
+            assert row["cycles"] <= cycles["matmul1"] + cycles["softmax1"]

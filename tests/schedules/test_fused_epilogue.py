@@ -1,6 +1,6 @@
-"""A dense with its bias add and GELU run on its accumulator, in one program
+"""A dense with its bias add, a scale and a GELU run on its accumulator, in one program
 (schedules.fused_epilogue): bit for bit the numpy int64 reference of the dense, then the
-requantised constant add (requantisation.add's REQ sum), then the GELU chain
+requantised constant add or rescale (requantisation.add's REQ sum), then the GELU chain
 (requantisation.gelu), for both requantisation forms, padded shapes and one or two threads."""
 import numpy as np
 import pytest
@@ -36,7 +36,7 @@ def _case(m, k, n, form, seed):
 
 @pytest.mark.parametrize("m, k, n, form, vthreads", [(16, 64, 128, "pow2", 2), (37, 40, 50, "ms", 2),
                                                      (9, 24, 13, "ms", 1), (64, 32, 96, "ms", 2)])
-@pytest.mark.parametrize("epilogue", ["bias", "gelu", "bias+gelu"])
+@pytest.mark.parametrize("epilogue", ["bias", "gelu", "bias+gelu", "bias+scale"])
 def test_the_fused_program_equals_the_steps_one_after_another(m, k, n, form, vthreads, epilogue):
     x, w, vectors, requant, y = _case(m, k, n, form, m + n)
     rng = np.random.default_rng(n)
@@ -48,6 +48,10 @@ def test_the_fused_program_equals_the_steps_one_after_another(m, k, n, form, vth
     if "bias" in epilogue:
         steps.append(ConstantAddStep(CFG, add, per_channel, -(-n // 8)))
         want = req_sum_ref([want, np.broadcast_to(b, want.shape)], add)
+    if "scale" in epilogue:            # a rescale by a constant: no per-channel term
+        rescale = choose_req_sum([0.37], (3,), -5, -128, 127)
+        steps.append(ConstantAddStep(CFG, rescale, None, -(-n // 8)))
+        want = req_sum_ref([want], rescale)
     if "gelu" in epilogue:
         steps.append(GeluStep(CFG, p))
         want = ge.reference(want, p)
@@ -77,3 +81,24 @@ def test_an_epilogue_that_does_not_fit_acc_is_refused():
                            CFG.buffers["acc"].depth)
     with pytest.raises(CompileError, match="ACC holds"):
         with_epilogue(CFG, dense.kernel, (huge,))
+
+
+@pytest.mark.parametrize("keys, d, queries, vthreads", [(16, 16, 16, 2), (65, 64, 65, 2), (40, 24, 130, 1)])
+def test_the_softmax_runs_on_the_scores_the_transposed_matmul_wrote(keys, d, queries, vthreads):
+    """S^T = K.Q^T with the softmax of each query's row (a column of S^T) in the same program:
+    bit for bit requantisation.softmax.reference of the scores Q.K^T requantised, rows of any
+    length, query blocks padded, the row groups interleaved in the tile's accumulator."""
+    from requantisation import softmax as rs
+    from schedules.fused_epilogue import SoftmaxStep
+    rng = np.random.default_rng(keys)
+    p = rs.choose(0.05, 1 / 256, -128, keys)
+    k_rows = rng.integers(-128, 128, (keys, d), dtype=np.int8)
+    q_rows = rng.integers(-128, 128, (queries, d), dtype=np.int8)
+    requant, mult = multiply_shift.choose(np.full(queries, 0.003), 0, -128, 127)
+    bias = np.full(queries, 5, np.int32)
+    st = rule.reference(k_rows.astype(np.int64) @ q_rows.T.astype(np.int64) + bias, requant, (mult,), axis=-1)
+    want = rs.reference(np.ascontiguousarray(st.T), p)
+    kernel = dense_epilogue_kernel(CFG, keys, d, queries, requant, (SoftmaxStep(CFG, p),), vthreads)
+    got, result = kernel(k_rows, q_rows, bias, mult)
+    assert np.array_equal(got.T, want) and kernel.tiles.rows == keys
+    assert result.cycles > 0
