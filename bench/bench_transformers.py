@@ -22,8 +22,9 @@ transformers onnxscript`, then `PYTHONPATH=.:DIR`).
 Per run: layers on VTA-8 of all layers, the share of MACs on VTA-8, VTA-8 cycles per sequence or
 frame (layers on the CPU add none), the attention share (the cycles of the matmuls of two
 activations, Q.K^T and attn.V, and of the softmax, over the model's cycles; the scale, the mask
-add, the head split and merge are not counted), the attention matmuls' GEMM utilisation (their
-MACs / (MACs per cycle x their cycles)), verified (bit-exact against the CPU build) and the
+add, the head split and merge are not counted, but where graph.fusion joined Q.K^T, the mask's
+add and the softmax into one layer, that layer is), the attention matmuls' GEMM utilisation
+(their MACs / (MACs per cycle x their cycles), of the matmuls that are layers of their own), verified (bit-exact against the CPU build) and the
 logits against onnxruntime's run of the same QDQ model. `--json-dir`: each run's report as
 DIR/MODEL_QUANTIZER.json and the table as DIR/summary.json.
 """
@@ -53,7 +54,8 @@ EXTRA = {"bert-base-layer": bert.Shape(vocab=1000, tokens=128, width=768, heads=
 QUANTIZERS = ("onnxruntime-symmetric", "onnxruntime", "onnxruntime-per-channel")
 #: The quantisers a run takes by default (per-channel on request: --quantizer onnxruntime-per-channel).
 DEFAULT_QUANTIZERS = QUANTIZERS[:2]
-#: The ops counted as attention: the matmuls of two activations (Q.K^T, attn.V) and the softmax.
+#: The ops counted as attention: the matmuls of two activations (Q.K^T, attn.V) and the softmax
+#: (and a layer fused with one of them: Q.K^T with BERT's mask add and the softmax is one layer).
 ATTENTION_OPS = ("matmul", "softmax")
 
 
@@ -76,11 +78,13 @@ def figures(result) -> dict:
     rows = result.layers
     on_vta = [r for r in rows if r["target"] == "vta"]
     total = result.total_cycles
-    matmuls = [r for r in rows if r["op"] == "matmul"]
+    kinds = {id(r): set(r["op"].split("+")) for r in rows}      # a fused layer (graph.fusion): its parts
+    matmuls = [r for r in rows if "matmul" in kinds[id(r)]]
     mm_vta = [r for r in matmuls if r["target"] == "vta"]
-    softmax_vta = [r for r in rows if r["op"] == "softmax" and r["target"] == "vta"]
-    attention = sum(r["cycles"] for r in on_vta if r["op"] in ATTENTION_OPS)
-    mm_cycles, mm_macs = sum(r["cycles"] for r in mm_vta), sum(r["macs"] for r in mm_vta)
+    softmax_vta = [r for r in rows if "softmax" in kinds[id(r)] and r["target"] == "vta"]
+    attention = sum(r["cycles"] for r in on_vta if kinds[id(r)] & set(ATTENTION_OPS))
+    alone = [r for r in mm_vta if r["op"] == "matmul"]       # a fused one's cycles include its softmax
+    mm_cycles, mm_macs = sum(r["cycles"] for r in alone), sum(r["macs"] for r in alone)
     by_op: dict = {}
     for r in on_vta:
         by_op[r["op"]] = by_op.get(r["op"], 0) + r["cycles"]

@@ -26,11 +26,12 @@ from tvm import relax
 from requantisation import multiply_shift
 from requantisation.add import ReqSumParams
 from requantisation.relax import read_add, read_rescale
-from schedules.fused_epilogue import ConstantAddStep, GeluStep, SoftmaxStep, dense_epilogue_kernel
+from schedules.fused_epilogue import ConstantAddStep, GeluStep, RowAddStep, SoftmaxStep, dense_epilogue_kernel
 from schedules.vta_dense import DenseShape
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
+from .ops.add import AddSpec
 from .ops.dense import DenseSpec
 from .ops.gelu import GeluSpec
 from .ops.matmul import MatmulSpec
@@ -115,17 +116,21 @@ class MatmulSoftmaxSpec:
     runs on it (schedules.fused_epilogue.SoftmaxStep)."""
     matmul: MatmulSpec
     softmax: SoftmaxSpec
-    op: str = field(default=f"matmul{JOIN}softmax", init=False)
+    mask: AddSpec | None = None        # an add of a mask (one value per key) between them (BERT's)
+    op: str = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "op", JOIN.join(["matmul", *(["add"] if self.mask else []), "softmax"]))
 
     @property
     def macs(self) -> int:
         return self.matmul.macs
 
     def describe(self) -> str:
-        return f"{self.matmul.describe()}, softmax"
+        return f"{self.matmul.describe()}, {'mask add, ' if self.mask else ''}softmax"
 
     def input_shapes(self) -> list[Any]:
-        return self.matmul.input_shapes()
+        return self.matmul.input_shapes() + ([self.mask.input_shapes()[1]] if self.mask else [])
 
     def misfit(self, cfg: Config, vthreads: int) -> str | None:
         return None
@@ -135,7 +140,7 @@ class MatmulSoftmaxSpec:
         """The kernel of one batch, compiled and cached as a kernel of its own."""
         s = self.matmul.shape
         return ScoresSoftmax(DenseShape(s.n, s.k, s.m, self.matmul.zero_points), self.matmul.requant,
-                             self.softmax.params)
+                             self.softmax.params, self.mask.params if self.mask else None)
 
     @property
     def parts(self) -> tuple:
@@ -147,8 +152,12 @@ class MatmulSoftmaxSpec:
     def kernel(self, cfg: Config, vthreads: int) -> "MatmulSoftmaxKernel":
         return self.assemble(cfg, {self.part: self.part.kernel(cfg, vthreads)})
 
-    def reference(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray, *channel: np.ndarray) -> np.ndarray:
-        return self.softmax.reference(self.matmul.reference(a, b, bias, *channel))
+    def reference(self, a: np.ndarray, b: np.ndarray, *rest: np.ndarray) -> np.ndarray:
+        mask, (bias, *channel) = (rest[0], rest[1:]) if self.mask else (None, rest)
+        scores = self.matmul.reference(a, b, bias, *channel)
+        if self.mask is not None:
+            scores = self.mask.reference(scores, mask.reshape(self.mask.input_shapes()[1]))
+        return self.softmax.reference(scores)
 
 
 @dataclass(frozen=True)
@@ -158,11 +167,12 @@ class ScoresSoftmax:
     shape: DenseShape
     requant: Any
     params: Any
+    mask: Any = None              # the mask add's ReqSumParams, or None
 
     def kernel(self, cfg: Config, vthreads: int):
         s = self.shape
-        return dense_epilogue_kernel(cfg, s.m, s.k, s.n, self.requant, (SoftmaxStep(cfg, self.params),), vthreads,
-                                     s.row_term)
+        steps = ((RowAddStep(cfg, self.mask, s.m),) if self.mask is not None else ()) + (SoftmaxStep(cfg, self.params),)
+        return dense_epilogue_kernel(cfg, s.m, s.k, s.n, self.requant, steps, vthreads, s.row_term)
 
 
 @dataclass
@@ -183,18 +193,24 @@ class MatmulSoftmaxKernel:
     def tile_source(self) -> Any:
         return self.dense.tile_source
 
-    def __call__(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray, *channel: np.ndarray,
+    def __call__(self, a: np.ndarray, b: np.ndarray, *rest: np.ndarray,
                  backend: str = "sim", trace: bool = False) -> tuple[Any, ...]:
-        mm = self.spec.matmul
+        mm, add = self.spec.matmul, self.spec.mask
+        mask, (bias, *channel) = (rest[0], rest[1:]) if add else (None, rest)
         s = mm.shape
         a3, b3 = a.reshape(-1, s.m, s.k), b.reshape(-1, s.k, s.n)
         rows, cols = mm.terms(a3, b3) if mm.zero_points else (None, None)
+        per_key = None
+        if add is not None:        # the mask broadcast to the scores, one row of keys per batch
+            full = np.broadcast_to(mask.reshape(add.input_shapes()[1]), (*mm.batch, s.m, s.n))
+            z, f = add.params.zeros[1], add.params.factors[1]
+            per_key = (full.reshape(-1, s.m, s.n)[:, 0, :].astype(np.int64) - z) * f
         outs, results = [], []
         for i in range(len(a3)):
             vectors = (np.full(s.m, bias[0], np.int64), *(np.full(s.m, c[0], c.dtype) for c in channel))
             if rows is not None and cols is not None:
                 vectors = (vectors[0] + rows[i, :, 0], *vectors[1:], cols[i, 0])
-            vectors = tuple(_int32(v) for v in vectors)
+            vectors = tuple(_int32(v) for v in vectors) + ((_int32(per_key[i]),) if per_key is not None else ())
             y, result = self.dense(np.ascontiguousarray(b3[i].T), a3[i], *vectors, backend=backend, trace=trace)
             outs.append(y.T)
             results.append(result)
@@ -289,7 +305,7 @@ def _replaced(mod, replace: dict):
     return mod
 
 
-def _fused(make_region, first, second, spec):
+def _fused(make_region, first, second, spec, middle=None):
     """The fused region, registered by its symbol; None where its kernel cannot be built (the
     epilogue's scratch does not fit ACC beside the dense's tiles) or, fusing a layer `second`,
     where it takes more cycles than the two layers' kernels: the layers then run as the graph
@@ -299,7 +315,9 @@ def _fused(make_region, first, second, spec):
         region = make_region(first, second, spec)
     except CompileError:
         return None
-    if second is not None and _cycles(region) > _cycles(first) + _cycles(second):
+    if middle is not None:        # a third layer between (a mask's add)
+        region.parts = (*region.parts[:-1], middle.layer, region.parts[-1])
+    if second is not None and _cycles(region) > sum(_cycles(r) for r in (first, middle, second) if r is not None):
         return None
     tvm.register_global_func(region.symbol, region, override=True)
     return region
@@ -403,26 +421,56 @@ def _fuse_scales(mod, regions: dict, make_region) -> tuple:
 
 
 def _fuse_softmaxes(mod, regions: dict, make_region) -> tuple:
-    """A softmax whose only input is a matmul's output (Q.K^T), into the matmul's program
+    """A softmax whose only input is a matmul's output (Q.K^T), or a mask's add to it (a
+    REQ-sum add whose second operand has one value per key), into the matmul's program
     (MatmulSoftmaxSpec), where the matmul's bias and multipliers are one value for all."""
     main = mod["main"]
     value_of, uses, replace = value_lookup(main), _uses(main), {}
     for block in main.body.blocks:
         for binding in block.bindings:
-            second = regions.get(extern_symbol(binding.value))
-            if second is None or not isinstance(second.spec, SoftmaxSpec):
+            last = regions.get(extern_symbol(binding.value))
+            if last is None or not isinstance(last.spec, SoftmaxSpec):
                 continue
             x = [f for f in binding.value.args[1].fields if isinstance(f, relax.Var)]
             if len(x) != 1 or uses.get(x[0]) != 1:
                 continue
-            first = regions.get(extern_symbol(value_of(x[0])))
+            middle, mask_var, scores = regions.get(extern_symbol(value_of(x[0]))), None, x[0]
+            if middle is not None and isinstance(middle.spec, AddSpec):
+                found = _mask(middle, value_of(x[0]), uses)
+                if found is None:
+                    continue
+                scores, mask_var = found
+            else:
+                middle = None
+            first = regions.get(extern_symbol(value_of(scores)))
             if first is None or not isinstance(first.spec, MatmulSpec) or first.store_to is not None:
                 continue
             if any(np.unique(c).size != 1 for c in first.constants):
                 continue
-            fused = _fused(make_region, first, second, MatmulSoftmaxSpec(first.spec, second.spec))
+            spec = MatmulSoftmaxSpec(first.spec, last.spec, middle.spec if middle else None)
+            fused = _fused(make_region, first, last, spec, middle)
             if fused is None:
                 continue
             regions[fused.symbol] = fused
-            replace[binding.var] = _fused_call(fused, value_of(x[0]), binding.value.ty)
+            call = value_of(scores)
+            args = call.args[1] if mask_var is None else relax.Tuple([*call.args[1].fields, mask_var])
+            if mask_var is not None:      # the mask: the kernel's input after the matmul's
+                fused.order = (*first.order, len(call.args[1].fields))
+            replace[binding.var] = relax.call_dps_packed(relax.ExternFunc(fused.symbol), args, binding.value.ty)
     return (_replaced(mod, replace), True) if replace else (mod, False)
+
+
+def _mask(add, call, uses: dict) -> tuple | None:
+    """(the scores var, the mask var) of an add region `add` called by `call` that adds a mask
+    with one value per key (its second operand broadcast along the queries) to the scores."""
+    spec = add.spec
+    if not isinstance(spec.params, ReqSumParams) or len(spec.params.zeros) != 2 or spec.operands is None:
+        return None
+    a_shape, b_shape = spec.operands
+    if tuple(a_shape) != tuple(spec.shape) or len(b_shape) < 2 or b_shape[-2] != 1 or b_shape[-1] != spec.shape[-1]:
+        return None
+    fields = call.args[1].fields
+    scores, mask = fields[add.order[0]], fields[add.order[1]]
+    if not isinstance(scores, relax.Var) or uses.get(scores) != 1:
+        return None
+    return scores, mask

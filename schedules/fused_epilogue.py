@@ -48,11 +48,13 @@ GELU_INSTRUCTIONS, SOFTMAX_INSTRUCTIONS = 40, 200
 @dataclass(frozen=True)
 class Store:
     """What one STORE of the kernel's output holds: `entries` ACC entries from `sram`, rows of
-    `cols` entries whose first is column block `first_block` of the output."""
+    `cols` entries, the first row `first_row` and the first column block `first_block` of the
+    output."""
     sram: int
     rows: int
     cols: int
     first_block: int
+    first_row: int = 0
 
     @property
     def entries(self) -> int:
@@ -110,6 +112,44 @@ class ConstantAddStep:
         return x
 
 
+class RowAddStep:
+    """y = REQ((x - z_x) f_x + R[row], m): the requantised add of a vector with one value per
+    row of the output (attention's mask, one per key, added to S^T's rows), in place. R is an
+    input of the kernel (`runtime`: one ACC entry per row, the value in every lane, loaded once
+    at the start); m in every lane is its constant."""
+    buffers, vectors = 0, 0
+
+    def __init__(self, cfg: Config, p: ReqSumParams, rows: int):
+        self.p, self.rows = p, rows
+        self.constants = np.full((1, cfg.BATCH, cfg.BLOCK_OUT), p.m, np.int32)
+        self.runtime = (rows, cfg.BATCH, cfg.BLOCK_OUT)
+
+    def emit(self, prog: AluProgram, x: int, scratch: tuple, consts: int, store: Store, runtime: int = 0) -> int:
+        p, n = self.p, store.entries
+        every = Level(n, 1, 0)
+        zero, factor = p.zeros[0], p.factors[0]
+        if zero:
+            prog.alu("add", x, imm=-zero, outer=every)
+        if factor != 1:
+            prog.alu("mul", x, imm=factor, outer=every)
+        prog.alu("add", x, runtime + store.first_row, outer=Level(store.rows, store.cols, 1),
+                 inner=Level(store.cols, 1, 0))
+        r = p.requant
+        prog.req(x, consts, r.shift, r.zero_point, outer=every)
+        if r.lo > INT8_MIN:
+            prog.alu("max", x, imm=r.lo, outer=every)
+        if r.hi < INT8_MAX:
+            prog.alu("min", x, imm=r.hi, outer=every)
+        return x
+
+    def pack(self, vector: np.ndarray) -> np.ndarray:
+        """R as the kernel's input: each row's value in every lane of its entry."""
+        v = np.asarray(vector).reshape(-1)
+        if v.size != self.rows:
+            raise CompileError(f"a row vector of {v.size} values for {self.rows} rows")
+        return np.repeat(v.astype(np.int32), self.runtime[1] * self.runtime[2]).reshape(self.runtime)
+
+
 class SoftmaxStep:
     """The integer softmax (schedules.vta_softmax.emit) over the rows of a matmul computed
     transposed: a store of every row (`p.length` of them, one a key) and c column blocks holds,
@@ -156,13 +196,13 @@ def acc_extent(calls, kinds: tuple) -> int:
 def _store(c: Store2D, blocks: int) -> Store:
     """The rows of an output STORE of a packed (rows, `blocks` column blocks) tensor: rows of
     x_size entries x_stride apart, or (y_size 1) one run of whole rows."""
-    first = c.offset % blocks
+    row, first = divmod(c.offset, blocks)
     if c.y_size == 1 and first == 0 and c.x_size % blocks == 0:
-        return Store(c.sram, c.x_size // blocks, blocks, 0)
+        return Store(c.sram, c.x_size // blocks, blocks, 0, row)
     if c.y_size > 1 and c.x_stride != blocks or first + c.x_size > blocks:
         raise CompileError(f"a STORE of {c.y_size} rows of {c.x_size} entries {c.x_stride} apart from entry "
                            f"{c.offset}: not rows of the output's {blocks} column blocks")
-    return Store(c.sram, c.y_size, c.x_size, first)
+    return Store(c.sram, c.y_size, c.x_size, first, row)
 
 
 def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple) -> CompiledKernel:
@@ -197,11 +237,24 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple) -> Compiled
     params = [*kernel.params, ("consts", tuple(constants.shape), "int32")]
     kinds = (*program.kinds, "acc")
     new_calls = [Load2D(len(params) - 1, 0, len(constants), 1, len(constants), consts, 0, 0, 0, 0)]
+    runtime, at = {}, consts + len(constants)      # each runtime vector: a parameter, loaded once
+    for k, step in enumerate(steps):
+        shape = getattr(step, "runtime", None)
+        if shape is None:
+            continue
+        if at + shape[0] > depth:
+            raise CompileError(f"a row vector of {shape[0]} entries does not fit ACC ({depth}) beside the epilogue")
+        params.append((f"rows{k}", tuple(shape), "int32"))
+        kinds = (*kinds, "acc")
+        new_calls.append(Load2D(len(params) - 1, 0, shape[0], 1, shape[0], at, 0, 0, 0, 0))
+        runtime[k], at = at, at + shape[0]
     for c in calls:
         if isinstance(c, Store2D) and c.param == output:
             chain, where, store = AluProgram(cfg, []), c.sram, _store(c, blocks)
-            for step, (scratch, step_consts) in zip(steps, places):
-                where = step.emit(chain, where, scratch, step_consts, dataclasses.replace(store, sram=where))
+            for k, (step, (scratch, step_consts)) in enumerate(zip(steps, places)):
+                here = dataclasses.replace(store, sram=where)
+                where = (step.emit(chain, where, scratch, step_consts, here, runtime[k]) if k in runtime else
+                         step.emit(chain, where, scratch, step_consts, here))
             new_calls += chain.calls
             c = dataclasses.replace(c, sram=where)
         new_calls.append(c)
@@ -227,8 +280,8 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
             return why
         need = vd.footprint(cfg, s, t, requant)["acc"] * t.vthreads
         reserved = (3 * t.rows * t.cols + vta_gelu.CONSTANTS if gelu else 0) + -(-s.n // cfg.BLOCK_OUT) + 1
-        if all_rows:
-            reserved += 2 * t.rows * t.cols + vta_softmax.GROUP_VECTORS * t.cols
+        if all_rows:          # the softmax's buffers and vectors, a mask's vector (one entry a row)
+            reserved += 2 * t.rows * t.cols + vta_softmax.GROUP_VECTORS * t.cols + s.m
         if need + reserved > depth:
             return f"ACC: the dense's {need} entries and the epilogue's {reserved} exceed its {depth}"
         return None
@@ -245,10 +298,9 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
 
 def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant, steps: tuple, vthreads: int = 2,
                           row_term: bool = False) -> OpKernel:
-    """The dense of `vta_ops.dense_kernel` (same inputs) with `steps` (GeluStep, ConstantAddStep,
-    SoftmaxStep)
-    run on its output in the same program: (M, N) int8 out, bit for bit the steps applied to
-    the dense's output in order."""
+    """The dense of `vta_ops.dense_kernel` (same inputs, then a vector per RowAddStep) with
+    `steps` (ConstantAddStep, RowAddStep, GeluStep, SoftmaxStep) run on its output in the same
+    program: (M, N) int8 out, bit for bit the steps applied to the dense's output in order."""
     s = vd.DenseShape(m, k, n, row_term)
     kernel_requant = vta_ops.chosen_requant(cfg, vd.DENSE, s, vthreads, None, requant)
     gelu = any(isinstance(step, GeluStep) for step in steps)
@@ -259,5 +311,11 @@ def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant,
     dense = vta_ops.dense_kernel(cfg, m, k, n, requant, vthreads, tiles=tiles, row_term=row_term)
     fused, constants = with_epilogue(cfg, dense.kernel, steps)
     pack = dense.pack                  # not `dense`: its TVM module does not pickle (graph.cache)
-    return OpKernel("dense", fused, pack=lambda *inputs: (*pack(*inputs), constants),
+    rows = [step for step in steps if getattr(step, "runtime", None) is not None]
+
+    def pack_all(*inputs):
+        """The dense's inputs, then each runtime step's vector (RowAddStep: one value per row)."""
+        cut = len(inputs) - len(rows)
+        return (*pack(*inputs[:cut]), constants, *(step.pack(v) for step, v in zip(rows, inputs[cut:])))
+    return OpKernel("dense", fused, pack=pack_all,
                     unpack=dense.unpack, macs=dense.macs, tiles=tiles, tile_source=TileSource("cycle model"))

@@ -50,7 +50,7 @@ def test_the_bias_adds_and_the_gelu_run_in_the_denses_programs(quantizer):
     assert plain.verified and np.array_equal(fused.logits_vta, plain.logits_vta)
 
 
-def attention_scores_graph(tokens=8, width=16, heads=2, softmax=False):
+def attention_scores_graph(tokens=8, width=16, heads=2, softmax=False, mask=False):
     """Q and K projections as torch exports them (MatMul + Add), the head split (Reshape,
     Transpose), Q scaled by 1/sqrt(d) (Mul), Q.K^T (and its Softmax)."""
     rng = np.random.default_rng(1)
@@ -66,9 +66,13 @@ def attention_scores_graph(tokens=8, width=16, heads=2, softmax=False):
              helper.make_node("Transpose", ["q2"], ["q3"], perm=[0, 2, 1, 3]),
              helper.make_node("Transpose", ["k2"], ["k3"], perm=[0, 2, 3, 1]),
              helper.make_node("Mul", ["q3", "scale"], ["q4"]),
-             helper.make_node("MatMul", ["q4", "k3"], ["s" if softmax else "output"]),
-             *([helper.make_node("Softmax", ["s"], ["output"], axis=-1)] if softmax else [])]
-    graph = helper.make_graph(nodes, "scores", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, tokens, width])],
+             helper.make_node("MatMul", ["q4", "k3"], ["s0" if softmax else "output"]),
+             *([helper.make_node("Add", ["s0", "mask"], ["s"])] if mask else []),
+             *([helper.make_node("Softmax", ["s" if mask else "s0"], ["output"], axis=-1)] if softmax else [])]
+    inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, tokens, width])]
+    if mask:     # one value per key, broadcast over the heads and queries (BERT's extended mask)
+        inputs.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, 1, tokens]))
+    graph = helper.make_graph(nodes, "scores", inputs,
                               [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, heads, tokens, tokens])],
                               [tensor("wq", width, width), tensor("bq", width), tensor("wk", width, width),
                                tensor("bk", width), shape, scale])
@@ -115,3 +119,28 @@ def test_the_softmax_runs_in_the_scores_program_where_that_saves_cycles():
             [row] = [r for r in fused.layers if r["op"] == "matmul+softmax"]
             cycles = {r["name"]: r["cycles"] for r in plain.layers}
             assert row["cycles"] <= cycles["matmul1"] + cycles["softmax1"]
+
+
+def test_a_masks_add_between_the_scores_and_their_softmax_joins_them():
+    """BERT's order, Q.K^T + mask -> softmax, at 64 tokens: one layer `matmul1+add1+softmax1`,
+    the mask (one value per key) an input of its program; bit-exact with the CPU build and the
+    unfused build, within 1 LSB of onnxruntime's probabilities."""
+    rng = np.random.default_rng(7)
+    tokens = 64
+
+    def sample(n):
+        x = rng.standard_normal((n, tokens, 16)).astype(np.float32)
+        m = np.where(rng.random((n, 1, 1, tokens)) < 0.25, -10.0, 0.0).astype(np.float32)
+        return x, m
+    x, m = sample(8)
+    graph = attention_scores_graph(tokens=tokens, softmax=True, mask=True)
+    qdq = quantizer_named("onnxruntime")(graph, {"input": x, "mask": m})
+    x, m = sample(1)
+    fused = run_model(ModelCase("attn", qdq, {"input": x, "mask": m}), "1x8x8", compare_onnxruntime=True)
+    plain = run_model(ModelCase("attn", qdq, {"input": x, "mask": m}), "1x8x8", fuse=False)
+    [row] = [r for r in fused.layers if r["op"] == "matmul+add+softmax"]
+    assert row["name"] == "matmul1+add1+softmax1" and row["verified"]
+    assert row["onnxruntime"]["max_abs_lsb"] <= 1
+    cycles = {r["name"]: r["cycles"] for r in plain.layers}
+    assert row["cycles"] <= cycles["matmul1"] + cycles["add1"] + cycles["softmax1"]
+    assert fused.verified and plain.verified and np.array_equal(fused.logits_vta, plain.logits_vta)

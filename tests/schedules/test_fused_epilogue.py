@@ -102,3 +102,28 @@ def test_the_softmax_runs_on_the_scores_the_transposed_matmul_wrote(keys, d, que
     got, result = kernel(k_rows, q_rows, bias, mult)
     assert np.array_equal(got.T, want) and kernel.tiles.rows == keys
     assert result.cycles > 0
+
+
+def test_a_mask_per_key_is_added_to_the_scores_before_their_softmax():
+    """BERT's order: Q.K^T requantised, the mask (one value per key) added and requantised
+    (REQ sum of two operands), then the softmax: in S^T's program the mask is a per-row input
+    vector (RowAddStep), bit for bit the three steps one after another."""
+    from requantisation import softmax as rs
+    from schedules.fused_epilogue import RowAddStep, SoftmaxStep
+    keys, d, queries = 40, 16, 24
+    rng = np.random.default_rng(8)
+    p = rs.choose(0.05, 1 / 256, -128, keys)
+    k_rows = rng.integers(-128, 128, (keys, d), dtype=np.int8)
+    q_rows = rng.integers(-128, 128, (queries, d), dtype=np.int8)
+    mask = np.where(rng.random(keys) < 0.3, -128, 0).astype(np.int8)
+    add = choose_req_sum([1.0, 0.5], (0, -3), 2, -128, 127)
+    requant, mult = multiply_shift.choose(np.full(queries, 0.003), 0, -128, 127)
+    bias = np.zeros(queries, np.int32)
+    scores = rule.reference(q_rows.astype(np.int64) @ k_rows.T.astype(np.int64), requant, (mult[:1],), axis=-1)
+    want = rs.reference(req_sum_ref([scores, np.broadcast_to(mask, scores.shape)], add), p)
+    steps = (RowAddStep(CFG, add, keys), SoftmaxStep(CFG, p))
+    kernel = dense_epilogue_kernel(CFG, keys, d, queries, requant, steps)
+    before = mask.copy()
+    per_key = (mask.astype(np.int64) - add.zeros[1]) * add.factors[1]
+    got, _ = kernel(k_rows, q_rows, bias, mult, per_key)
+    assert np.array_equal(got.T, want) and np.array_equal(mask, before)
