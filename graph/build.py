@@ -126,8 +126,13 @@ class VtaModel:
             self.mod = relax.transform.RunCodegen()(parted)
         self.partitioned = parted
         codegen.place_concats(self.mod["main"], self.build.regions)
+        declined: list = []
         if fuse:
-            self.mod = fusion.fuse_epilogues(self.mod, self.build.regions, codegen.fused_region)
+            self.mod = fusion.fuse_epilogues(self.mod, self.build.regions, codegen.fused_region, declined)
+        names = {d.id: d.name for d in qdq_decisions}
+        #: "layers: why" of each fusion graph.fusion declined, for the report
+        self.fusions_declined = [f"{fusion.JOIN.join(names[s.id] for s in stamps)} not fused: {why}"
+                                 for stamps, why in declined]
         self.vm = _vm(self.mod)
         self.layers = _layers(self.mod["main"], self.build.regions, qdq_decisions, reads)
         self.build.expected_runs = sum(layer.target == "vta" for layer in self.layers)

@@ -31,10 +31,11 @@ from schedules.vta_dense import DenseShape
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
+from . import ops
 from .ops.add import AddSpec
 from .ops.dense import DenseSpec
 from .ops.gelu import GeluSpec
-from .ops.matmul import MatmulSpec
+from .ops.matmul import MatmulKernel, MatmulSpec
 from .ops.softmax import SoftmaxSpec
 from .report import back_to_back
 from .ops.host_padding import viewed
@@ -176,22 +177,12 @@ class ScoresSoftmax:
 
 
 @dataclass
-class MatmulSoftmaxKernel:
+class MatmulSoftmaxKernel(MatmulKernel):
     """A MatmulSoftmaxSpec's run: per batch, the transposed dense with the softmax, on K (b's
     batch transposed) as the data and Q (a's) as the weight; the zero points' terms swap places
     (Q's row sums become the bias of each output channel, K's column sums the row term). The
     bias and multipliers of the matmul are one value for every channel (graph.ops.matmul.plan)."""
-    spec: MatmulSoftmaxSpec
-    dense: Any
-    cfg: Config
-
-    @property
-    def compile_s(self) -> float:
-        return self.dense.compile_s
-
-    @property
-    def tile_source(self) -> Any:
-        return self.dense.tile_source
+    spec: Any
 
     def __call__(self, a: np.ndarray, b: np.ndarray, *rest: np.ndarray,
                  backend: str = "sim", trace: bool = False) -> tuple[Any, ...]:
@@ -280,14 +271,15 @@ def _uses(main) -> dict:
     return uses
 
 
-def fuse_epilogues(mod, regions: dict, make_region) -> Any:
+def fuse_epilogues(mod, regions: dict, make_region, declined: list | None = None) -> Any:
     """`mod` with each dense's bias add and GELU (as the module docstring says) fused into one
     call of the region `make_region(first, last layer or None, spec)` returns (registered by
     its symbol); `regions` gains the new regions. The calls and glue they replace are left
-    unused and removed."""
-    changed = False
+    unused and removed. `declined` gains (the layers' stamps, why) of each pair of layers
+    not fused."""
+    changed, declined = False, declined if declined is not None else []
     for step in (_fuse_bias_adds, _fuse_scales, _fuse_gelus, _fuse_softmaxes):
-        mod, did = step(mod, regions, make_region)
+        mod, did = step(mod, regions, make_region, declined)
         changed |= did
     return relax.transform.DeadCodeElimination(["main"])(mod) if changed else mod
 
@@ -305,20 +297,26 @@ def _replaced(mod, replace: dict):
     return mod
 
 
-def _fused(make_region, first, second, spec, middle=None):
+def _fused(declined, make_region, first, second, spec, middle=None):
     """The fused region, registered by its symbol; None where its kernel cannot be built (the
     epilogue's scratch does not fit ACC beside the dense's tiles) or, fusing a layer `second`,
     where it takes more cycles than the two layers' kernels: the layers then run as the graph
     has them, which is correct, only not fused. (The cycles of a program do not depend on its
     data: each kernel runs once on zeros to count them.)"""
+    layers = [r for r in (first, middle, second) if r is not None]
+    stamps = tuple(p for r in layers for p in (r.parts or (r.layer,)))
     try:
         region = make_region(first, second, spec)
-    except CompileError:
+    except CompileError as exc:
+        declined.append((stamps, f"its kernel cannot be built: {exc}"))
         return None
     if middle is not None:        # a third layer between (a mask's add)
         region.parts = (*region.parts[:-1], middle.layer, region.parts[-1])
-    if second is not None and _cycles(region) > sum(_cycles(r) for r in (first, middle, second) if r is not None):
-        return None
+    if second is not None:
+        fused, apart = _cycles(region), sum(_cycles(r) for r in layers)
+        if fused > apart:
+            declined.append((stamps, f"{fused:,} cycles as one program, {apart:,} as {len(layers)} layers"))
+            return None
     tvm.register_global_func(region.symbol, region, override=True)
     return region
 
@@ -334,7 +332,7 @@ def _fused_call(region, dense_call, ty):
     return relax.call_dps_packed(relax.ExternFunc(region.symbol), dense_call.args[1], ty)
 
 
-def _fuse_bias_adds(mod, regions: dict, make_region) -> tuple:
+def _fuse_bias_adds(mod, regions: dict, make_region, declined: list) -> tuple:
     main = mod["main"]
     value_of, uses, replace = value_lookup(main), _uses(main), {}
     for block in main.body.blocks:
@@ -344,7 +342,7 @@ def _fuse_bias_adds(mod, regions: dict, make_region) -> tuple:
                 continue
             a, region, add = found
             dense, steps = _dense(region)
-            fused = _fused(make_region, region, None, FusedDenseSpec(dense, (*steps, add)))
+            fused = _fused(declined, make_region, region, None, FusedDenseSpec(dense, (*steps, add)))
             if fused is None:
                 continue
             regions[fused.symbol] = fused
@@ -352,41 +350,46 @@ def _fuse_bias_adds(mod, regions: dict, make_region) -> tuple:
     return (_replaced(mod, replace), True) if replace else (mod, False)
 
 
-def _fuse_gelus(mod, regions: dict, make_region) -> tuple:
-    main = mod["main"]
-    value_of, uses, replace = value_lookup(main), _uses(main), {}
+def _one_input_layers(main, regions: dict, uses: dict, kind: type):
+    """(binding, region, its input var) of each call of a region whose spec is a `kind`, with
+    one activation, which nothing else reads."""
     for block in main.body.blocks:
         for binding in block.bindings:
-            second = regions.get(extern_symbol(binding.value))
-            if second is None or not isinstance(second.spec, GeluSpec):
+            region = regions.get(extern_symbol(binding.value))
+            if region is None or not isinstance(region.spec, kind):
                 continue
             x = [f for f in binding.value.args[1].fields if isinstance(f, relax.Var)]
-            if len(x) != 1 or uses.get(x[0]) != 1:
-                continue
-            first = regions.get(extern_symbol(value_of(x[0])))
-            found = _dense(first)
-            if found is None:
-                continue
-            dense, steps = found
-            n = dense.shape.n
-            if int(np.prod(second.spec.shape)) != dense.shape.m * n or second.spec.shape[-1] != n:
-                continue
-            fused = _fused(make_region, first, second, FusedDenseSpec(dense, (*steps, second.spec)))
-            if fused is None:
-                continue
-            regions[fused.symbol] = fused
-            replace[binding.var] = _fused_call(fused, value_of(x[0]), binding.value.ty)
+            if len(x) == 1 and uses.get(x[0]) == 1:
+                yield binding, region, x[0]
+
+
+def _fuse_gelus(mod, regions: dict, make_region, declined: list) -> tuple:
+    main = mod["main"]
+    value_of, uses, replace = value_lookup(main), _uses(main), {}
+    for binding, second, x in _one_input_layers(main, regions, uses, GeluSpec):
+        first = regions.get(extern_symbol(value_of(x)))
+        found = _dense(first)
+        if found is None:
+            continue
+        dense, steps = found
+        n = dense.shape.n
+        if int(np.prod(second.spec.shape)) != dense.shape.m * n or second.spec.shape[-1] != n:
+            continue
+        fused = _fused(declined, make_region, first, second, FusedDenseSpec(dense, (*steps, second.spec)))
+        if fused is None:
+            continue
+        regions[fused.symbol] = fused
+        replace[binding.var] = _fused_call(fused, value_of(x), binding.value.ty)
     return (_replaced(mod, replace), True) if replace else (mod, False)
 
 
 def _rearranging(value) -> bool:
     """A call that only moves a tensor's elements (the head split's Reshape and Transpose)."""
-    from . import ops
     moving = ops.BY_KIND["reshape"].float_ops + ops.BY_KIND["transpose"].float_ops
     return isinstance(value, relax.Call) and getattr(value.op, "name", "") in moving
 
 
-def _fuse_scales(mod, regions: dict, make_region) -> tuple:
+def _fuse_scales(mod, regions: dict, make_region, declined: list) -> tuple:
     """A rescale by a constant (graph.ops.scale) of a dense's output, seen through Reshapes and
     Transposes of it (a scalar commutes with them), moved into the dense's program: the dense's
     call becomes the fused region's, the rescale's result is the rearranged tensor."""
@@ -411,7 +414,7 @@ def _fuse_scales(mod, regions: dict, make_region) -> tuple:
             if found is None or uses.get(d) != 1 or d in replace:
                 continue
             dense, steps = found
-            fused = _fused(make_region, region, None, FusedDenseSpec(dense, (*steps, ConstantAdd(params, None))))
+            fused = _fused(declined, make_region, region, None, FusedDenseSpec(dense, (*steps, ConstantAdd(params, None))))
             if fused is None:
                 continue
             regions[fused.symbol] = fused
@@ -420,43 +423,36 @@ def _fuse_scales(mod, regions: dict, make_region) -> tuple:
     return (_replaced(mod, replace), True) if replace else (mod, False)
 
 
-def _fuse_softmaxes(mod, regions: dict, make_region) -> tuple:
+def _fuse_softmaxes(mod, regions: dict, make_region, declined: list) -> tuple:
     """A softmax whose only input is a matmul's output (Q.K^T), or a mask's add to it (a
     REQ-sum add whose second operand has one value per key), into the matmul's program
     (MatmulSoftmaxSpec), where the matmul's bias and multipliers are one value for all."""
     main = mod["main"]
     value_of, uses, replace = value_lookup(main), _uses(main), {}
-    for block in main.body.blocks:
-        for binding in block.bindings:
-            last = regions.get(extern_symbol(binding.value))
-            if last is None or not isinstance(last.spec, SoftmaxSpec):
+    for binding, last, x in _one_input_layers(main, regions, uses, SoftmaxSpec):
+        middle, mask_var, scores = regions.get(extern_symbol(value_of(x))), None, x
+        if middle is not None and isinstance(middle.spec, AddSpec):
+            found = _mask(middle, value_of(x), uses)
+            if found is None:
                 continue
-            x = [f for f in binding.value.args[1].fields if isinstance(f, relax.Var)]
-            if len(x) != 1 or uses.get(x[0]) != 1:
-                continue
-            middle, mask_var, scores = regions.get(extern_symbol(value_of(x[0]))), None, x[0]
-            if middle is not None and isinstance(middle.spec, AddSpec):
-                found = _mask(middle, value_of(x[0]), uses)
-                if found is None:
-                    continue
-                scores, mask_var = found
-            else:
-                middle = None
-            first = regions.get(extern_symbol(value_of(scores)))
-            if first is None or not isinstance(first.spec, MatmulSpec) or first.store_to is not None:
-                continue
-            if any(np.unique(c).size != 1 for c in first.constants):
-                continue
-            spec = MatmulSoftmaxSpec(first.spec, last.spec, middle.spec if middle else None)
-            fused = _fused(make_region, first, last, spec, middle)
-            if fused is None:
-                continue
-            regions[fused.symbol] = fused
-            call = value_of(scores)
-            args = call.args[1] if mask_var is None else relax.Tuple([*call.args[1].fields, mask_var])
-            if mask_var is not None:      # the mask: the kernel's input after the matmul's
-                fused.order = (*first.order, len(call.args[1].fields))
-            replace[binding.var] = relax.call_dps_packed(relax.ExternFunc(fused.symbol), args, binding.value.ty)
+            scores, mask_var = found
+        else:
+            middle = None
+        first = regions.get(extern_symbol(value_of(scores)))
+        if first is None or not isinstance(first.spec, MatmulSpec) or first.store_to is not None:
+            continue
+        if any(np.unique(c).size != 1 for c in first.constants):
+            continue
+        spec = MatmulSoftmaxSpec(first.spec, last.spec, middle.spec if middle else None)
+        fused = _fused(declined, make_region, first, last, spec, middle)
+        if fused is None:
+            continue
+        regions[fused.symbol] = fused
+        call = value_of(scores)
+        args = call.args[1] if mask_var is None else relax.Tuple([*call.args[1].fields, mask_var])
+        if mask_var is not None:      # the mask: the kernel's input after the matmul's
+            fused.order = (*first.order, len(call.args[1].fields))
+        replace[binding.var] = relax.call_dps_packed(relax.ExternFunc(fused.symbol), args, binding.value.ty)
     return (_replaced(mod, replace), True) if replace else (mod, False)
 
 

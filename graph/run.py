@@ -243,7 +243,7 @@ class ModelResult:
                 **({} if self.onnxruntime is None else {
                     "onnxruntime": self.onnxruntime,
                     "accuracy_onnxruntime": self.accuracy(self.logits_onnxruntime)}),
-                "layers": self.layers}
+                "notes": list(self.notes), "layers": self.layers}
 
 
 def run_onnxruntime(proto, x) -> np.ndarray:
@@ -343,8 +343,8 @@ def run_model(case: ModelCase, config="1x8x8", vthreads: int = 2, backend: str =
     if len(names) != len(outputs_vta):
         raise GraphError(f"the model lists {len(names)} outputs and its build returns {len(outputs_vta)}")
     result = ModelResult(case.name, cfg, backend, vthreads, batch, outputs_cpu[0], outputs_vta[0], case.labels,
-                         rows, vta.compile_s, cpu.compile_s, run_s, vta.partitioned, case.notes, runs,
-                         outputs=list(zip(names, outputs_cpu, outputs_vta)))
+                         rows, vta.compile_s, cpu.compile_s, run_s, vta.partitioned,
+                         [*case.notes, *vta.fusions_declined], runs, outputs=list(zip(names, outputs_cpu, outputs_vta)))
     if chunk is not None:
         result.notes = [*result.notes, f"the model fixes its batch at {chunk}: its {batch} samples ran as "
                         f"{len(parts)} batches of {chunk}, their cycles added"]
