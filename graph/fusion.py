@@ -28,6 +28,7 @@ from requantisation.add import ReqSumParams
 from requantisation.relax import read_add, read_rescale
 from schedules.fused_epilogue import ConstantAddStep, GeluStep, RowAddStep, SoftmaxStep, dense_epilogue_kernel
 from schedules.vta_dense import DenseShape
+from schedules.vta_layer_norm import add_layer_norm_kernel
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
@@ -35,6 +36,7 @@ from . import ops
 from .ops.add import AddSpec
 from .ops.dense import DenseSpec
 from .ops.gelu import GeluSpec
+from .ops.layer_norm import LayerNormSpec
 from .ops.matmul import MatmulKernel, MatmulSpec
 from .ops.softmax import SoftmaxSpec
 from .report import back_to_back
@@ -215,6 +217,34 @@ def _int32(x: np.ndarray) -> np.ndarray:
     return x.astype(np.int32)
 
 
+@dataclass(frozen=True)
+class AddLayerNormSpec:
+    """A residual add (REQ sum of two operands of one shape) and the post-norm LayerNorm of its
+    output, one ALU program (schedules.vta_layer_norm.add_layer_norm_kernel)."""
+    add: AddSpec
+    layer_norm: LayerNormSpec
+    op: str = field(default=f"add{JOIN}layer_norm", init=False)
+    macs = 0
+
+    def describe(self) -> str:
+        return f"{self.add.describe()}, {self.layer_norm.describe()}"
+
+    def input_shapes(self) -> list[Any]:
+        return self.add.input_shapes()
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        return None
+
+    def kernel(self, cfg: Config, vthreads: int):
+        ln = self.layer_norm
+        flat = (ln.rows, ln.shape[-1])
+        kernel = add_layer_norm_kernel(cfg, ln.rows, ln.params, self.add.params)
+        return viewed(kernel, [flat, flat], ln.shape)
+
+    def reference(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return self.layer_norm.reference(self.add.reference(a, b))
+
+
 def _dense(region) -> tuple | None:
     """(its DenseSpec, steps so far) where a region is a dense (fused or not) that stores its
     output for the graph alone, else None."""
@@ -278,7 +308,7 @@ def fuse_epilogues(mod, regions: dict, make_region, declined: list | None = None
     unused and removed. `declined` gains (the layers' stamps, why) of each pair of layers
     not fused."""
     changed, declined = False, declined if declined is not None else []
-    for step in (_fuse_bias_adds, _fuse_scales, _fuse_gelus, _fuse_softmaxes):
+    for step in (_fuse_bias_adds, _fuse_scales, _fuse_gelus, _fuse_softmaxes, _fuse_layer_norms):
         mod, did = step(mod, regions, make_region, declined)
         changed |= did
     return relax.transform.DeadCodeElimination(["main"])(mod) if changed else mod
@@ -470,3 +500,25 @@ def _mask(add, call, uses: dict) -> tuple | None:
     if not isinstance(scores, relax.Var) or uses.get(scores) != 1:
         return None
     return scores, mask
+
+
+def _fuse_layer_norms(mod, regions: dict, make_region, declined: list) -> tuple:
+    """A post-norm LayerNorm whose only input is a residual add of two operands of its shape
+    (REQ sum), into one program (AddLayerNormSpec)."""
+    main = mod["main"]
+    value_of, uses, replace = value_lookup(main), _uses(main), {}
+    for binding, second, x in _one_input_layers(main, regions, uses, LayerNormSpec):
+        first = regions.get(extern_symbol(value_of(x)))
+        if first is None or not isinstance(first.spec, AddSpec) or first.store_to is not None:
+            continue
+        add = first.spec
+        if add.operands is not None or not isinstance(add.params, ReqSumParams) or len(add.params.zeros) != 2:
+            continue
+        if int(np.prod(add.shape)) != int(np.prod(second.spec.shape)):
+            continue
+        fused = _fused(declined, make_region, first, second, AddLayerNormSpec(add, second.spec))
+        if fused is None:
+            continue
+        regions[fused.symbol] = fused
+        replace[binding.var] = _fused_call(fused, value_of(x), binding.value.ty)
+    return (_replaced(mod, replace), True) if replace else (mod, False)

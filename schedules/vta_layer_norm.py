@@ -21,8 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from intrinsics.alu_program import AluProgram, Level, Param
+from requantisation.add import ReqSumParams
 from requantisation.layer_norm import NORM_STEPS, NORM_TOP, V_BITS, LayerNormParams
 from vta_sim.config import Config
+from vta_sim.errors import CompileError
 
 from . import alu_rows
 from .op_kernel import OpKernel
@@ -44,8 +46,9 @@ def resident(cfg: Config, length: int) -> bool:
     return _groups(cfg, length, _constants_entries(length)) >= 1
 
 
-def groups_per_tile(cfg: Config, length: int) -> int:
-    return _groups(cfg, length, _constants_entries(length) if resident(cfg, length) else 1)
+def groups_per_tile(cfg: Config, length: int, add: bool = False) -> int:
+    """Row groups a tile holds; `add`: beside the residual add's multiplier entry too."""
+    return _groups(cfg, length, (_constants_entries(length) if resident(cfg, length) else 1) + add)
 
 
 def misfit(cfg: Config, length: int) -> str | None:
@@ -60,25 +63,47 @@ def constants(cfg: Config, p: LayerNormParams) -> np.ndarray:
     return alu_rows.lane_constants(cfg, [p.eps_term, *p.gamma, *p.beta])
 
 
-def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int) -> AluProgram:
+def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int, add: ReqSumParams | None = None) -> AluProgram:
+    """The kernel's calls; with `add` (a REQ sum of two operands: the residual add before a
+    post-norm LayerNorm) the tile is that add of two inputs, x and b, computed in ACC first."""
     length, span = p.length, groups * p.length
     shape = (tiles * span, cfg.BATCH, cfg.BLOCK_OUT)
     k_entries = _constants_entries(length)
+    entry = (1, cfg.BATCH, cfg.BLOCK_OUT)
     prog = AluProgram(cfg, [Param("x", shape, "int8", "acc8"),
+                            *([Param("b", shape, "int8", "acc8")] if add else []),
                             Param("consts", (k_entries, cfg.BATCH, cfg.BLOCK_OUT), "int32", "acc"),
+                            *([Param("add_m", entry, "int32", "acc")] if add else []),
                             Param("y", shape, "int8", "out")])
     x, y, kbase = 0, span, 2 * span
     kept = k_entries if resident(cfg, length) else 1       # streamed: E stays, G_i and B_i come through Y
     eps = kbase
     gam, bet = (kbase + 1, kbase + 1 + length) if kept > 1 else (y, y)
     m, v, root, cand, scratch, neg, rem, quo, up = (kbase + kept + i * groups for i in range(GROUP_VECTORS))
+    add_m = kbase + kept + GROUP_VECTORS * groups
     every, pairs = Level(span, 1, 0), Level(span, 1, 1)
     rows = Level(groups, length, 1), Level(length, 1, 0)         # each element with its row's vector entry
     per_element = Level(groups, length, 0), Level(length, 1, 1)  # each element with its G_i / B_i
     prog.load("consts", 0, kept, kbase)
+    if add:
+        prog.load("add_m", 0, 1, add_m)
     for tile in range(tiles):
         offset = tile * span
         prog.load("x", offset, span, x)
+        if add:                                   # x = REQ((x - z_x) f_x + (b - z_b) f_b)
+            prog.load("b", offset, span, y)
+            for buf, zero, factor in ((x, add.zeros[0], add.factors[0]), (y, add.zeros[1], add.factors[1])):
+                if zero:
+                    prog.alu("add", buf, imm=-zero, outer=every)
+                if factor != 1:
+                    prog.alu("mul", buf, imm=factor, outer=every)
+            prog.alu("add", x, y, outer=pairs)
+            r = add.requant
+            prog.req(x, add_m, r.shift, r.zero_point, outer=every)
+            if r.lo > -128:
+                prog.alu("max", x, imm=r.lo, outer=every)
+            if r.hi < 127:
+                prog.alu("min", x, imm=r.hi, outer=every)
         prog.copy(y, x, span)
         alu_rows.tree(prog, "add", y, groups, length)
         alu_rows.gather(prog, m, y, groups, length, negate=True)
@@ -117,3 +142,20 @@ def layer_norm_kernel(cfg: Config, rows: int, p: LayerNormParams) -> OpKernel:
     return alu_rows.row_kernel(cfg, "layer_norm", rows, p.length, groups_per_tile(cfg, p.length),
                                misfit(cfg, p.length), lambda tiles, groups: program(cfg, p, tiles, groups),
                                (constants(cfg, p),))
+
+
+def add_layer_norm_kernel(cfg: Config, rows: int, p: LayerNormParams, add: ReqSumParams) -> OpKernel:
+    """The residual add before a post-norm LayerNorm and the LayerNorm in one program: plain
+    int8 (rows, D) a and b -> LayerNorm(REQ sum of a and b), bit for bit the two references."""
+    if rows < 1:
+        raise CompileError(f"add+layer_norm of {rows} rows: at least 1 is needed")
+    if len(add.zeros) != 2:
+        raise CompileError("the add before the LayerNorm takes two operands")
+    groups = groups_per_tile(cfg, p.length, add=True)
+    if groups < 1:
+        raise CompileError(misfit(cfg, p.length) or f"a layer norm over {p.length} with its add does not fit ACC")
+    layout = alu_rows.RowLayout(cfg, rows, p.length, groups, "add+layer_norm")
+    kernel = program(cfg, p, layout.tiles, layout.groups, add).compile()
+    extra = (constants(cfg, p), np.full((1, cfg.BATCH, cfg.BLOCK_OUT), add.m, np.int32))
+    return OpKernel("add+layer_norm", kernel, pack=lambda a, b: (layout.pack(a), layout.pack(b), *extra),
+                    unpack=layout.unpack, tiles={"groups_per_tile": layout.groups, "tiles": layout.tiles})

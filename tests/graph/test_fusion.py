@@ -148,3 +148,36 @@ def test_a_masks_add_between_the_scores_and_their_softmax_joins_them():
     cycles = {r["name"]: r["cycles"] for r in plain.layers}
     assert row["cycles"] <= cycles["matmul1"] + cycles["add1"] + cycles["softmax1"]
     assert fused.verified and plain.verified and np.array_equal(fused.logits_vta, plain.logits_vta)
+
+
+def post_norm_graph(tokens=16, width=32):
+    """x + (x W + b), then LayerNormalization (opset 17): a post-norm block's residual."""
+    rng = np.random.default_rng(2)
+
+    def tensor(name, *shape, scale=0.5):
+        return helper.make_tensor(name, TensorProto.FLOAT, list(shape),
+                                  (rng.standard_normal(shape) * scale).astype(np.float32).ravel())
+    gamma = helper.make_tensor("gamma", TensorProto.FLOAT, [width], (1 + 0.1 * rng.standard_normal(width)).astype(np.float32))
+    nodes = [helper.make_node("MatMul", ["input", "w"], ["h0"]), helper.make_node("Add", ["h0", "b"], ["h"]),
+             helper.make_node("Add", ["input", "h"], ["r"]),
+             helper.make_node("LayerNormalization", ["r", "gamma", "beta"], ["output"], axis=-1, epsilon=1e-5)]
+    graph = helper.make_graph(nodes, "postnorm", [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, tokens, width])],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1, tokens, width])],
+                              [tensor("w", width, width, scale=0.2), tensor("b", width), gamma, tensor("beta", width, scale=0.1)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def test_a_post_norm_residual_add_and_its_layer_norm_are_one_program():
+    """The residual add (two activations with zero points) and the LayerNorm after it: one layer
+    `add1+layer_norm1` (10,380 cycles against 944 + 9,776 apart), bit-exact with the CPU build and the
+    unfused build, within 1 LSB of onnxruntime's LayerNorm output."""
+    rng = np.random.default_rng(9)
+    qdq = quantizer_named("onnxruntime")(post_norm_graph(), rng.standard_normal((16, 16, 32)).astype(np.float32))
+    fused, plain = _both("postnorm", qdq, rng.standard_normal((1, 16, 32)).astype(np.float32))
+    rows = {r["name"]: r for r in fused.layers}
+    cycles = {r["name"]: r["cycles"] for r in plain.layers}
+    row = rows["add1+layer_norm1"]
+    assert row["op"] == "add+layer_norm" and row["cycles"] <= cycles["add1"] + cycles["layer_norm1"]
+    for row in fused.layers:
+        assert row["verified"] and row["onnxruntime"]["max_abs_lsb"] <= 1
+    assert fused.verified and plain.verified and np.array_equal(fused.logits_vta, plain.logits_vta)

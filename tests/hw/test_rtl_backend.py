@@ -120,6 +120,31 @@ def test_the_alu_layer_norm_on_rtl_equals_the_simulator(width):
     assert res.backend == "rtl" and res.cycles == ref.cycles
 
 
+def test_scores_with_their_mask_and_softmax_in_one_program_on_rtl_equal_the_simulator():
+    """graph.fusion's Q.K^T program: S^T = K.Q^T on the GEMM core, the mask added per key (a row
+    vector input, RowAddStep) and the softmax over interleaved row groups on its accumulator, on
+    the Verilated RTL: the simulator's bits and cycles, and the numpy steps' bits."""
+    from requantisation import multiply_shift, rule, softmax as sm
+    from requantisation.add import choose_req_sum, req_sum_ref
+    from schedules.fused_epilogue import RowAddStep, SoftmaxStep, dense_epilogue_kernel
+    cfg = Config.load("1x8x8")
+    keys, d, queries = 24, 16, 16
+    rng = np.random.default_rng(3)
+    p = sm.choose(0.05, 1 / 256, -128, keys)
+    add = choose_req_sum([1.0, 0.5], (0, -3), 2)
+    requant, mult = multiply_shift.choose(np.full(queries, 0.003), 0, -128, 127)
+    k_rows, q_rows = (rng.integers(-128, 128, (n, d)).astype(np.int8) for n in (keys, queries))
+    mask = np.where(rng.random(keys) < 0.3, -128, 0).astype(np.int8)
+    kernel = dense_epilogue_kernel(cfg, keys, d, queries, requant, (RowAddStep(cfg, add, keys), SoftmaxStep(cfg, p)))
+    args = (k_rows, q_rows, np.zeros(queries, np.int32), mult, (mask.astype(np.int64) + 3) * add.factors[1])
+    got, res = kernel(*args, backend="rtl")
+    want, ref = kernel(*args)
+    scores = rule.reference(q_rows.astype(np.int64) @ k_rows.T.astype(np.int64), requant, (mult[:1],), axis=-1)
+    steps = sm.reference(req_sum_ref([scores, np.broadcast_to(mask, scores.shape)], add), p)
+    assert np.array_equal(got, want) and np.array_equal(got.T, steps)
+    assert res.backend == "rtl" and res.cycles == ref.cycles
+
+
 def test_the_alu_gelu_on_rtl_equals_the_simulator():
     """The GELU chain's ALU program (the erf polynomial, three REQs from constant entries) on the
     Verilated RTL, over all 256 int8 inputs: the simulator's bits and cycles."""

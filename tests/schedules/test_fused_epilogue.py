@@ -127,3 +127,20 @@ def test_a_mask_per_key_is_added_to_the_scores_before_their_softmax():
     per_key = (mask.astype(np.int64) - add.zeros[1]) * add.factors[1]
     got, _ = kernel(k_rows, q_rows, bias, mult, per_key)
     assert np.array_equal(got.T, want) and np.array_equal(mask, before)
+
+
+@pytest.mark.parametrize("rows, width", [(16, 64), (10, 16), (5, 768)])
+def test_the_residual_add_and_its_layer_norm_in_one_program(rows, width):
+    """A post-norm block's add (REQ sum of two operands with zero points) computed in ACC, then
+    the LayerNorm on it: bit for bit the two references one after the other, BERT-base's 768
+    with the LayerNorm's constants streamed."""
+    from requantisation import layer_norm as ln
+    from schedules.vta_layer_norm import add_layer_norm_kernel
+    rng = np.random.default_rng(width)
+    p = ln.choose(0.04, rng.uniform(0.5, 1.5, width), rng.normal(0, 0.2, width), 1e-5, 0.03, 2)
+    add = choose_req_sum([0.7, 0.45], (3, -5), 1)
+    a, b = (rng.integers(-60, 60, (rows, width)).astype(np.int8) for _ in range(2))
+    before = (a.copy(), b.copy())
+    got, _ = add_layer_norm_kernel(CFG, rows, p, add)(a, b)
+    assert np.array_equal(got, ln.reference(req_sum_ref([a, b], add), p))
+    assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
