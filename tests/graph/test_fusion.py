@@ -181,3 +181,26 @@ def test_a_post_norm_residual_add_and_its_layer_norm_are_one_program():
     for row in fused.layers:
         assert row["verified"] and row["onnxruntime"]["max_abs_lsb"] <= 1
     assert fused.verified and plain.verified and np.array_equal(fused.logits_vta, plain.logits_vta)
+
+
+def test_the_cli_fuses_by_default_and_not_with_no_fuse(tmp_path):
+    """`vta-sim model FILE --json` reports the fused layers and their epilogues; `--no-fuse`
+    the layers as the graph has them; both verified, both outputs the CPU build's."""
+    import json
+
+    from vta_sim.cli import main
+    rng = np.random.default_rng(3)
+    path = tmp_path / "ffn.onnx"
+    path.write_bytes(quantizer_named("onnxruntime")(ffn_graph(), rng.standard_normal((16, 8, 16)).astype(np.float32))
+                     .SerializeToString())
+    reports = {}
+    for flag in ((), ("--no-fuse",)):
+        out = tmp_path / f"report{len(flag)}.json"
+        assert main(["model", str(path), "--quiet", "--json", str(out), *flag]) == 0
+        reports[flag] = json.loads(out.read_text())
+    fused, plain = reports[()], reports[("--no-fuse",)]
+    assert [r["name"] for r in fused["layers"]] == ["dense1+gelu1", "dense2"]
+    assert fused["layers"][0]["epilogue"] == ["bias add", "gelu"]
+    assert [r["name"] for r in plain["layers"]] == ["dense1", "gelu1", "dense2"]
+    assert fused["verified"] and plain["verified"]
+    assert all(o["identical"] for o in fused["outputs"] + plain["outputs"])     # both equal to the CPU build's
