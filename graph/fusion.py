@@ -1,18 +1,25 @@
-"""Epilogues fused into the dense before them: one accelerator region and one program where the
-graph had a dense, then integer work on its output.
+"""Layers fused into the program of the layer before them: one accelerator region and one
+program where the graph had two layers, or a layer and integer work on its output.
 
-- **The bias add.** torch exports a linear layer on tokens as MatMul and a separate Add of the
-  bias, and `quantize_static` quantises both, so the bias add is a requantised add of a
-  constant: integer glue on the CPU between two accelerator layers (it is not a layer of its
-  own in the report: an add of a constant). Fused, it is three ALU instructions and a REQ on
+- **A dense's bias add.** torch exports a linear layer on tokens as MatMul and a separate Add of
+  the bias, and `quantize_static` quantises both, so the bias add is a requantised add of a
+  constant: integer glue on the CPU between two accelerator layers (an add of a constant is no
+  layer of the report). Fused, it is ALU immediates, an ADD of a per-channel entry and a REQ on
   the dense's accumulator (schedules.fused_epilogue.ConstantAddStep), bit for bit the glue.
-- **The GELU** whose only input is that dense's output (graph.ops.gelu's chain).
+- **A scale by a constant** (graph.ops.scale: attention's 1/sqrt(d) on Q), moved into the
+  program of the dense that made its input through the Reshapes and Transposes between.
+- **A GELU** whose only input is a dense's output (graph.ops.gelu's chain).
+- **A softmax** after Q.K^T, and a mask's add between them: the matmul computed transposed,
+  S^T = K.Q^T, so its accumulator holds the softmax's row groups (MatmulSoftmaxSpec).
+- **A post-norm LayerNorm** and the residual add before it (AddLayerNormSpec).
 
-`fuse_epilogues` rewrites a partitioned, code-generated `main`: the dense's call, the glue and
-the GELU's call become one call of a new region that takes the dense's inputs and returns the
-last fused step's output; what they computed in between, which nothing else read, is gone
-from the graph. The report keeps the dense's row (`dense5`, or `dense5+gelu1` with op
-`dense+gelu` when a GELU is fused) and says what its epilogue holds (`epilogue`).
+The bias add and the scale always move (they were CPU work); the others only where the fused
+kernel takes no more cycles than the layers it replaces (`_fused`), and the report's notes say
+why where it does not. `fuse_epilogues` rewrites a partitioned, code-generated `main`: the calls
+and the glue become one call of a new region that takes the first layer's inputs and returns
+the last one's output; what they computed in between, which nothing else read, is gone from the
+graph. The report names a fused layer by its parts (`dense5+gelu1`, op `dense+gelu`) and lists a
+dense's `epilogue`.
 """
 from __future__ import annotations
 
@@ -37,7 +44,7 @@ from .ops.add import AddSpec
 from .ops.dense import DenseSpec
 from .ops.gelu import GeluSpec
 from .ops.layer_norm import LayerNormSpec
-from .ops.matmul import MatmulKernel, MatmulSpec
+from .ops.matmul import MatmulKernel, MatmulSpec, int32_vector
 from .ops.softmax import SoftmaxSpec
 from .report import back_to_back
 from .ops.host_padding import viewed
@@ -68,7 +75,8 @@ class ConstantAdd:
 
 @dataclass(frozen=True)
 class FusedDenseSpec:
-    """A dense and the steps (ConstantAdd, GeluSpec) on its output, one kernel."""
+    """A dense and the steps (ConstantAdd for a bias add or a scale, GeluSpec) on its output, one
+    kernel."""
     dense: DenseSpec
     steps: tuple
     op: str = field(init=False)
@@ -203,18 +211,13 @@ class MatmulSoftmaxKernel(MatmulKernel):
             vectors = (np.full(s.m, bias[0], np.int64), *(np.full(s.m, c[0], c.dtype) for c in channel))
             if rows is not None and cols is not None:
                 vectors = (vectors[0] + rows[i, :, 0], *vectors[1:], cols[i, 0])
-            vectors = tuple(_int32(v) for v in vectors) + ((_int32(per_key[i]),) if per_key is not None else ())
+            vectors = (*(int32_vector(v, "bias") for v in vectors),
+                       *((int32_vector(per_key[i], "mask"),) if per_key is not None else ()))
             y, result = self.dense(np.ascontiguousarray(b3[i].T), a3[i], *vectors, backend=backend, trace=trace)
             outs.append(y.T)
             results.append(result)
         out = np.stack(outs).reshape(*mm.batch, s.m, s.n)
         return out, back_to_back(results, self.cfg.name, backend, trace)
-
-
-def _int32(x: np.ndarray) -> np.ndarray:
-    if np.abs(x).max(initial=0) >= 2 ** 31:
-        raise CompileError(f"matmul+softmax: a zero-point term leaves int32 (|max| {int(np.abs(x).max())})")
-    return x.astype(np.int32)
 
 
 @dataclass(frozen=True)
@@ -302,9 +305,8 @@ def _uses(main) -> dict:
 
 
 def fuse_epilogues(mod, regions: dict, make_region, declined: list | None = None) -> Any:
-    """`mod` with each dense's bias add and GELU (as the module docstring says) fused into one
-    call of the region `make_region(first, last layer or None, spec)` returns (registered by
-    its symbol); `regions` gains the new regions. The calls and glue they replace are left
+    """`mod` with the fusions of the module docstring made, each one call of the region
+    `make_region(first, last layer or None, spec)` returns (registered by its symbol); `regions` gains the new regions. The calls and glue they replace are left
     unused and removed. `declined` gains (the layers' stamps, why) of each pair of layers
     not fused."""
     changed, declined = False, declined if declined is not None else []

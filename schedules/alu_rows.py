@@ -14,6 +14,8 @@ from typing import Callable
 import numpy as np
 
 from intrinsics.alu_program import AluProgram, Level
+from requantisation.bounds import INT8_MAX, INT8_MIN
+from requantisation.multiply_shift import MultiplyShift
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
@@ -42,6 +44,27 @@ def gather(prog: AluProgram, dst: int, base: int, groups: int, length: int, nega
     prog.copy(dst, base, groups, src_step=(strides or (length, 1))[0])
     if negate:
         prog.alu("mul", dst, imm=-1, outer=Level(groups, 1))
+
+
+def sum_term(prog: AluProgram, x: int, zero: int, factor: int, entries: int) -> None:
+    """(x - zero) factor on `entries` entries from x, in place: one operand's term of a REQ sum
+    (requantisation.add.ReqSumParams), immediates only."""
+    every = Level(entries, 1, 0)
+    if zero:
+        prog.alu("add", x, imm=-zero, outer=every)
+    if factor != 1:
+        prog.alu("mul", x, imm=factor, outer=every)
+
+
+def requantise(prog: AluProgram, x: int, m: int, requant: MultiplyShift, entries: int) -> None:
+    """REQ of `entries` entries from x by the multiplier entry m (every lane), then the clip
+    where `requant`'s bounds are narrower than int8 (a ReLU's)."""
+    every = Level(entries, 1, 0)
+    prog.req(x, m, requant.shift, requant.zero_point, outer=every)
+    if requant.lo > INT8_MIN:
+        prog.alu("max", x, imm=requant.lo, outer=every)
+    if requant.hi < INT8_MAX:
+        prog.alu("min", x, imm=requant.hi, outer=every)
 
 
 def fill(prog: AluProgram, dst: int, groups: int, value: int) -> None:

@@ -28,7 +28,6 @@ from intrinsics.calls import Alu, Gemm, Load2D, Store2D
 from intrinsics.host import Recording, _span
 from intrinsics.recorded import KernelProgram
 from requantisation.add import ReqSumParams
-from requantisation.bounds import INT8_MAX, INT8_MIN
 from requantisation.gelu import GeluParams
 from requantisation.rule import Requant
 from requantisation.softmax import SoftmaxParams
@@ -36,7 +35,7 @@ from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
 from . import vta_dense as vd
-from . import vta_gelu, vta_ops, vta_softmax
+from . import alu_rows, vta_gelu, vta_ops, vta_softmax
 from .op_kernel import OpKernel, TileSource
 from .vta_common import best_tiles
 
@@ -74,26 +73,6 @@ class GeluStep:
         return scratch[-1]
 
 
-def _offset_and_scale(prog: AluProgram, p: ReqSumParams, x: int, n: int) -> None:
-    """(x - z_x) f_x on `n` entries from x: the first operand's term of a REQ sum."""
-    every = Level(n, 1, 0)
-    if p.zeros[0]:
-        prog.alu("add", x, imm=-p.zeros[0], outer=every)
-    if p.factors[0] != 1:
-        prog.alu("mul", x, imm=p.factors[0], outer=every)
-
-
-def _requantise(prog: AluProgram, p: ReqSumParams, x: int, m: int, n: int) -> None:
-    """REQ of `n` entries from x by the multiplier entry m, then the clip where it is narrower
-    than int8 (a ReLU's)."""
-    every, r = Level(n, 1, 0), p.requant
-    prog.req(x, m, r.shift, r.zero_point, outer=every)
-    if r.lo > INT8_MIN:
-        prog.alu("max", x, imm=r.lo, outer=every)
-    if r.hi < INT8_MAX:
-        prog.alu("min", x, imm=r.hi, outer=every)
-
-
 class ConstantAddStep:
     """y = REQ((x - z_x) f_x + C[channel], m): the requantised add of a per-channel constant
     (requantisation.add.ReqSumParams with the constant operand's term (b - z_b) f_b folded into
@@ -113,11 +92,11 @@ class ConstantAddStep:
                                          np.full((1, cfg.BATCH, cfg.BLOCK_OUT), p.m, np.int32)])
 
     def emit(self, prog: AluProgram, x: int, scratch: tuple, consts: int, store: Store) -> int:
-        _offset_and_scale(prog, self.p, x, store.entries)
+        alu_rows.sum_term(prog, x, self.p.zeros[0], self.p.factors[0], store.entries)
         if self.blocks:
             prog.alu("add", x, consts + store.first_block, outer=Level(store.rows, store.cols, 0),
                      inner=Level(store.cols, 1, 1))
-        _requantise(prog, self.p, x, consts + self.blocks, store.entries)
+        alu_rows.requantise(prog, x, consts + self.blocks, self.p.requant, store.entries)
         return x
 
 
@@ -134,10 +113,10 @@ class RowAddStep:
         self.runtime = (rows, cfg.BATCH, cfg.BLOCK_OUT)
 
     def emit(self, prog: AluProgram, x: int, scratch: tuple, consts: int, store: Store, runtime: int = 0) -> int:
-        _offset_and_scale(prog, self.p, x, store.entries)
+        alu_rows.sum_term(prog, x, self.p.zeros[0], self.p.factors[0], store.entries)
         prog.alu("add", x, runtime + store.first_row, outer=Level(store.rows, store.cols, 1),
                  inner=Level(store.cols, 1, 0))
-        _requantise(prog, self.p, x, consts, store.entries)
+        alu_rows.requantise(prog, x, consts, self.p.requant, store.entries)
         return x
 
     def pack(self, vector: np.ndarray) -> np.ndarray:

@@ -92,18 +92,10 @@ def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int, add: ReqSu
         prog.load("x", offset, span, x)
         if add:                                   # x = REQ((x - z_x) f_x + (b - z_b) f_b)
             prog.load("b", offset, span, y)
-            for buf, zero, factor in ((x, add.zeros[0], add.factors[0]), (y, add.zeros[1], add.factors[1])):
-                if zero:
-                    prog.alu("add", buf, imm=-zero, outer=every)
-                if factor != 1:
-                    prog.alu("mul", buf, imm=factor, outer=every)
+            for buf, zero, factor in zip((x, y), add.zeros, add.factors):
+                alu_rows.sum_term(prog, buf, zero, factor, span)
             prog.alu("add", x, y, outer=pairs)
-            r = add.requant
-            prog.req(x, add_m, r.shift, r.zero_point, outer=every)
-            if r.lo > -128:
-                prog.alu("max", x, imm=r.lo, outer=every)
-            if r.hi < 127:
-                prog.alu("min", x, imm=r.hi, outer=every)
+            alu_rows.requantise(prog, x, add_m, add.requant, span)
         prog.copy(y, x, span)
         alu_rows.tree(prog, "add", y, groups, length)
         alu_rows.gather(prog, m, y, groups, length, negate=True)

@@ -132,7 +132,7 @@ class MatmulKernel:
         for i in range(len(a3)):
             vectors: tuple[np.ndarray, ...] = (bias, *channel)
             if rows is not None and cols is not None:
-                vectors = (_int32(bias + cols[i, 0], "bias + cols"), *channel, _int32(rows[i, :, 0], "rows"))
+                vectors = (int32_vector(bias + cols[i, 0], "bias + cols"), *channel, int32_vector(rows[i, :, 0], "rows"))
             y, result = self.dense(a3[i], np.ascontiguousarray(b3[i].T), *vectors, backend=backend, trace=trace)
             outs.append(y)
             results.append(result)
@@ -140,7 +140,8 @@ class MatmulKernel:
         return out, back_to_back(results, self.cfg.name, backend, trace)
 
 
-def _int32(x: np.ndarray, what: str) -> np.ndarray:
+def int32_vector(x: np.ndarray, what: str) -> np.ndarray:
+    """`x` as int32, refused where a value leaves int32 (a zero point's sum of a long row)."""
     if np.abs(x).max(initial=0) >= 2 ** 31:
         raise CompileError(f"matmul: {what} leaves int32 (|max| {int(np.abs(x).max())})")
     return x.astype(np.int32)
