@@ -36,7 +36,8 @@ class CompiledKernel:
     def __call__(self, *inputs, backend="sim", trace=False, views=None):
         """Run on numpy inputs (every non-output parameter, in order); returns (outputs, RunResult).
         `views` {output parameter index: vta_sim.runtime.OutputView}: store those in place."""
-        ins = [i for i in range(len(self.params)) if i not in self.outputs]
+        kinds = self.program.kinds
+        ins = [i for i in range(len(self.params)) if i not in self.outputs and not host.internal(kinds[i])]
         if len(inputs) != len(ins):
             names = [self.params[i][0] for i in ins]
             raise CompileError(f"expected {len(ins)} inputs ({', '.join(names)}), got {len(inputs)}")

@@ -7,6 +7,13 @@ that must finish and popped by exactly the first consumer op that needs it: a co
 virtual thread never waits for the loads of the other. Pairs are made in program order on both
 sides, so the k-th push of a queue meets its k-th pop and every queue balances by construction;
 a producer op already covered by an earlier token is not asked again.
+
+Load and store have no queue between them. Where one must wait for the other (a program that
+stores a tensor to DRAM and loads it back: the `"dram"` ranges, intrinsics.host), the wait is
+relayed through the compute module: the consumer waits for the first compute op that already
+waits for the producer's op (a compute op between them in program order must, or the program
+is refused). DRAM ranges are never dropped as settled: a compute op's wait covers its own
+module, not the other end of the relay.
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ class DependencyTracker:
         self.events = {}                               # sram -> [(lo, hi, module, seq, write)]
         self.pops = []                                 # per op: the (producer, consumer) it pops
         self.pushes = {}                               # (module, seq) -> pairs it pushes
+        self.waits = {m: [] for m in NEIGHBOURS}       # producer -> [(its ops covered, compute op)]
 
     def add(self, module: str, reads=(), writes=()) -> None:
         """Record the next op of `module`; `reads`/`writes` are (sram, lo, hi) entry ranges."""
@@ -30,12 +38,14 @@ class DependencyTracker:
                 for e_lo, e_hi, other, seq, e_write in self.events.get(sram, ()):
                     if other != module and e_lo < hi and lo < e_hi and (is_write or e_write):
                         need[other] = max(need.get(other, 0), seq)
+        for producer, seq in list(need.items()):
+            if (producer, module) not in QUEUE_BETWEEN:
+                relay = self._relay(producer, seq, module)
+                need.pop(producer)
+                need["compute"] = max(need.get("compute", 0), relay)
         pops = []
         for producer, seq in need.items():
             pair = (producer, module)
-            if pair not in QUEUE_BETWEEN:
-                raise CompileError(f"{module} accesses SRAM data of {producer}, but there is no "
-                                   f"token queue between them; route the data through compute")
             if self.covered[pair] >= seq:
                 continue
             pops.append(pair)
@@ -44,12 +54,25 @@ class DependencyTracker:
         self.pops.append(pops)
         self.issued[module] += 1
         seq = self.issued[module]
+        if module == "compute":
+            for producer, consumer in pops:
+                self.waits[producer].append((self.covered[(producer, consumer)], seq))
         for accesses, is_write in ((reads, False), (writes, True)):
             for sram, lo, hi in accesses:
                 events = self.events.setdefault(sram, [])
                 events[:] = [e for e in events
-                             if not self._settled(e) and not _superseded(e, lo, hi, module, is_write)]
+                             if not (sram != "dram" and self._settled(e)) and not _superseded(e, lo, hi, module, is_write)]
                 events.append((lo, hi, module, seq, is_write))
+
+    def _relay(self, producer: str, seq: int, module: str) -> int:
+        """The first compute op that waits for op `seq` of `producer` (or a later one)."""
+        if module == "compute" or producer == "compute":
+            raise CompileError(f"{module} accesses data of {producer}, but there is no token queue between them")
+        for covered, compute in self.waits[producer]:
+            if covered >= seq:
+                return compute
+        raise CompileError(f"{module} accesses DRAM that {producer} op {seq} wrote or read, and no compute op "
+                           f"between them waits for it: put one there (a load into ACC of the range)")
 
     def issue(self, rt, ops) -> None:
         """Emit the recorded ops, `(module, emit)` in recording order, with their tokens."""

@@ -32,6 +32,18 @@ from .deps import DependencyTracker
 from vta_sim.errors import CompileError
 
 
+#: The kind of a DRAM tensor a program stores and loads back itself (neither input nor output):
+#: stored as OUT entries; `"<kind>@<i>"` is a parameter of another kind over parameter i's bytes
+#: (an alias: a WGT or ACC_8BIT view of a scratch tensor), loaded from where the program stored.
+SCRATCH = "scratch"
+
+
+def internal(kind: str) -> bool:
+    """Is a parameter of this kind the program's own (a scratch tensor or an alias), not data
+    a caller passes in or reads out?"""
+    return kind == SCRATCH or "@" in kind
+
+
 @dataclass(frozen=True)
 class Recording:
     """What one run of a compiled function called: its configuration, the runtime memory kind
@@ -139,8 +151,16 @@ class ProgramBuilder:
                 base = self.rt.array(view.tensor, "out")
                 self.buffers.append(self.rt.view(base, view.offset, shape))
                 self.placed.append((i, base))
-            elif kind == "out":
+            elif kind in ("out", SCRATCH):
                 self.buffers.append(self.rt.empty(shape, "out"))
+            elif "@" in kind:
+                view_kind, root = kind.split("@")
+                base = self.buffers[int(root)]
+                buf = DramBuffer(self.rt, view_kind, shape, base.byte_addr)
+                if buf.nbytes > base.nbytes:
+                    raise CompileError(f"parameter {i}, a {view_kind} view of parameter {root}, takes {buf.nbytes} "
+                                       f"bytes of its {base.nbytes}")
+                self.buffers.append(buf)
             else:
                 array = data[i] if data is not None and data[i] is not None else np.zeros(shape, dtype)
                 self.buffers.append(self.rt.array(array, kind))
@@ -200,19 +220,28 @@ class ProgramBuilder:
             self.kernels[call.nest] = (kernel, spans)
         return self.kernels[call.nest]
 
+    def _dram(self, c) -> list:
+        """The DRAM bytes a load or store of a scratch tensor (or an alias of one) touches, as a
+        range the tracker orders the program's own stores and loads by; [] for other tensors."""
+        if not internal(self.kinds[c.param]) or not (c.x_size and c.y_size):
+            return []
+        buf = self.buffers[c.param]
+        first, last = c.offset, c.offset + (c.y_size - 1) * c.x_stride + c.x_size
+        return [("dram", buf.byte_addr + first * buf.elem_bytes, buf.byte_addr + last * buf.elem_bytes)]
+
     def _load_2d(self, c: Load2D):
         rt, buf = self.rt, self.buffers[c.param]
         module = "compute" if buf.kind in ("acc", "acc8") else "load"
         target = {"acc8": "acc"}.get(buf.kind, buf.kind)
         rows, cols = c.y_pad_0 + c.y_size + c.y_pad_1, c.x_pad_0 + c.x_size + c.x_pad_1
         writes = [(target, c.sram, c.sram + rows * cols)]
-        self._issue(module, (), writes, lambda: rt.load_2d(buf, c.offset, c.x_size, c.y_size, c.x_stride, c.sram,
+        self._issue(module, self._dram(c), writes, lambda: rt.load_2d(buf, c.offset, c.x_size, c.y_size, c.x_stride, c.sram,
                                                            pad=(c.y_pad_0, c.y_pad_1, c.x_pad_0, c.x_pad_1)))
 
     def _store_2d(self, c: Store2D):
         rt, buf = self.rt, self.buffers[c.param]
         reads = [("acc", c.sram, c.sram + c.x_size * c.y_size)]
-        self._issue("store", reads, (), lambda: rt.store_2d(buf, c.offset, c.x_size, c.y_size, c.x_stride, c.sram))
+        self._issue("store", reads, self._dram(c), lambda: rt.store_2d(buf, c.offset, c.x_size, c.y_size, c.x_stride, c.sram))
 
     def _gemm(self, c: Gemm):
         kernel, (dst, src, wgt) = self._kernel(c)

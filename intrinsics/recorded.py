@@ -21,7 +21,7 @@ from vta_sim.result import RunResult
 from vta_sim.runtime import DramBuffer, Program, _checked
 
 from .calls import decode_calls, encode_calls
-from .host import ProgramBuilder, Recording
+from .host import ProgramBuilder, Recording, internal
 
 #: The token queues, (producer, consumer), by their bit in `KernelProgram.token_masks`.
 _QUEUES = tuple(isa.QUEUE_BETWEEN)
@@ -102,7 +102,8 @@ class KernelProgram:
                    call_words=encode_calls(recording.calls), token_masks=masks,
                    insn_addr=program.insn_addr, insn_count=program.insn_count, size=program.image.size,
                    code_addr=code_addr, code=program.image[code_addr:].tobytes(),
-                   inputs=tuple(Region.of(b) for i, b in enumerate(buffers) if i not in outputs),
+                   inputs=tuple(Region.of(b) for i, b in enumerate(buffers)
+                                if i not in outputs and not internal(recording.kinds[i])),
                    outputs=tuple(Region.of(buffers[i]) for i in outputs), wholes=wholes)
 
     @property

@@ -25,17 +25,19 @@ import numpy as np
 from intrinsics.alu_program import AluProgram, Level
 from intrinsics.build import CompiledKernel
 from intrinsics.calls import Alu, Gemm, Load2D, Store2D
-from intrinsics.host import Recording, _span
+from intrinsics.host import SCRATCH, Recording, _span
 from intrinsics.recorded import KernelProgram
 from requantisation.add import ReqSumParams
 from requantisation.gelu import GeluParams
 from requantisation.rule import Requant
 from requantisation.softmax import SoftmaxParams
+from vta_sim import packing as pk
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
 from . import vta_dense as vd
 from . import alu_rows, vta_gelu, vta_ops, vta_softmax
+from .block_transpose import TransposedStores, acc_entries
 from .op_kernel import OpKernel, TileSource
 from .vta_common import best_tiles
 
@@ -151,22 +153,29 @@ class SoftmaxStep:
                                 strides=(1, c))
 
 
-def acc_extent(calls, kinds: tuple) -> int:
-    """One past the highest ACC entry the calls touch (loads into ACC, GEMM and ALU operands,
-    stores' sources)."""
+def extent(calls, kinds: tuple, sram: str = "acc") -> int:
+    """One past the highest entry of SRAM `sram` ("acc", "inp" or "wgt") the calls touch: loads
+    into it, and the GEMM and ALU operands in it (ACC: the stores' sources too)."""
+    loaded = {"acc": ("acc", "acc8"), "inp": ("inp",), "wgt": ("wgt",)}[sram]
     top = 0
     for c in calls:
-        if isinstance(c, Load2D) and kinds[c.param] in ("acc", "acc8"):
+        if isinstance(c, Load2D) and kinds[c.param].split("@")[0] in loaded:
             rows, cols = c.y_pad_0 + c.y_size + c.y_pad_1, c.x_pad_0 + c.x_size + c.x_pad_1
             top = max(top, c.sram + rows * cols)
-        elif isinstance(c, Store2D):
+        elif isinstance(c, Store2D) and sram == "acc":
             top = max(top, c.sram + c.x_size * c.y_size)
         elif isinstance(c, Gemm | Alu):
             iters = (c.iter_out, c.iter_in)
-            top = max(top, _span(c.dst_base, [u[0] for u in c.uops], iters, (c.dst_factor_out, c.dst_factor_in))[1])
-            if isinstance(c, Alu) and not c.use_imm:
-                top = max(top, _span(c.src_base, [u[1] for u in c.uops], iters,
-                                     (c.src_factor_out, c.src_factor_in))[1])
+            operands = {"acc": [(c.dst_base, 0, (c.dst_factor_out, c.dst_factor_in))],
+                        "inp": [(c.src_base, 1, (c.src_factor_out, c.src_factor_in))],
+                        "wgt": [(c.wgt_base, 2, (c.wgt_factor_out, c.wgt_factor_in))]}[sram]
+            if isinstance(c, Alu):
+                operands = ([] if sram != "acc" else operands + ([] if c.use_imm else
+                            [(c.src_base, 1, (c.src_factor_out, c.src_factor_in))]))
+            elif c.reset and sram != "acc":
+                operands = []
+            for base, k, factors in operands:
+                top = max(top, _span(base, [u[k] for u in c.uops], iters, factors)[1])
     return top
 
 
@@ -182,12 +191,16 @@ def _store(c: Store2D, blocks: int) -> Store:
     return Store(c.sram, c.y_size, c.x_size, first, row)
 
 
-def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple) -> CompiledKernel:
+def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: bool = False
+                  ) -> tuple[CompiledKernel, np.ndarray, TransposedStores | None]:
     """(`kernel` with `steps` run in order before every store of its output, the constants it
-    takes as its new last input). `kernel`'s output is packed rows of column blocks (a dense's);
-    each step runs on the ACC entries a store would read, and the store then reads the last
-    step's result. Each step's scratch (`buffers` buffers of the largest store's entries) and
-    constants (int32 ACC entries, loaded once first) sit above every entry the kernel touches."""
+    takes as its new input after the kernel's, the transposition or None). `kernel`'s output is
+    packed rows of column blocks (a dense's); each step runs on the ACC entries a store would
+    read, and the store then reads the last step's result. Each step's scratch (`buffers`
+    buffers of the largest store's entries) and constants (int32 ACC entries, loaded once
+    first) sit above every entry the kernel touches. `transpose`: every store (a tile of every
+    row and one column block) stores its tile transposed instead (schedules.block_transpose;
+    the unit vectors are the last input)."""
     start = time.perf_counter()
     (output,) = kernel.outputs
     program = kernel.program
@@ -198,7 +211,7 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple) -> Compiled
         raise CompileError("the kernel stores no output to run an epilogue on")
     tile = max(c.x_size * c.y_size for c in stores)
     constants = np.concatenate([step.constants for step in steps])
-    base = acc_extent(calls, program.kinds)
+    base = extent(calls, program.kinds)
     scratch_entries = sum(step.buffers * tile + step.vectors for step in steps)
     consts = base + scratch_entries
     depth = cfg.buffers["acc"].depth
@@ -213,7 +226,7 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple) -> Compiled
         c_at += len(step.constants)
     params = [*kernel.params, ("consts", tuple(constants.shape), "int32")]
     kinds = (*program.kinds, "acc")
-    new_calls = [Load2D(len(params) - 1, 0, len(constants), 1, len(constants), consts, 0, 0, 0, 0)]
+    new_calls: list = [Load2D(len(params) - 1, 0, len(constants), 1, len(constants), consts, 0, 0, 0, 0)]
     runtime, at = {}, consts + len(constants)      # each runtime vector: a parameter, loaded once
     for k, step in enumerate(steps):
         shape = getattr(step, "runtime", None)
@@ -225,6 +238,13 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple) -> Compiled
         kinds = (*kinds, "acc")
         new_calls.append(Load2D(len(params) - 1, 0, shape[0], 1, shape[0], at, 0, 0, 0, 0))
         runtime[k], at = at, at + shape[0]
+    transposer = None
+    if transpose:
+        rows = int(np.prod(kernel.params[output][1])) // (blocks * cfg.BLOCK_OUT * cfg.BATCH)
+        tops = {"inp": extent(calls, kinds, "inp"), "wgt": extent(calls, kinds, "wgt"), "acc": at}
+        transposer = TransposedStores(cfg, rows, blocks, params, kinds, output, tops)
+        params, kinds = transposer.params, transposer.kinds
+        new_calls += transposer.start()
     for c in calls:
         if isinstance(c, Store2D) and c.param == output:
             chain, where, store = AluProgram(cfg, []), c.sram, _store(c, blocks)
@@ -233,25 +253,34 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple) -> Compiled
                 where = (step.emit(chain, where, scratch, step_consts, here, runtime[k]) if k in runtime else
                          step.emit(chain, where, scratch, step_consts, here))
             new_calls += chain.calls
+            if transposer is not None:
+                if store.cols != 1 or store.rows != transposer.rows:
+                    raise CompileError(f"a transposed store takes tiles of all {transposer.rows} rows and one column "
+                                       f"block, not {store.rows} rows of {store.cols}")
+                new_calls += transposer.store(where, store.first_block)
+                continue
             c = dataclasses.replace(c, sram=where)
         new_calls.append(c)
     recording = Recording(program.config_text, kinds, tuple(new_calls))
     built = KernelProgram.build(recording, params, list(kernel.outputs))
-    return CompiledKernel(None, params, list(kernel.outputs), kernel.compile_s + time.perf_counter() - start,
-                          built), constants
+    return (CompiledKernel(None, params, list(kernel.outputs), kernel.compile_s + time.perf_counter() - start, built),
+            constants, transposer)
 
 
 def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant, gelu: bool,
-                 all_rows: bool = False) -> vd.DenseTiles:
+                 all_rows: bool = False, transpose: bool = False) -> vd.DenseTiles:
     """The dense's tiling with the epilogue's scratch (a GELU's three tiles' entries, shared) and
     constants reserved in ACC, ranked by the dense's cycle model plus the GELU's per-tile
-    pipelines, one or two threads; `all_rows`: tiles of every row (a softmax over the rows)."""
+    pipelines, one or two threads; `all_rows`: tiles of every row (a softmax over the rows);
+    `transpose`: of one column block too, with the transposition's entries reserved."""
     depth = cfg.buffers["acc"].depth
     row_blocks = -(-s.m // cfg.BATCH)
 
     def why_not(t: vd.DenseTiles) -> str | None:
         if all_rows and (t.rows < row_blocks or t.threads_on("m") > 1):
             return "a softmax over the rows takes tiles of every row"
+        if transpose and t.cols != 1:
+            return "a transposed store takes tiles of one column block"
         why = vd.usable(cfg, s, t, requant)
         if why:
             return why
@@ -259,6 +288,12 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
         reserved = (3 * t.rows * t.cols + vta_gelu.CONSTANTS if gelu else 0) + -(-s.n // cfg.BLOCK_OUT) + 1
         if all_rows:          # the softmax's buffers and vectors, a mask's vector (one entry a row)
             reserved += 2 * t.rows * t.cols + vta_softmax.GROUP_VECTORS * t.cols + s.m
+        if transpose:
+            reserved += acc_entries(s.m, cfg)
+            room = vd.footprint(cfg, s, t, requant)
+            for sram, extra in (("inp", cfg.BLOCK_OUT), ("wgt", -(-s.m // cfg.BLOCK_OUT))):
+                if room[sram] * t.vthreads + extra > cfg.buffers[sram].depth:
+                    return f"{sram.upper()}: the dense's entries and the transposition's {extra} exceed it"
         if need + reserved > depth:
             return f"ACC: the dense's {need} entries and the epilogue's {reserved} exceed its {depth}"
         return None
@@ -274,25 +309,30 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
 
 
 def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant, steps: tuple, vthreads: int = 2,
-                          row_term: bool = False) -> OpKernel:
+                          row_term: bool = False, transpose: bool = False) -> OpKernel:
     """The dense of `vta_ops.dense_kernel` (same inputs, then a vector per RowAddStep) with
     `steps` (ConstantAddStep, RowAddStep, GeluStep, SoftmaxStep) run on its output in the same
-    program: (M, N) int8 out, bit for bit the steps applied to the dense's output in order."""
+    program: (M, N) int8 out, bit for bit the steps applied to the dense's output in order;
+    `transpose`: (N, M) out, the result transposed by the program (schedules.block_transpose)."""
     s = vd.DenseShape(m, k, n, row_term)
     kernel_requant = vta_ops.chosen_requant(cfg, vd.DENSE, s, vthreads, None, requant)
     gelu = any(isinstance(step, GeluStep) for step in steps)
     softmax = [step for step in steps if isinstance(step, SoftmaxStep)]
-    tiles = _dense_tiles(cfg, s, vthreads, kernel_requant, gelu, all_rows=bool(softmax))
+    tiles = _dense_tiles(cfg, s, vthreads, kernel_requant, gelu, all_rows=bool(softmax), transpose=transpose)
     steps = tuple(SoftmaxStep(cfg, step.p, tiles.cols) if isinstance(step, SoftmaxStep) else step
                   for step in steps)      # its vectors: one per column block of a tile
     dense = vta_ops.dense_kernel(cfg, m, k, n, requant, vthreads, tiles=tiles, row_term=row_term)
-    fused, constants = with_epilogue(cfg, dense.kernel, steps)
+    fused, constants, transposer = with_epilogue(cfg, dense.kernel, steps, transpose)
     pack = dense.pack                  # not `dense`: its TVM module does not pickle (graph.cache)
     rows = [step for step in steps if getattr(step, "runtime", None) is not None]
+    units = () if transposer is None else (transposer.constants(),)
 
     def pack_all(*inputs):
         """The dense's inputs, then each runtime step's vector (RowAddStep: one value per row)."""
         cut = len(inputs) - len(rows)
-        return (*pack(*inputs[:cut]), constants, *(step.pack(v) for step, v in zip(rows, inputs[cut:])))
-    return OpKernel("dense", fused, pack=pack_all,
-                    unpack=dense.unpack, macs=dense.macs, tiles=tiles, tile_source=TileSource("cycle model"))
+        return (*pack(*inputs[:cut]), constants, *(step.pack(v) for step, v in zip(rows, inputs[cut:])), *units)
+
+    def unpack_transposed(out):
+        return np.ascontiguousarray(pk.unpack_rows(out)[:n, :m])
+    return OpKernel("dense", fused, pack=pack_all, unpack=dense.unpack if transposer is None else unpack_transposed,
+                    macs=dense.macs, tiles=tiles, tile_source=TileSource("cycle model"))

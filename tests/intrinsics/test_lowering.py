@@ -150,6 +150,27 @@ def test_tracker_pairs_each_consumer_with_its_own_producer():
                            ("compute", 1): [("compute", "load")]}
 
 
+def test_a_store_loaded_back_is_ordered_through_the_compute_op_between():
+    """Load and store share no token queue: a load of DRAM the program stored waits for the
+    first compute op that waits for the store (here the ACC load of the same range), and a
+    store over DRAM that a load read waits for a compute op that waited for that load."""
+    deps = DependencyTracker()
+    deps.add("compute", writes=[("acc", 0, 8)])                          # 1: the tile
+    deps.add("store", reads=[("acc", 0, 8)], writes=[("dram", 0, 64)])  # 1: to the scratch
+    deps.add("compute", reads=[("dram", 0, 8)], writes=[("acc", 9, 10)])  # 2: waits for the store
+    deps.add("load", reads=[("dram", 0, 64)], writes=[("wgt", 0, 1)])   # 1: relayed through compute 2
+    deps.add("compute", reads=[("wgt", 0, 1)], writes=[("acc", 10, 18)])  # 3: waits for the load
+    deps.add("store", reads=[("acc", 20, 28)], writes=[("dram", 0, 64)])  # 2: relayed through compute 3
+    assert deps.pops == [[], [("compute", "store")], [("store", "compute")], [("compute", "load")],
+                         [("load", "compute")], [("compute", "store")]]
+    assert deps.pushes[("compute", 2)] == [("compute", "load")]
+    assert deps.pushes[("compute", 3)] == [("compute", "store")]
+    bare = DependencyTracker()
+    bare.add("store", writes=[("dram", 0, 64)])
+    with pytest.raises(CompileError, match="no compute op between them"):
+        bare.add("load", reads=[("dram", 0, 64)], writes=[("wgt", 0, 1)])
+
+
 def test_a_program_that_overflows_the_sram_is_refused_before_running():
     big = vc.ConvShape(1, 56, 56, 64, 64, 3, 1, 1)
     with pytest.raises(CompileError, match="INP"):

@@ -13,6 +13,7 @@ from requantisation.rule import PowerOfTwo
 from schedules import vta_ops
 from schedules.fused_epilogue import ConstantAddStep, GeluStep, dense_epilogue_kernel, with_epilogue
 from vta_sim.config import Config
+from vta_sim.simulator import Simulator
 from vta_sim.errors import CompileError
 
 CFG = Config.load("1x8x8")
@@ -102,6 +103,36 @@ def test_the_softmax_runs_on_the_scores_the_transposed_matmul_wrote(keys, d, que
     got, result = kernel(k_rows, q_rows, bias, mult)
     assert np.array_equal(got.T, want) and kernel.tiles.rows == keys
     assert result.cycles > 0
+
+
+@pytest.mark.parametrize("keys, d, queries, vthreads, backend", [(16, 16, 16, 2, "sim"), (65, 64, 21, 2, "sim"),
+                                                                 (40, 24, 130, 1, "sim"), (13, 8, 9, 2, "reference")])
+def test_the_probabilities_are_stored_transposed_by_the_gemm(keys, d, queries, vthreads, backend):
+    """With `transpose` the program stores P (a query a row, 8 keys an entry: the data layout
+    of the attn.V matmul) instead of P^T: the tile goes to a scratch tensor of the program,
+    comes back as WGT blocks and the GEMM writes it transposed against the unit vectors. Bit
+    for bit the untransposed program's result transposed; key counts not a multiple of 8 read
+    zeros in the last block's missing rows, so the stored padding lanes are 0."""
+    from requantisation import softmax as rs
+    from schedules.fused_epilogue import SoftmaxStep
+    rng = np.random.default_rng(keys + queries)
+    p = rs.choose(0.05, 1 / 256, -128, keys)
+    k_rows = rng.integers(-128, 128, (keys, d), dtype=np.int8)
+    q_rows = rng.integers(-128, 128, (queries, d), dtype=np.int8)
+    requant, mult = multiply_shift.choose(np.full(queries, 0.003), 0, -128, 127)
+    bias = rng.integers(-50, 50, queries).astype(np.int32)
+    st = rule.reference(k_rows.astype(np.int64) @ q_rows.T.astype(np.int64) + bias, requant, (mult,), axis=-1)
+    want = rs.reference(np.ascontiguousarray(st.T), p)
+    kernel = dense_epilogue_kernel(CFG, keys, d, queries, requant, (SoftmaxStep(CFG, p),), vthreads, transpose=True)
+    inputs = kernel.pack(k_rows, q_rows, bias, mult)
+    engine = Simulator(CFG, engine="reference") if backend == "reference" else backend   # the C engine's twin
+    (packed,), result = kernel.kernel(*inputs, backend=engine)
+    got = kernel.unpack(packed)
+    assert np.array_equal(got, want) and kernel.tiles.cols == 1
+    flat = packed.reshape(packed.shape[0], -1)
+    assert not flat[:, keys:].any(), "the padding lanes past the last key are not zero"
+    stores = [c for c in kernel.kernel.program.calls if isinstance(c, Store2D)]
+    assert len(stores) == 2 * -(-queries // 8)          # a tile to the scratch, then transposed
 
 
 def test_a_mask_per_key_is_added_to_the_scores_before_their_softmax():
