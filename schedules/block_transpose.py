@@ -10,10 +10,11 @@ GEMM over 8 x blocks iterations, exact (int8 values in int32, narrowed to OUT as
 The store and the load back are ordered by the dependency tracker through a compute op
 between them (intrinsics.deps: a one-entry load of the scratch into ACC).
 
-`TransposedStores` rewrites the STOREs of a tile of R rows x 1 column block (the softmax's
-tile of S^T = K.Q^T: a key an entry, 8 queries in the lanes) into a STORE of 8 rows x R/8
-column blocks of the transposed matrix (a query a row, 8 keys an entry): the layout in which
-the next matmul loads the probabilities as its data. BATCH 1 and square blocks only.
+`TransposedStores` rewrites the STOREs of a tile of R rows x c column blocks, each column
+block's rows on consecutive entries (the softmax's tile of S^T = K.Q^T: a key an entry, 8
+queries in the lanes, `vta_softmax.emit(compact=True)`), into a STORE of 8c rows x R/8 column
+blocks of the transposed matrix (a query a row, 8 keys an entry): the layout in which the next
+matmul loads the probabilities as its data. BATCH 1 and square blocks only.
 """
 from __future__ import annotations
 
@@ -36,10 +37,12 @@ def misfit(cfg: Config) -> str | None:
     return None
 
 
-def acc_entries(rows: int, cfg: Config) -> int:
-    """ACC entries the transposition takes beside the kernel: the transposed tile and one entry
-    the ordering load writes."""
-    return _padded(rows, cfg) + 1
+def acc_entries(rows: int, cols: int, cfg: Config, free: int = 0) -> int:
+    """ACC entries the transposition takes beside the kernel: the transposed tile of `cols`
+    column blocks (none where `free` entries the last step no longer needs hold it) and one
+    entry the ordering load writes."""
+    tile = cols * _padded(rows, cfg)
+    return (0 if tile <= free else tile) + 1
 
 
 def _padded(rows: int, cfg: Config) -> int:
@@ -47,33 +50,41 @@ def _padded(rows: int, cfg: Config) -> int:
 
 
 class TransposedStores:
-    """The calls that store tiles of `rows` rows x 1 column block transposed into an output of
-    (blocks x BLOCK_OUT rows, R/BLOCK_OUT column blocks), R = rows rounded up to a block (the
-    missing rows of the last block read as zeros: they are never written in the scratch)."""
+    """The calls that store tiles of `rows` rows x up to `cols` column blocks transposed into an
+    output of (blocks x BLOCK_OUT rows, R/BLOCK_OUT column blocks), R = rows rounded up to a
+    block (the missing rows of each last block read as zeros: the scratch never holds them)."""
 
-    def __init__(self, cfg: Config, rows: int, blocks: int, params: list, kinds: tuple, output: int,
-                 tops: dict):
+    def __init__(self, cfg: Config, rows: int, blocks: int, cols: int, params: list, kinds: tuple, output: int,
+                 tops: dict, free: tuple = (0, 0)):
+        """`tops`: the first free entry of INP, WGT and ACC above the program; `free`: (first,
+        count) of ACC entries the last step leaves free after it, where the transposed tile
+        goes if it fits."""
         why = misfit(cfg)
         if why:
             raise CompileError(why)
         self.cfg, self.rows, self.blocks, self.output = cfg, rows, blocks, output
         BO = cfg.BLOCK_OUT
-        self.padded = _padded(rows, cfg)
+        self.padded, self.cols = _padded(rows, cfg), cols
         self.key_blocks = self.padded // BO
-        need = {"inp": tops["inp"] + BO, "wgt": tops["wgt"] + self.key_blocks, "acc": tops["acc"] + acc_entries(rows, cfg)}
+        need = {"inp": tops["inp"] + BO, "wgt": tops["wgt"] + cols * self.key_blocks,
+                "acc": tops["acc"] + acc_entries(rows, cols, cfg, free[1])}
         for sram, top in need.items():
             depth = cfg.buffers[sram].depth
             if top > depth:
                 raise CompileError(f"the transposed store needs {sram.upper()} entries up to {top}; it holds {depth}")
-        self.units, self.wgt, self.acc, self.sync = tops["inp"], tops["wgt"], tops["acc"], tops["acc"] + self.padded
+        self.units, self.wgt = tops["inp"], tops["wgt"]
+        reuse = cols * self.padded <= free[1]
+        self.acc = free[0] if reuse else tops["acc"]
+        self.sync = tops["acc"] if reuse else tops["acc"] + cols * self.padded
+        slot = cols * self.padded
         entry = (1, BO)
         first = len(params)
         self.params = [
             *params[:output], (params[output][0], (blocks * BO, self.key_blocks, *entry), "int8"), *params[output + 1:],
             ("units", (BO, *entry), "int8"),
-            ("scratch", (SLOTS * self.padded, *entry), "int8"),
-            ("scratch_wgt", (SLOTS * self.key_blocks, BO, BO), "int8"),
-            ("scratch_acc8", (SLOTS * self.padded, *entry), "int8")]
+            ("scratch", (SLOTS * slot, *entry), "int8"),
+            ("scratch_wgt", (SLOTS * slot // BO, BO, BO), "int8"),
+            ("scratch_acc8", (SLOTS * slot, *entry), "int8")]
         self.kinds = (*kinds, "inp", SCRATCH, f"wgt@{first + 1}", f"acc8@{first + 1}")
         self.units_param, self.scratch, self.scratch_wgt, self.scratch_acc8 = range(first, first + 4)
         self.stored = 0
@@ -87,17 +98,21 @@ class TransposedStores:
         BO = self.cfg.BLOCK_OUT
         return [Load2D(self.units_param, 0, BO, 1, BO, self.units, 0, 0, 0, 0)]
 
-    def store(self, sram: int, block: int) -> list:
-        """The calls for one tile at ACC `sram` (rows entries, the output's column block `block`
-        of the untransposed matrix), in place of its STORE."""
+    def store(self, sram: int, block: int, cols: int) -> list:
+        """The calls for one tile at ACC `sram` (column block g's row t at g rows + t; the first
+        of the untransposed output's column blocks `block`), in place of its STORE. (Moving the
+        part after the store to the scratch behind the next tile's GEMM gained nothing at BERT's
+        128 tokens: the next softmax then waits for the transposed tile's store instead.)"""
         BO, R, kb = self.cfg.BLOCK_OUT, self.padded, self.key_blocks
-        slot = self.stored % SLOTS
+        base = (self.stored % SLOTS) * self.cols * R
         self.stored += 1
         return [
-            Store2D(self.scratch, slot * R, self.rows, 1, self.rows, sram),
-            Load2D(self.scratch_acc8, slot * R, 1, 1, 1, self.sync, 0, 0, 0, 0),      # waits for the store
-            Load2D(self.scratch_wgt, slot * kb, kb, 1, kb, self.wgt, 0, 0, 0, 0),    # waits for that load
-            Gemm(self.acc, 0, 0, BO, kb, kb, 0, 0, 1, 0, 0, ((0, 0, 0),), 1),
-            # ACC[acc + i kb + b][o] = sum_k e_i[k] W_b[o][k] = W_b[o][i]: query i's keys 8b .. 8b+7
-            Gemm(self.acc, self.units, self.wgt, BO, kb, kb, 1, 0, 1, 0, 1, ((0, 0, 0),), 0),
-            Store2D(self.output, block * BO * kb, BO * kb, 1, BO * kb, self.acc)]
+            Store2D(self.scratch, base, self.rows, cols, R, sram),
+            Load2D(self.scratch_acc8, base, 1, 1, 1, self.sync, 0, 0, 0, 0),             # waits for the store
+            Load2D(self.scratch_wgt, base // BO, cols * kb, 1, cols * kb, self.wgt, 0, 0, 0, 0),  # waits for that
+            Gemm(self.acc, 0, 0, cols * R, 1, 1, 0, 0, 0, 0, 0, ((0, 0, 0),), 1),
+            # ACC[acc + g R + i kb + b][o] = sum_k e_i[k] W_(g kb + b)[o][k] = W_(g kb + b)[o][i]: in
+            # column block g, the row 8g + i's columns 8b .. 8b + 7
+            Gemm(self.acc, self.units, self.wgt, BO, kb, kb, 1, 0, 1, 0, 1,
+                 tuple((g * R, 0, g * kb) for g in range(cols)), 0),
+            Store2D(self.output, block * BO * kb, cols * R, 1, cols * R, self.acc)]

@@ -134,11 +134,12 @@ class SoftmaxStep:
     transposed: a store of every row (`p.length` of them, one a key) and c column blocks holds,
     in each column block, the scores of 8 queries (one a lane) for every key: c row groups of
     the softmax, interleaved (group g's key t at entry t c + g). Two scratch buffers (Y, W) and
-    five vectors of c entries, at most `groups` of them; no constants."""
+    five vectors of c entries, at most `groups` of them; no constants. `compact`: the result
+    group by group (group g's key t at entry g length + t), in the tile's own entries."""
     buffers = 2
 
-    def __init__(self, cfg: Config, p: SoftmaxParams, groups: int = 1):
-        self.p, self.groups = p, groups
+    def __init__(self, cfg: Config, p: SoftmaxParams, groups: int = 1, compact: bool = False):
+        self.p, self.groups, self.compact = p, groups, compact
         self.vectors = vta_softmax.GROUP_VECTORS * groups
         self.constants = np.zeros((0, cfg.BATCH, cfg.BLOCK_OUT), np.int32)
 
@@ -150,7 +151,7 @@ class SoftmaxStep:
         c = store.cols
         return vta_softmax.emit(prog, self.p, x, tuple(buffers),
                                 tuple(vectors + k * c for k in range(vta_softmax.GROUP_VECTORS)), c,
-                                strides=(1, c))
+                                strides=(1, c), compact=self.compact)
 
 
 def extent(calls, kinds: tuple, sram: str = "acc") -> int:
@@ -242,7 +243,9 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: 
     if transpose:
         rows = int(np.prod(kernel.params[output][1])) // (blocks * cfg.BLOCK_OUT * cfg.BATCH)
         tops = {"inp": extent(calls, kinds, "inp"), "wgt": extent(calls, kinds, "wgt"), "acc": at}
-        transposer = TransposedStores(cfg, rows, blocks, params, kinds, output, tops)
+        last, (scratch, _) = (steps[-1], places[-1]) if steps else (None, ((), 0))
+        free = (scratch[0], 2 * tile) if getattr(last, "compact", False) else (0, 0)   # Y and W after it
+        transposer = TransposedStores(cfg, rows, blocks, tile // rows, params, kinds, output, tops, free)
         params, kinds = transposer.params, transposer.kinds
         new_calls += transposer.start()
     for c in calls:
@@ -254,10 +257,11 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: 
                          step.emit(chain, where, scratch, step_consts, here))
             new_calls += chain.calls
             if transposer is not None:
-                if store.cols != 1 or store.rows != transposer.rows:
-                    raise CompileError(f"a transposed store takes tiles of all {transposer.rows} rows and one column "
-                                       f"block, not {store.rows} rows of {store.cols}")
-                new_calls += transposer.store(where, store.first_block)
+                compact = store.cols == 1 or getattr(steps[-1], "compact", False)
+                if not compact or store.rows != transposer.rows:
+                    raise CompileError(f"a transposed store takes tiles of all {transposer.rows} rows, one column "
+                                       f"block or a softmax's groups compact, not {store.rows} rows of {store.cols}")
+                new_calls += transposer.store(where, store.first_block, store.cols)
                 continue
             c = dataclasses.replace(c, sram=where)
         new_calls.append(c)
@@ -279,8 +283,8 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
     def why_not(t: vd.DenseTiles) -> str | None:
         if all_rows and (t.rows < row_blocks or t.threads_on("m") > 1):
             return "a softmax over the rows takes tiles of every row"
-        if transpose and t.cols != 1:
-            return "a transposed store takes tiles of one column block"
+        if transpose and t.cols > 1 and not all_rows:
+            return "a transposed store takes tiles of one column block, or a softmax's rows group by group"
         why = vd.usable(cfg, s, t, requant)
         if why:
             return why
@@ -289,9 +293,9 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
         if all_rows:          # the softmax's buffers and vectors, a mask's vector (one entry a row)
             reserved += 2 * t.rows * t.cols + vta_softmax.GROUP_VECTORS * t.cols + s.m
         if transpose:
-            reserved += acc_entries(s.m, cfg)
+            reserved += acc_entries(s.m, t.cols, cfg, 2 * t.rows * t.cols if all_rows else 0)
             room = vd.footprint(cfg, s, t, requant)
-            for sram, extra in (("inp", cfg.BLOCK_OUT), ("wgt", -(-s.m // cfg.BLOCK_OUT))):
+            for sram, extra in (("inp", cfg.BLOCK_OUT), ("wgt", t.cols * -(-s.m // cfg.BLOCK_OUT))):
                 if room[sram] * t.vthreads + extra > cfg.buffers[sram].depth:
                     return f"{sram.upper()}: the dense's entries and the transposition's {extra} exceed it"
         if need + reserved > depth:
@@ -319,7 +323,7 @@ def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant,
     gelu = any(isinstance(step, GeluStep) for step in steps)
     softmax = [step for step in steps if isinstance(step, SoftmaxStep)]
     tiles = _dense_tiles(cfg, s, vthreads, kernel_requant, gelu, all_rows=bool(softmax), transpose=transpose)
-    steps = tuple(SoftmaxStep(cfg, step.p, tiles.cols) if isinstance(step, SoftmaxStep) else step
+    steps = tuple(SoftmaxStep(cfg, step.p, tiles.cols, compact=transpose) if isinstance(step, SoftmaxStep) else step
                   for step in steps)      # its vectors: one per column block of a tile
     dense = vta_ops.dense_kernel(cfg, m, k, n, requant, vthreads, tiles=tiles, row_term=row_term)
     fused, constants, transposer = with_epilogue(cfg, dense.kernel, steps, transpose)

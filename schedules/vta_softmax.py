@@ -70,12 +70,15 @@ def program(cfg: Config, p: SoftmaxParams, tiles: int, groups: int) -> AluProgra
 
 
 def emit(prog: AluProgram, p: SoftmaxParams, x: int, scratch: tuple, vectors: tuple, groups: int,
-         copied: bool = False, strides: tuple | None = None) -> int:
+         copied: bool = False, strides: tuple | None = None, compact: bool = False) -> int:
     """The softmax of `groups` row groups of p.length entries from `x` (int8 scores,
     sign-extended; overwritten), its result in the last of `scratch` = (Y, W), two buffers of
     as many entries, Y a copy of the scores where `copied`; `vectors` the five per-group
     vectors (M, N, A, Q, S) of `groups` entries each. Also the epilogue of the matmul that
-    wrote the scores (schedules.fused_epilogue.SoftmaxStep)."""
+    wrote the scores (schedules.fused_epilogue.SoftmaxStep). `compact`: the result in `x`
+    instead, each group's row on consecutive entries (group g's entry t at g length + t)
+    whatever `strides` the scores came in: the copy of the exponentials the sum reads anyway
+    is made in that order and requantised, the sum taken on the original (no cycle more)."""
     length = p.length
     span = groups * length
     y, w = scratch
@@ -105,12 +108,17 @@ def emit(prog: AluProgram, p: SoftmaxParams, x: int, scratch: tuple, vectors: tu
         prog.alu("shr", w, imm=POLY_FRAC, outer=every)
         prog.alu("add", w, imm=coef, outer=every)
     prog.alu("shr", w, y, outer=pairs)                          # e = P(f) >> z
-    prog.copy(x, w, span)
-    alu_rows.tree(prog, "add", x, groups, length, strides)
-    alu_rows.gather(prog, neg, x, groups, length, negate=True, strides=strides)
+    if compact:
+        prog.copy(x, w, span, outer=Level(groups, length, group), inner=Level(length, 1, entry))
+        total, out, out_rows = w, x, (Level(groups, length, 1), Level(length, 1, 0))
+    else:
+        prog.copy(x, w, span)
+        total, out, out_rows = x, w, rows
+    alu_rows.tree(prog, "add", total, groups, length, strides)
+    alu_rows.gather(prog, neg, total, groups, length, negate=True, strides=strides)
     alu_rows.division(prog, p.dividend, p.steps, quo, neg, rem, scratch_vec, groups)
-    prog.req(w, quo, p.shift, p.zero_point, outer=rows[0], inner=rows[1])
-    return w
+    prog.req(out, quo, p.shift, p.zero_point, outer=out_rows[0], inner=out_rows[1])
+    return out
 
 
 def softmax_kernel(cfg: Config, rows: int, p: SoftmaxParams) -> OpKernel:
