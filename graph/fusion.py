@@ -33,8 +33,7 @@ from tvm import relax
 from requantisation import multiply_shift
 from requantisation.add import ReqSumParams
 from requantisation.relax import read_add, read_rescale
-from schedules.fused_epilogue import ConstantAddStep, GeluStep, RowAddStep, SoftmaxStep, dense_epilogue_kernel
-from schedules.vta_dense import DenseShape
+from schedules.fused_epilogue import ConstantAddStep, GeluStep, dense_epilogue_kernel
 from schedules.vta_layer_norm import add_layer_norm_kernel
 from vta_sim.config import Config
 from vta_sim.errors import CompileError
@@ -44,14 +43,12 @@ from .ops.add import AddSpec
 from .ops.dense import DenseSpec
 from .ops.gelu import GeluSpec
 from .ops.layer_norm import LayerNormSpec
-from .ops.matmul import MatmulKernel, MatmulSpec, int32_vector
+from .ops.matmul import MatmulSpec
 from .ops.softmax import SoftmaxSpec
-from .report import back_to_back
+from .attention import JOIN, AttentionSpec, MatmulSoftmaxSpec
 from .ops.host_padding import viewed
 from .ops.relax_read import Constant, extern_symbol, value_lookup
 
-#: The op of a fused layer joins its parts' ops with this; its name joins their names.
-JOIN = "+"
 #: What the report's `epilogue` calls a fused bias add, and a fused scale (graph.ops.scale).
 BIAS, SCALE = "bias add", "scale"
 
@@ -117,107 +114,6 @@ class FusedDenseSpec:
         for step in self.steps:
             y = step.reference(y)
         return y
-
-
-@dataclass(frozen=True)
-class MatmulSoftmaxSpec:
-    """Attention's scores Q.K^T and their softmax, one kernel per batch: the matmul computed
-    transposed, S^T = K.Q^T (K the data, Q's rows the weight), so that the accumulator holds the
-    softmax's row groups as the GEMM writes them (a query a lane, a key an entry) and the softmax
-    runs on it (schedules.fused_epilogue.SoftmaxStep)."""
-    matmul: MatmulSpec
-    softmax: SoftmaxSpec
-    mask: AddSpec | None = None        # an add of a mask (one value per key) between them (BERT's)
-    op: str = field(init=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "op", JOIN.join(["matmul", *(["add"] if self.mask else []), "softmax"]))
-
-    @property
-    def macs(self) -> int:
-        return self.matmul.macs
-
-    def describe(self) -> str:
-        return f"{self.matmul.describe()}, {'mask add, ' if self.mask else ''}softmax"
-
-    def input_shapes(self) -> list[Any]:
-        return self.matmul.input_shapes() + ([self.mask.input_shapes()[1]] if self.mask else [])
-
-    def misfit(self, cfg: Config, vthreads: int) -> str | None:
-        return None
-
-    @property
-    def part(self) -> "ScoresSoftmax":
-        """The kernel of one batch, compiled and cached as a kernel of its own."""
-        s = self.matmul.shape
-        return ScoresSoftmax(DenseShape(s.n, s.k, s.m, self.matmul.zero_points), self.matmul.requant,
-                             self.softmax.params, self.mask.params if self.mask else None)
-
-    @property
-    def parts(self) -> tuple:
-        return (self.part,)
-
-    def assemble(self, cfg: Config, kernels: dict) -> "MatmulSoftmaxKernel":
-        return MatmulSoftmaxKernel(self, kernels[self.part], cfg)
-
-    def kernel(self, cfg: Config, vthreads: int) -> "MatmulSoftmaxKernel":
-        return self.assemble(cfg, {self.part: self.part.kernel(cfg, vthreads)})
-
-    def reference(self, a: np.ndarray, b: np.ndarray, *rest: np.ndarray) -> np.ndarray:
-        mask, (bias, *channel) = (rest[0], rest[1:]) if self.mask else (None, rest)
-        scores = self.matmul.reference(a, b, bias, *channel)
-        if self.mask is not None:
-            scores = self.mask.reference(scores, mask.reshape(self.mask.input_shapes()[1]))
-        return self.softmax.reference(scores)
-
-
-@dataclass(frozen=True)
-class ScoresSoftmax:
-    """S^T = K.Q^T of one batch (DenseShape: keys x d . d x queries) with the softmax over each
-    query's keys in its program."""
-    shape: DenseShape
-    requant: Any
-    params: Any
-    mask: Any = None              # the mask add's ReqSumParams, or None
-
-    def kernel(self, cfg: Config, vthreads: int):
-        s = self.shape
-        steps = ((RowAddStep(cfg, self.mask, s.m),) if self.mask is not None else ()) + (SoftmaxStep(cfg, self.params),)
-        return dense_epilogue_kernel(cfg, s.m, s.k, s.n, self.requant, steps, vthreads, s.row_term)
-
-
-@dataclass
-class MatmulSoftmaxKernel(MatmulKernel):
-    """A MatmulSoftmaxSpec's run: per batch, the transposed dense with the softmax, on K (b's
-    batch transposed) as the data and Q (a's) as the weight; the zero points' terms swap places
-    (Q's row sums become the bias of each output channel, K's column sums the row term). The
-    bias and multipliers of the matmul are one value for every channel (graph.ops.matmul.plan)."""
-    spec: Any
-
-    def __call__(self, a: np.ndarray, b: np.ndarray, *rest: np.ndarray,
-                 backend: str = "sim", trace: bool = False) -> tuple[Any, ...]:
-        mm, add = self.spec.matmul, self.spec.mask
-        mask, (bias, *channel) = (rest[0], rest[1:]) if add else (None, rest)
-        s = mm.shape
-        a3, b3 = a.reshape(-1, s.m, s.k), b.reshape(-1, s.k, s.n)
-        rows, cols = mm.terms(a3, b3) if mm.zero_points else (None, None)
-        per_key = None
-        if add is not None:        # the mask broadcast to the scores, one row of keys per batch
-            full = np.broadcast_to(mask.reshape(add.input_shapes()[1]), (*mm.batch, s.m, s.n))
-            z, f = add.params.zeros[1], add.params.factors[1]
-            per_key = (full.reshape(-1, s.m, s.n)[:, 0, :].astype(np.int64) - z) * f
-        outs, results = [], []
-        for i in range(len(a3)):
-            vectors = (np.full(s.m, bias[0], np.int64), *(np.full(s.m, c[0], c.dtype) for c in channel))
-            if rows is not None and cols is not None:
-                vectors = (vectors[0] + rows[i, :, 0], *vectors[1:], cols[i, 0])
-            vectors = (*(int32_vector(v, "bias") for v in vectors),
-                       *((int32_vector(per_key[i], "mask"),) if per_key is not None else ()))
-            y, result = self.dense(np.ascontiguousarray(b3[i].T), a3[i], *vectors, backend=backend, trace=trace)
-            outs.append(y.T)
-            results.append(result)
-        out = np.stack(outs).reshape(*mm.batch, s.m, s.n)
-        return out, back_to_back(results, self.cfg.name, backend, trace)
 
 
 @dataclass(frozen=True)
@@ -310,7 +206,7 @@ def fuse_epilogues(mod, regions: dict, make_region, declined: list | None = None
     unused and removed. `declined` gains (the layers' stamps, why) of each pair of layers
     not fused."""
     changed, declined = False, declined if declined is not None else []
-    for step in (_fuse_bias_adds, _fuse_scales, _fuse_gelus, _fuse_softmaxes, _fuse_layer_norms):
+    for step in (_fuse_bias_adds, _fuse_scales, _fuse_gelus, _fuse_softmaxes, _fuse_attention, _fuse_layer_norms):
         mod, did = step(mod, regions, make_region, declined)
         changed |= did
     return relax.transform.DeadCodeElimination(["main"])(mod) if changed else mod
@@ -485,6 +381,39 @@ def _fuse_softmaxes(mod, regions: dict, make_region, declined: list) -> tuple:
         if mask_var is not None:      # the mask: the kernel's input after the matmul's
             fused.order = (*first.order, len(call.args[1].fields))
         replace[binding.var] = relax.call_dps_packed(relax.ExternFunc(fused.symbol), args, binding.value.ty)
+    return (_replaced(mod, replace), True) if replace else (mod, False)
+
+
+def _fuse_attention(mod, regions: dict, make_region, declined: list) -> tuple:
+    """A matmul whose first operand is the probabilities of a fused scores+softmax region (and
+    nothing else reads them), run after it on the tensor it stored (AttentionSpec): always,
+    as the bias adds are, for it takes a host copy out and no cycle more."""
+    main = mod["main"]
+    value_of, uses, replace = value_lookup(main), _uses(main), {}
+    for block in main.body.blocks:
+        for binding in block.bindings:
+            second = regions.get(extern_symbol(binding.value))
+            if second is None or type(second.spec) is not MatmulSpec or second.store_to is not None:
+                continue
+            fields = binding.value.args[1].fields
+            p, v = fields[second.order[0]], fields[second.order[1]]
+            first = regions.get(extern_symbol(value_of(p))) if isinstance(p, relax.Var) else None
+            if first is None or not isinstance(first.spec, MatmulSoftmaxSpec) or uses.get(p) != 1:
+                continue
+            spec = AttentionSpec(first.spec, second.spec, len(first.constants))
+            stamps = tuple(first.parts or (first.layer,)) + (second.layer,)
+            try:
+                fused = make_region(first, second, spec)
+            except CompileError as exc:
+                declined.append((stamps, f"its kernel cannot be built: {exc}"))
+                continue
+            call = value_of(p)
+            fused.constants = (*first.constants, *second.constants)
+            fused.order = (*first.order, len(call.args[1].fields))
+            tvm.register_global_func(fused.symbol, fused, override=True)
+            regions[fused.symbol] = fused
+            replace[binding.var] = relax.call_dps_packed(relax.ExternFunc(fused.symbol),
+                                                         relax.Tuple([*call.args[1].fields, v]), binding.value.ty)
     return (_replaced(mod, replace), True) if replace else (mod, False)
 
 

@@ -145,6 +145,29 @@ def test_scores_with_their_mask_and_softmax_in_one_program_on_rtl_equal_the_simu
     assert res.backend == "rtl" and res.cycles == ref.cycles
 
 
+def test_probabilities_stored_transposed_through_dram_on_rtl_equal_the_simulator():
+    """The scores' program with the transposed store (schedules.block_transpose): the softmax's
+    tile goes to a scratch tensor of the program, comes back as WGT blocks (the load waits for
+    the store through a compute op) and the GEMM writes it transposed. On the Verilated RTL with
+    its AXI memory: the simulator's bits and cycles; 21 keys (the last block's missing rows read
+    as zeros) and 3 query groups in one tile."""
+    from requantisation import multiply_shift, rule, softmax as sm
+    from schedules.fused_epilogue import SoftmaxStep, dense_epilogue_kernel
+    cfg = Config.load("1x8x8")
+    keys, d, queries = 21, 16, 24
+    rng = np.random.default_rng(5)
+    p = sm.choose(0.05, 1 / 256, -128, keys)
+    requant, mult = multiply_shift.choose(np.full(queries, 0.003), 0, -128, 127)
+    k_rows, q_rows = (rng.integers(-128, 128, (n, d)).astype(np.int8) for n in (keys, queries))
+    kernel = dense_epilogue_kernel(cfg, keys, d, queries, requant, (SoftmaxStep(cfg, p),), transpose=True)
+    args = (k_rows, q_rows, np.zeros(queries, np.int32), mult)
+    got, res = kernel(*args, backend="rtl")
+    want, ref = kernel(*args)
+    scores = rule.reference(q_rows.astype(np.int64) @ k_rows.T.astype(np.int64), requant, (mult[:1],), axis=-1)
+    assert np.array_equal(got, want) and np.array_equal(got, sm.reference(scores, p))
+    assert res.backend == "rtl" and res.cycles == ref.cycles and kernel.tiles.cols > 1
+
+
 def test_the_alu_gelu_on_rtl_equals_the_simulator():
     """The GELU chain's ALU program (the erf polynomial, three REQs from constant entries) on the
     Verilated RTL, over all 256 int8 inputs: the simulator's bits and cycles."""
