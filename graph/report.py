@@ -50,16 +50,21 @@ def _pct(value) -> str:
 
 
 def table(rows: list) -> str:
-    """The layer table (Gemmini-style): op, target, cycles, utilisation, module busy, DRAM bytes."""
-    head = (f"{'layer':<12}{'op':<11}{'target':<7}{'shape':<28}{'MACs':>13}{'cycles':>12}{'util %':>8}"
+    """The layer table (Gemmini-style): op, target, cycles, utilisation, module busy, DRAM bytes.
+    The name, op and shape columns are as wide as their longest entry (a fused layer's names
+    joined, `matmul1+add2+softmax1+matmul2`), a space at least between columns."""
+    name_w = max([12] + [len(r["name"]) + 1 for r in rows])
+    op_w = max([11] + [len(r["op"]) + 1 for r in rows])
+    shape_w = max([28] + [len(r["shape"]) + 1 for r in rows if r["target"] != "cpu"])
+    head = (f"{'layer':<{name_w}}{'op':<{op_w}}{'target':<7}{'shape':<{shape_w}}{'MACs':>13}{'cycles':>12}{'util %':>8}"
             f"{'load %':>8}{'comp %':>8}{'store %':>8}{'DRAM bytes':>12}  verified  onnxruntime")
     out = [head, "-" * len(head)]
     for r in rows:
-        start = f"{r['name']:<12}{r['op']:<11}{r['target']:<7}"
+        start = f"{r['name']:<{name_w}}{r['op']:<{op_w}}{r['target']:<7}"
         if r["target"] == "cpu":
-            out.append(f"{start}{r['macs']:>41,}  {r['reason']}")
+            out.append(f"{start}{r['macs']:>{shape_w + 13},}  {r['reason']}")
             continue
-        out.append(f"{start}{r['shape']:<28}{r['macs']:>13,}{r['cycles']:>12,}"
+        out.append(f"{start}{r['shape']:<{shape_w}}{r['macs']:>13,}{r['cycles']:>12,}"
                    f"{_pct(r['utilization']):>8}" + "".join(f"{_pct(r[f'{m}_busy']):>8}" for m in MODULES)
                    + f"{r['dram_bytes']:>12,}  {'yes' if r['verified'] else 'NO':<8}  {_agreement(r)}")
     return "\n".join(out)

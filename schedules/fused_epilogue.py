@@ -25,7 +25,7 @@ import numpy as np
 from intrinsics.alu_program import AluProgram, Level
 from intrinsics.build import CompiledKernel
 from intrinsics.calls import Alu, Gemm, Load2D, Store2D
-from intrinsics.host import SCRATCH, Recording, _span
+from intrinsics.host import Recording, _span
 from intrinsics.recorded import KernelProgram
 from requantisation.add import ReqSumParams
 from requantisation.gelu import GeluParams

@@ -133,7 +133,8 @@ def test_the_probabilities_are_stored_transposed_by_the_gemm(keys, d, queries, v
     flat = packed.reshape(packed.shape[0], -1)
     assert not flat[:, keys:].any(), "the padding lanes past the last key are not zero"
     stores = [c for c in kernel.kernel.program.calls if isinstance(c, Store2D)]
-    assert len(stores) == 2 * -(-(-(-queries // 8)) // kernel.tiles.cols)   # a tile to the scratch, then transposed
+    groups = -(-queries // 8)
+    assert len(stores) == 2 * -(-groups // kernel.tiles.cols)      # a tile to the scratch, then transposed
 
 
 def test_a_mask_per_key_is_added_to_the_scores_before_their_softmax():
