@@ -53,9 +53,12 @@ def main() -> None:
 
 def softmax_rows() -> None:
     """Q.K^T of one head and its softmax: the matmul's kernel and the softmax's, against S^T with
-    the softmax in its program (graph.fusion.MatmulSoftmaxSpec's kernel), checked against numpy."""
+    the softmax in its program, leaving P^T (the host transposes it) and storing P transposed by
+    the GEMM core (schedules.block_transpose; graph.attention.ScoresSoftmax's kernel), checked
+    against numpy."""
     cfg = Config.load("1x8x8")
-    print(f"\n{'Q.K^T, softmax (one head)':<36}{'matmul':>10}{'softmax':>10}{'both':>10}{'fused':>10}{'ratio':>8}")
+    print(f"\n{'Q.K^T, softmax (one head)':<36}{'matmul':>10}{'softmax':>10}{'both':>10}{'fused':>10}{'ratio':>8}"
+          f"{'P stored':>10}{'ratio':>8}")
     for keys, d in ((16, 16), (65, 64), (128, 64)):
         rng = np.random.default_rng(keys)
         p = softmax.choose(0.05, 1 / 256, -128, keys)
@@ -66,10 +69,13 @@ def softmax_rows() -> None:
         probs, soft = softmax_kernel(cfg, keys, p)(scores)
         got, fused = dense_epilogue_kernel(cfg, keys, d, keys, requant, (SoftmaxStep(cfg, p),))(k_rows, q_rows, zero,
                                                                                               mult)
+        stored, transposed = dense_epilogue_kernel(cfg, keys, d, keys, requant, (SoftmaxStep(cfg, p),),
+                                                   transpose=True)(k_rows, q_rows, zero, mult)
         assert np.array_equal(got.T, probs) and np.array_equal(probs, softmax.reference(scores, p))
+        assert np.array_equal(stored, probs)
         both = matmul.cycles + soft.cycles
         print(f"{f'{keys} tokens, d = {d}':<36}{matmul.cycles:>10,}{soft.cycles:>10,}{both:>10,}{fused.cycles:>10,}"
-              f"{fused.cycles / both:>8.3f}")
+              f"{fused.cycles / both:>8.3f}{transposed.cycles:>10,}{transposed.cycles / both:>8.3f}")
 
 
 if __name__ == "__main__":

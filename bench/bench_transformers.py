@@ -79,11 +79,15 @@ def figures(result) -> dict:
     on_vta = [r for r in rows if r["target"] == "vta"]
     total = result.total_cycles
     kinds = {id(r): set(r["op"].split("+")) for r in rows}      # a fused layer (graph.fusion): its parts
+    count = {id(r): r["op"].split("+").count("matmul") for r in rows}
     matmuls = [r for r in rows if "matmul" in kinds[id(r)]]
     mm_vta = [r for r in matmuls if r["target"] == "vta"]
     softmax_vta = [r for r in rows if "softmax" in kinds[id(r)] and r["target"] == "vta"]
     attention = sum(r["cycles"] for r in on_vta if kinds[id(r)] & set(ATTENTION_OPS))
-    alone = [r for r in mm_vta if r["op"] == "matmul"]       # a fused one's cycles include its softmax
+    # a matmul alone, or a fused layer's program that is one (graph.attention: attn.V); a matmul
+    # fused with its softmax has no cycles of its own
+    alone = [r for r in mm_vta if r["op"] == "matmul"] + [p for r in mm_vta for p in r.get("pieces", ())
+                                                          if p["op"] == "matmul"]
     mm_cycles, mm_macs = sum(r["cycles"] for r in alone), sum(r["macs"] for r in alone)
     by_op: dict = {}
     for r in on_vta:
@@ -95,7 +99,8 @@ def figures(result) -> dict:
         "attention_cycles_per_sample": attention / result.batch,
         "attention_share": attention / total if total else None,
         "attention_counted": "matmuls of two activations (Q.K^T, attn.V) and softmax, on VTA-8",
-        "attention_matmuls": len(matmuls), "attention_matmuls_vta": len(mm_vta),
+        "attention_matmuls": sum(count[id(r)] for r in matmuls),
+        "attention_matmuls_vta": sum(count[id(r)] for r in mm_vta),
         "attention_matmuls_cpu_reasons": sorted({_reason(r["reason"]) for r in matmuls if r["target"] == "cpu"}),
         "softmax_vta": len(softmax_vta),
         "attention_matmul_utilization": mm_macs / (result.config.macs_per_cycle * mm_cycles) if mm_cycles else None,

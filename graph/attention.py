@@ -27,7 +27,7 @@ from vta_sim.config import Config
 from .ops.add import AddSpec
 from .ops.matmul import MatmulKernel, MatmulSpec, int32_vector
 from .ops.softmax import SoftmaxSpec
-from .report import back_to_back
+from .report import PIECE, back_to_back
 
 #: The op of a fused layer joins its parts' ops with this; its name joins their names.
 JOIN = "+"
@@ -177,6 +177,11 @@ class AttentionSpec:
     def parts(self) -> tuple:
         return (self.scores.part, self.values.part)
 
+    @property
+    def pieces(self) -> tuple:
+        """(op, MACs) of each of its programs, for the report (graph.report: `pieces`)."""
+        return ((self.scores.op, self.scores.macs), (self.values.op, self.values.macs))
+
     def assemble(self, cfg: Config, kernels: dict) -> "AttentionKernel":
         return AttentionKernel(self.scores.assemble(cfg, kernels), self.values.assemble(cfg, kernels), self, cfg)
 
@@ -238,7 +243,10 @@ class AttentionKernel:
             outs.append(dense.unpack(o_packed))
             results += [first, second]
         out = np.stack(outs).reshape(*mm.batch, s.m, s.n)
-        return out, back_to_back(results, self.cfg.name, backend, trace)
+        result = back_to_back(results, self.cfg.name, backend, trace)
+        for k in range(2):       # each program's cycles, summed over the batches
+            result.stats[f"{PIECE}{k}"] = sum(int(r.cycles) for r in results[k::2])
+        return out, result
 
     def _chained(self, stored: np.ndarray, shape: tuple) -> np.ndarray:
         """The values' data: the scores' stored tensor as it is (its first rows), or where the

@@ -11,6 +11,10 @@ from vta_sim.result import BYTES_STATS as BYTES_KEYS, RunResult, busy_fraction
 from vta_sim.trace import Trace
 
 
+#: A run's statistic: the cycles of a fused layer's k-th program (its spec's `pieces`).
+PIECE = "piece_cycles."
+
+
 def layer_rows(layers: list, runs: list, cfg: Config) -> list:
     """One dict per layer: where it ran and, for accelerator layers, its figures.
 
@@ -41,6 +45,9 @@ def layer_rows(layers: list, runs: list, cfg: Config) -> list:
                 row["slices"] = run.region.placement.summary()
             if getattr(spec, "epilogue", None):
                 row["epilogue"] = list(spec.epilogue)     # what graph.fusion ran on its accumulator
+            if getattr(spec, "pieces", None):             # a fused layer's programs (graph.attention)
+                row["pieces"] = [{"op": op, "macs": macs, "cycles": int(stats.get(f"{PIECE}{k}", 0))}
+                                 for k, (op, macs) in enumerate(spec.pieces)]
         rows.append(row)
     return rows
 

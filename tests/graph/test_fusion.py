@@ -186,6 +186,9 @@ def test_the_probabilities_reach_the_values_matmul_as_the_scores_program_stored_
     [row] = [r for r in fused.layers if r["op"] == "matmul+add+softmax+matmul"]
     assert row["name"] == "matmul1+add1+softmax1+matmul2" and row["verified"]
     assert row["onnxruntime"]["max_abs_lsb"] <= 1
+    scores, values = row["pieces"]          # each program's MACs and cycles, the two heads summed
+    assert (scores["op"], values["op"]) == ("matmul+add+softmax", "matmul")
+    assert scores["cycles"] + values["cycles"] == row["cycles"] and scores["macs"] + values["macs"] == row["macs"]
     assert fused.verified and plain.verified and np.array_equal(fused.logits_vta, plain.logits_vta)
     assert chained and all(view and padded == 0 for view, padded in chained), chained
 
