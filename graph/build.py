@@ -129,6 +129,7 @@ class VtaModel:
         declined: list = []
         if fuse:
             self.mod = fusion.fuse_epilogues(self.mod, self.build.regions, codegen.fused_region, declined)
+        codegen.chain_regions(self.mod["main"], self.build.regions)
         names = {d.id: d.name for d in qdq_decisions}
         #: "layers: why" of each fusion graph.fusion declined, for the report
         self.fusions_declined = [f"{fusion.JOIN.join(names[s.id] for s in stamps)} not fused: {why}"

@@ -29,6 +29,7 @@ from vta_sim.result import RunResult
 
 from . import inplace, kernels, ops
 from .ops.base import AcceleratorOp
+from .ops.qdq_read import bindings
 from .ops.relax_read import extern_symbol, value_lookup
 from .partition import LAYER_ATTR
 from .errors import GraphError
@@ -44,6 +45,8 @@ class LayerRun:
     verified: bool
     seconds: float
     output: np.ndarray | None = field(default=None, repr=False)   # what it wrote, for replay
+    chained: tuple | None = None          # (the producer's symbol, "as stored" or "padded"): its first
+                                          # input taken from the producer's stored tensor
 
 
 @dataclass
@@ -58,6 +61,8 @@ class Region:
     store_to: tuple | None = None         # (ConcatPlacement, slot): its output is stored in that slice
     placement: object = None              # a Concat's inplace.ConcatPlacement
     parts: tuple = ()                     # a fused region's layers, first to last (graph.fusion)
+    chained_from: "Region | None" = None  # the region whose stored output is its first input (chain_regions)
+    stored: np.ndarray | None = field(default=None, repr=False)   # its packed output, while a consumer needs it
 
     def __call__(self, *args) -> None:
         """DPS entry: (*inputs, output) TVM tensors."""
@@ -72,8 +77,16 @@ class Region:
         if self.store_to is not None:
             where["out"] = self.store_to[0].view(self.store_to[1])
         t0 = time.perf_counter()
-        result_array, result = self.kernel(*arrays, *self.constants, backend=self.build.backend,
-                                           trace=self.build.trace, **where)
+        producer, chained = self.chained_from, None
+        if producer is not None and producer.stored is not None:
+            result_array, result, how = self.kernel.run_stored(producer.stored, *arrays, *self.constants,
+                                                               backend=self.build.backend, trace=self.build.trace)
+            chained, producer.stored = (producer.symbol, how), None
+        else:
+            result_array, result = self.kernel(*arrays, *self.constants, backend=self.build.backend,
+                                               trace=self.build.trace, **where)
+        if self.build.chains.get(self.symbol):        # a consumer takes the tensor as this program stored it
+            self.stored = self.kernel.last_packed
         seconds = time.perf_counter() - t0
         if self.store_to is not None:
             self.store_to[0].stored.add(self.store_to[1])
@@ -83,7 +96,7 @@ class Region:
             raise GraphError(f"region {self.symbol}: kernel output {result_array.shape} does not "
                              f"match the graph's {tuple(out.shape)}")
         out.copyfrom(np.ascontiguousarray(result_array))
-        self.build.log.append(LayerRun(self, result, verified, seconds, result_array))
+        self.build.log.append(LayerRun(self, result, verified, seconds, result_array, chained))
         if self.build.progress:
             self.build.progress(len(self.build.log), self.build.expected_runs,
                                 f"{self.spec.op} {self.describe()}: {result.cycles:,} cycles")
@@ -110,6 +123,7 @@ class VtaBuild:
     expected_runs: int = 0                 # accelerator layers per run of the model
     failure: Exception | None = None       # what relax.ext.vta raised, before TVM's FFI wrapped it
     replay: dict | None = None             # {symbol: [outputs]}: regions return these, run nothing
+    chains: dict = field(default_factory=dict)   # {producer symbol: consumer symbol} (chain_regions)
 
 
 @contextlib.contextmanager
@@ -205,6 +219,29 @@ def place_concats(main, regions: dict) -> None:
                     if slot.reason is None:
                         slot.writer = inplace.PRODUCER
                         producer.store_to = (placement, j)
+
+
+def chain_regions(main, regions: dict) -> None:
+    """Link each region whose kernel takes its first input as packed rows (a dense's data,
+    `OpKernel.rows_in`) to the region that computes that input, where that one's kernel stores
+    its output so (`rows_out`): the consumer then runs on the tensor the producer's program
+    stored, as device DRAM would keep it between the programs, and the host neither unpacks nor
+    packs it (`Region.__call__`; `OpKernel.run_stored`). A producer feeds one consumer so; a
+    region storing into a Concat's tensor, or a Concat, is not linked."""
+    value_of = value_lookup(main)
+    build = next(iter(regions.values())).build if regions else None
+    for binding in bindings(main):
+        consumer = regions.get(extern_symbol(binding.value))
+        if consumer is None or not getattr(consumer.kernel, "rows_in", False) or consumer.placement is not None:
+            continue
+        x = binding.value.args[1].fields[consumer.order[0]]
+        producer = regions.get(extern_symbol(value_of(x))) if isinstance(x, relax.Var) else None
+        if (producer is None or not getattr(producer.kernel, "rows_out", False) or producer.store_to is not None
+                or producer.placement is not None or producer.symbol in build.chains
+                or consumer.build.cfg.BLOCK_IN != consumer.build.cfg.BLOCK_OUT):
+            continue
+        consumer.chained_from = producer
+        build.chains[producer.symbol] = consumer.symbol
 
 
 @tvm.register_global_func("relax.ext.vta")

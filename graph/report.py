@@ -24,6 +24,7 @@ def layer_rows(layers: list, runs: list, cfg: Config) -> list:
         raise RuntimeError(f"{len(runs)} accelerator runs for {len(vta_layers)} offloaded layers: "
                            "the VM did not call the regions in graph order")
     by_layer = dict(zip((id(l) for l in vta_layers), runs))
+    names = {l.symbol: l.name for l in vta_layers}
     rows = []
     for layer in layers:
         row = {"name": layer.name, "op": layer.op, "target": layer.target, "macs": layer.macs, "cycles": None,
@@ -45,6 +46,8 @@ def layer_rows(layers: list, runs: list, cfg: Config) -> list:
                 row["slices"] = run.region.placement.summary()
             if getattr(spec, "epilogue", None):
                 row["epilogue"] = list(spec.epilogue)     # what graph.fusion ran on its accumulator
+            if run.chained is not None:                   # its input as the layer before stored it
+                row["input"] = {"from": names[run.chained[0]], "as": run.chained[1]}
             if getattr(spec, "pieces", None):             # a fused layer's programs (graph.attention)
                 row["pieces"] = [{"op": op, "macs": macs, "cycles": int(stats.get(f"{PIECE}{k}", 0))}
                                  for k, (op, macs) in enumerate(spec.pieces)]
@@ -62,7 +65,7 @@ def table(rows: list) -> str:
     joined, `matmul1+add2+softmax1+matmul2`), a space at least between columns."""
     name_w = max([12] + [len(r["name"]) + 1 for r in rows])
     op_w = max([11] + [len(r["op"]) + 1 for r in rows])
-    shape_w = max([28] + [len(r["shape"]) + 1 for r in rows if r["target"] != "cpu"])
+    shape_w = min(max([28] + [len(r["shape"]) + 1 for r in rows if r["target"] != "cpu"]), 48)   # longer ones push their row
     head = (f"{'layer':<{name_w}}{'op':<{op_w}}{'target':<7}{'shape':<{shape_w}}{'MACs':>13}{'cycles':>12}{'util %':>8}"
             f"{'load %':>8}{'comp %':>8}{'store %':>8}{'DRAM bytes':>12}  verified  onnxruntime")
     out = [head, "-" * len(head)]
@@ -108,6 +111,11 @@ def summary(result) -> str:
         o = j["onnxruntime"]
         lines.append(f"  against onnxruntime (ORT_DISABLE_ALL): {100 * o['identical_fraction']:.2f} % of outputs "
                      f"identical, max {o['max_abs_lsb']} LSB, argmax {'equal' if o['argmax_equal'] else 'DIFFERS'}")
+    chained = [r for r in vta_rows if "input" in r]
+    if chained:
+        stored = sum(r["input"]["as"] == "as stored" for r in chained)
+        lines.append(f"  inputs taken as the layer before stored them (no host copy): {stored} layer(s)"
+                     + (f", {len(chained) - stored} more padded by the host" if stored < len(chained) else ""))
     slices = [s for r in vta_rows for s in r.get("slices", ())]
     if slices:
         lines.append("  concat slices  " + slice_counts(slices))

@@ -339,4 +339,5 @@ def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant,
     def unpack_transposed(out):
         return np.ascontiguousarray(pk.unpack_rows(out)[:n, :m])
     return OpKernel("dense", fused, pack=pack_all, unpack=dense.unpack if transposer is None else unpack_transposed,
-                    macs=dense.macs, tiles=tiles, tile_source=TileSource("cycle model"))
+                    macs=dense.macs, tiles=tiles, tile_source=TileSource("cycle model"),
+                    rows_out=transposer is None, rows_in=True)

@@ -7,7 +7,7 @@ never sees blocks. The caller's arrays are never modified.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -42,6 +42,10 @@ class OpKernel:
     tile_source: TileSource | None = None     # where the tiles came from, for reports
     layout: str = ""                          # how the host lays the op out for another kernel,
                                               # for reports ("im2col": a conv as a dense)
+    rows_out: bool = False                    # its packed output is its plain output's rows packed
+                                              # as a dense packs its data (rows/B, cols/BO, B, BO)
+    rows_in: bool = False                     # its first packed input is its first plain input so
+    last_packed: np.ndarray | None = field(default=None, repr=False, compare=False)  # the last call's
 
     @property
     def compile_s(self) -> float:
@@ -59,4 +63,25 @@ class OpKernel:
         in a slice of a larger tensor, instead of a buffer of its own."""
         views = None if out is None else {self.kernel.outputs[0]: out}
         (result_array,), result = self.kernel(*self.pack(*inputs), backend=backend, trace=trace, views=views)
+        self.last_packed = result_array
         return self.unpack(result_array), result
+
+    def run_stored(self, stored: np.ndarray, *inputs: np.ndarray, backend="sim", trace: bool = False
+                   ) -> tuple[np.ndarray, RunResult, str]:
+        """Like a call, with the first input taken from `stored`, the packed output of the kernel
+        before (`rows_out`) as its program stored it, instead of packed by the host from
+        inputs[0] (which only gives its shape): (output, result, "as stored", or "padded" where
+        this kernel's tiles take more rows or blocks than were stored and the host copied them
+        into a zero-padded tensor). The caller checks `rows_in` and the blocks' sizes."""
+        placeholder = np.zeros(inputs[0].shape, inputs[0].dtype)
+        data, *rest = self.pack(placeholder, *inputs[1:])
+        rows, blocks = data.shape[:2]
+        if rows <= stored.shape[0] and blocks == stored.shape[1] and data.shape[2:] == stored.shape[2:]:
+            data, how = stored[:rows], "as stored"
+        else:
+            r, b = min(rows, stored.shape[0]), min(blocks, stored.shape[1])
+            data, how = np.zeros_like(data), "padded"
+            data[:r, :b] = stored[:r, :b]
+        (result_array,), result = self.kernel(data, *rest, backend=backend, trace=trace)
+        self.last_packed = result_array
+        return self.unpack(result_array), result, how

@@ -203,4 +203,5 @@ def dense_kernel(cfg: Config, m, k, n, requant: Requant, vthreads=2,
     def unpack(out):
         return np.ascontiguousarray(pk.unpack_rows(out)[:m, :n])
 
-    return OpKernel("dense", kernel, pack, unpack, macs=s.macs(), tiles=t, tile_source=source)
+    return OpKernel("dense", kernel, pack, unpack, macs=s.macs(), tiles=t, tile_source=source, rows_out=True,
+                    rows_in=True)

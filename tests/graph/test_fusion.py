@@ -46,6 +46,8 @@ def test_the_bias_adds_and_the_gelu_run_in_the_denses_programs(quantizer):
     first, second = rows["dense1+gelu1"], rows["dense2"]
     assert first["op"] == "dense+gelu" and first["epilogue"] == ["bias add", "gelu"]
     assert second["epilogue"] == ["bias add"]
+    # the second dense's program loads the GELU's output as the first program stored it
+    assert second["input"] == {"from": "dense1+gelu1", "as": "as stored"} and "input" not in first
     for row in (first, second):
         assert row["target"] == "vta" and row["verified"]
         assert row["onnxruntime"]["max_abs_lsb"] <= 1            # against the tensor after the Add / the GELU

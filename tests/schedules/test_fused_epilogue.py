@@ -177,3 +177,24 @@ def test_the_residual_add_and_its_layer_norm_in_one_program(rows, width):
     got, _ = add_layer_norm_kernel(CFG, rows, p, add)(a, b)
     assert np.array_equal(got, ln.reference(req_sum_ref([a, b], add), p))
     assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
+
+
+def test_a_dense_runs_on_the_tensor_the_dense_before_stored():
+    """OpKernel.run_stored: the second dense takes the first one's packed output as its program
+    stored it (`rows_out` into `rows_in`), no host packing of it: the same result as the second
+    dense on the first one's plain output; where its tiles take more rows than were stored the
+    host pads a copy ("padded"), still the same result."""
+    rng = np.random.default_rng(12)
+    x = rng.integers(-128, 128, (24, 40), dtype=np.int8)
+    w1, w2 = rng.integers(-128, 128, (48, 40), dtype=np.int8), rng.integers(-128, 128, (16, 48), dtype=np.int8)
+    b1, b2 = rng.integers(-500, 500, 48).astype(np.int32), rng.integers(-500, 500, 16).astype(np.int32)
+    first = vta_ops.dense_kernel(CFG, 24, 40, 48, PowerOfTwo(9))
+    second = vta_ops.dense_kernel(CFG, 24, 48, 16, PowerOfTwo(8))
+    assert first.rows_out and second.rows_in
+    y, _ = first(x, w1, b1)
+    want, _ = second(y, w2, b2)
+    got, _, how = second.run_stored(first.last_packed, np.zeros_like(y), w2, b2)
+    assert np.array_equal(got, want) and how == "as stored"
+    short = first.last_packed[:16]                      # fewer rows than the second one's tiles take
+    got, _, how = second.run_stored(short, np.zeros_like(y), w2, b2)
+    assert how == "padded" and np.array_equal(got[:16], want[:16])
