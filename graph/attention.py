@@ -19,10 +19,13 @@ from typing import Any
 
 import numpy as np
 
-from schedules import block_transpose
+from schedules import block_transpose, column_slice
 from schedules.fused_epilogue import RowAddStep, SoftmaxStep, dense_epilogue_kernel
 from schedules.vta_dense import DenseShape
+from vta_sim import packing as pk
 from vta_sim.config import Config
+from vta_sim.errors import CompileError
+from vta_sim.runtime import OutputView
 
 from .ops.add import AddSpec
 from .ops.matmul import MatmulKernel, MatmulSpec, int32_vector
@@ -207,6 +210,13 @@ class AttentionKernel:
     spec: AttentionSpec
     cfg: Config
     padded: int = 0
+    #: asked with `rows=True`, it stores the heads merged, (batch x tokens, heads x d) rows as a
+    #: dense's data is packed (`last_packed`): each head's attn.V program writes its columns
+    #: (schedules.column_slice); graph.codegen.chain_regions asks where the output projection
+    #: takes them after the head merge's Transpose and Reshape.
+    merges_heads: bool = True
+    last_packed: np.ndarray | None = field(default=None, repr=False)
+    _sliced: dict = field(default_factory=dict, repr=False)
 
     @property
     def compile_s(self) -> float:
@@ -216,7 +226,26 @@ class AttentionKernel:
     def tile_source(self) -> Any:
         return self.values.tile_source
 
-    def __call__(self, *args: np.ndarray, backend: str = "sim", trace: bool = False) -> tuple[Any, ...]:
+    def merge_misfit(self) -> str | None:
+        """Why the heads cannot be stored merged (None: they can)."""
+        mm = self.spec.values
+        dense = self.values.dense
+        blocks = dense.kernel.params[dense.kernel.outputs[0]][1][1]
+        if len(mm.batch) < 1 or int(np.prod(mm.batch[:-1])) != 1:
+            return f"batch dims {mm.batch}: the heads of one sequence only"
+        if blocks * self.cfg.BLOCK_OUT != mm.shape.n:
+            return f"attn.V's output of {mm.shape.n} columns is stored as {blocks} blocks of {self.cfg.BLOCK_OUT}"
+        return None
+
+    def _into_columns(self, head: int, heads: int):
+        if head not in self._sliced:
+            dense = self.values.dense
+            blocks = dense.kernel.params[dense.kernel.outputs[0]][1][1]
+            self._sliced[head] = column_slice.into_columns(dense.kernel, heads * blocks, head * blocks)
+        return self._sliced[head]
+
+    def __call__(self, *args: np.ndarray, backend: str = "sim", trace: bool = False, rows: bool = False
+                 ) -> tuple[Any, ...]:
         n = len(self.spec.scores.input_shapes())
         inputs, v, constants = args[:n], args[n], args[n + 1:]
         split = self.spec.split
@@ -225,6 +254,14 @@ class AttentionKernel:
         v3 = v.reshape(-1, s.k, s.n)
         bias, *channel = constants[split:]
         results, outs = [], []
+        heads = mm.batch[-1] if mm.batch else 1
+        merged = None
+        if rows:
+            why = self.merge_misfit()
+            if why:
+                raise CompileError(f"the heads cannot be stored merged: {why}")
+            out_shape = self.values.dense.kernel.params[self.values.dense.kernel.outputs[0]][1]
+            merged = np.zeros((out_shape[0], heads * out_shape[1], *out_shape[2:]), np.int8)
         for i, packed_inputs in enumerate(self.scores.batches(*inputs, *constants[:split])):
             (p_packed,), first = self.scores.dense.kernel(*packed_inputs, backend=backend, trace=trace)
             p = self.scores.dense.unpack(p_packed)
@@ -239,9 +276,18 @@ class AttentionKernel:
                                      np.ascontiguousarray(v3[i].T), *vectors)
             if p_packed is not None:
                 data = self._chained(p_packed, data.shape)
-            (o_packed,), second = dense.kernel(data, *rest, backend=backend, trace=trace)
-            outs.append(dense.unpack(o_packed))
+            if merged is None:
+                (o_packed,), second = dense.kernel(data, *rest, backend=backend, trace=trace)
+                outs.append(dense.unpack(o_packed))
+            else:
+                sliced = self._into_columns(i % heads, heads)
+                _, second = sliced(data, *rest, backend=backend, trace=trace,
+                                   views={sliced.outputs[0]: OutputView(merged, 0)})
             results += [first, second]
+        if merged is not None:        # the plain output from the merged rows (the host's unpack)
+            plain = pk.unpack_rows(merged)[:s.m].reshape(s.m, heads, s.n)
+            outs = list(np.ascontiguousarray(plain.transpose(1, 0, 2)))
+            self.last_packed = merged
         out = np.stack(outs).reshape(*mm.batch, s.m, s.n)
         result = back_to_back(results, self.cfg.name, backend, trace)
         for k in range(2):       # each program's cycles, summed over the batches

@@ -83,6 +83,9 @@ class Region:
                                                                backend=self.build.backend, trace=self.build.trace)
             chained, producer.stored = (producer.symbol, how), None
         else:
+            producing = self.build.chains.get(self.symbol) is not None
+            if producing and getattr(self.kernel, "merges_heads", False):
+                where["rows"] = True                  # the heads stored merged, as the consumer loads them
             result_array, result = self.kernel(*arrays, *self.constants, backend=self.build.backend,
                                                trace=self.build.trace, **where)
         if self.build.chains.get(self.symbol):        # a consumer takes the tensor as this program stored it
@@ -224,7 +227,8 @@ def place_concats(main, regions: dict) -> None:
 def chain_regions(main, regions: dict) -> None:
     """Link each region whose kernel takes its first input as packed rows (a dense's data,
     `OpKernel.rows_in`) to the region that computes that input, where that one's kernel stores
-    its output so (`rows_out`): the consumer then runs on the tensor the producer's program
+    its output so (`rows_out`), or, after the head merge, stores the heads merged so (an
+    attention's: `merges_heads`): the consumer then runs on the tensor the producer's programs
     stored, as device DRAM would keep it between the programs, and the host neither unpacks nor
     packs it (`Region.__call__`; `OpKernel.run_stored`). A producer feeds one consumer so; a
     region storing into a Concat's tensor, or a Concat, is not linked."""
@@ -236,12 +240,42 @@ def chain_regions(main, regions: dict) -> None:
             continue
         x = binding.value.args[1].fields[consumer.order[0]]
         producer = regions.get(extern_symbol(value_of(x))) if isinstance(x, relax.Var) else None
-        if (producer is None or not getattr(producer.kernel, "rows_out", False) or producer.store_to is not None
+        if producer is None or not getattr(producer.kernel, "rows_out", False):
+            producer = _merged_heads(x, value_of, regions)
+        if (producer is None or producer.store_to is not None
                 or producer.placement is not None or producer.symbol in build.chains
                 or consumer.build.cfg.BLOCK_IN != consumer.build.cfg.BLOCK_OUT):
             continue
         consumer.chained_from = producer
         build.chains[producer.symbol] = consumer.symbol
+
+
+def _merged_heads(x, value_of, regions: dict):
+    """The attention region whose output `x` is after the head merge (a Transpose (0, 2, 1, 3)
+    and a Reshape joining the heads' columns), where its kernel can store the heads merged
+    (graph.attention.AttentionKernel.merges_heads); else None."""
+    moving = {kind: set(ops.BY_KIND[kind].float_ops) for kind in ("reshape", "transpose")}
+    reshape = value_of(x) if isinstance(x, relax.Var) else None
+    if not _op_in(reshape, moving["reshape"]) or not isinstance(reshape.args[0], relax.Var):
+        return None
+    permute = value_of(reshape.args[0])
+    if not _op_in(permute, moving["transpose"]) or not isinstance(permute.args[0], relax.Var):
+        return None
+    axes = [int(a) for a in permute.attrs.axes] if permute.attrs.axes is not None else None
+    region = regions.get(extern_symbol(value_of(permute.args[0])))
+    if axes != [0, 2, 1, 3] or region is None or not getattr(region.kernel, "merges_heads", False):
+        return None
+    if region.kernel.merge_misfit() is not None:
+        return None
+    heads_shape = [int(d) for d in permute.args[0].ty.shape]        # (1, heads, tokens, d)
+    merged = [int(d) for d in x.ty.shape]
+    if merged[-1] != heads_shape[1] * heads_shape[3] or int(np.prod(merged)) != int(np.prod(heads_shape)):
+        return None
+    return region
+
+
+def _op_in(value, names: set) -> bool:
+    return isinstance(value, relax.Call) and getattr(value.op, "name", "") in names
 
 
 @tvm.register_global_func("relax.ext.vta")

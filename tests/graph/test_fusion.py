@@ -60,7 +60,8 @@ def test_the_bias_adds_and_the_gelu_run_in_the_denses_programs(quantizer):
 def attention_scores_graph(tokens=8, width=16, heads=2, softmax=False, mask=False, values=False):
     """Q and K projections as torch exports them (MatMul + Add), the head split (Reshape,
     Transpose), Q scaled by 1/sqrt(d) (Mul), Q.K^T (and its Softmax; and with `values` the V
-    projection and the probabilities' MatMul with it)."""
+    projection, the probabilities' MatMul with it, the head merge (Transpose, Reshape) and the
+    output projection)."""
     rng = np.random.default_rng(1)
     dh = width // heads
 
@@ -81,16 +82,23 @@ def attention_scores_graph(tokens=8, width=16, heads=2, softmax=False, mask=Fals
              *([helper.make_node("MatMul", ["input", "wv"], ["v0"]), helper.make_node("Add", ["v0", "bv"], ["v1"]),
                 helper.make_node("Reshape", ["v1", "split"], ["v2"]),
                 helper.make_node("Transpose", ["v2"], ["v3"], perm=[0, 2, 1, 3]),
-                helper.make_node("MatMul", ["p", "v3"], ["output"])] if values else [])]
+                helper.make_node("MatMul", ["p", "v3"], ["o0"]),
+                helper.make_node("Transpose", ["o0"], ["o1"], perm=[0, 2, 1, 3]),
+                helper.make_node("Reshape", ["o1", "merge"], ["o2"]),
+                helper.make_node("MatMul", ["o2", "wo"], ["o3"]), helper.make_node("Add", ["o3", "bo"], ["output"])]
+               if values else [])]
     inputs = [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, tokens, width])]
     if mask:     # one value per key, broadcast over the heads and queries (BERT's extended mask)
         inputs.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, 1, 1, tokens]))
     graph = helper.make_graph(nodes, "scores", inputs,
                               [helper.make_tensor_value_info("output", TensorProto.FLOAT,
-                                                             [1, heads, tokens, dh if values else tokens])],
+                                                             [1, tokens, width] if values else [1, heads, tokens, tokens])],
                               [tensor("wq", width, width), tensor("bq", width), tensor("wk", width, width),
                                tensor("bk", width), shape, scale,
-                               *([tensor("wv", width, width), tensor("bv", width)] if values else [])])
+                               *([tensor("wv", width, width), tensor("bv", width), tensor("wo", width, width),
+                                  tensor("bo", width),
+                                  helper.make_tensor("merge", TensorProto.INT64, [3], [1, tokens, width])]
+                                 if values else [])])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
@@ -165,7 +173,9 @@ def test_the_probabilities_reach_the_values_matmul_as_the_scores_program_stored_
     """softmax(Q.K^T + mask).V: one layer `matmul1+add1+softmax1+matmul2` of two programs per
     head, the scores' program storing P transposed by the GEMM core and the values' program
     taking that tensor as its data, its first rows as stored (no host copy, no padding), bit-
-    exact with the CPU build and the unfused build, within 1 LSB of onnxruntime's output.
+    exact with the CPU build and the unfused build, within 1 LSB of onnxruntime's output. Each
+    head's attn.V program stores its columns of the merged rows, and the output projection takes
+    them as stored: the head merge's Transpose and Reshape copy nothing.
     57 tokens: the last key block one key full, its other lanes zero as stored."""
     from graph.attention import AttentionKernel
     chained = []
@@ -193,6 +203,8 @@ def test_the_probabilities_reach_the_values_matmul_as_the_scores_program_stored_
     assert scores["cycles"] + values["cycles"] == row["cycles"] and scores["macs"] + values["macs"] == row["macs"]
     assert fused.verified and plain.verified and np.array_equal(fused.logits_vta, plain.logits_vta)
     assert chained and all(view and padded == 0 for view, padded in chained), chained
+    out = next(r for r in fused.layers if r["name"].startswith("dense4"))
+    assert out["input"] == {"from": "matmul1+add1+softmax1+matmul2", "as": "as stored"} and out["verified"]
 
 
 def post_norm_graph(tokens=16, width=32):
