@@ -236,11 +236,12 @@ def chain_regions(main, regions: dict) -> None:
     build = next(iter(regions.values())).build if regions else None
     for binding in bindings(main):
         consumer = regions.get(extern_symbol(binding.value))
-        if consumer is None or not getattr(consumer.kernel, "rows_in", False) or consumer.placement is not None:
+        if (consumer is None or not getattr(consumer.kernel, "rows_in", False) or consumer.placement is not None
+                or getattr(consumer.kernel, "layout", "")):
             continue
         x = binding.value.args[1].fields[consumer.order[0]]
         producer = regions.get(extern_symbol(value_of(x))) if isinstance(x, relax.Var) else None
-        if producer is None or not getattr(producer.kernel, "rows_out", False):
+        if producer is None or not getattr(producer.kernel, "rows_out", False) or getattr(producer.kernel, "layout", ""):
             producer = _merged_heads(x, value_of, regions)
         if (producer is None or producer.store_to is not None
                 or producer.placement is not None or producer.symbol in build.chains

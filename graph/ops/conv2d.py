@@ -89,7 +89,8 @@ class ConvSpec(HostPadded):
 
         def unpack_nchw(y: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(unpack(y).reshape(s.n, s.oh, s.ow, s.oc).transpose(0, 3, 1, 2))
-        return dataclasses.replace(kernel, op=self.op, pack=pack_im2col, unpack=unpack_nchw, layout="im2col")
+        return dataclasses.replace(kernel, op=self.op, pack=pack_im2col, unpack=unpack_nchw, layout="im2col",
+                                   rows_in=False, rows_out=False)    # rows of pixels, not of the plain tensors
 
     def reference(self, x: np.ndarray, w: np.ndarray, b: np.ndarray, *channel: np.ndarray) -> np.ndarray:
         s = self.kernel_shape()
