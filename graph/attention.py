@@ -114,8 +114,9 @@ class MatmulSoftmaxKernel(MatmulKernel):
     bias and multipliers of the matmul are one value for every channel (graph.ops.matmul.plan)."""
     spec: Any
 
-    def batches(self, a: np.ndarray, b: np.ndarray, *rest: np.ndarray) -> list:
-        """The packed inputs of each batch's program."""
+    def batches(self, a: np.ndarray, b: np.ndarray, *rest: np.ndarray, keys_stored: bool = False) -> list:
+        """The packed inputs of each batch's program; `keys_stored`: K's rows (the data) left as
+        zeros, for the caller takes them from the tensor the K projection stored."""
         mm, add = self.spec.matmul, self.spec.mask
         mask, (bias, *channel) = (rest[0], rest[1:]) if add else (None, rest)
         s = mm.shape
@@ -133,7 +134,8 @@ class MatmulSoftmaxKernel(MatmulKernel):
                 vectors = (vectors[0] + rows[i, :, 0], *vectors[1:], cols[i, 0])
             vectors = (*(int32_vector(v, "bias") for v in vectors),
                        *((int32_vector(per_key[i], "mask"),) if per_key is not None else ()))
-            out.append(self.dense.pack(np.ascontiguousarray(b3[i].T), a3[i], *vectors))
+            keys = np.zeros((s.n, s.k), np.int8) if keys_stored else np.ascontiguousarray(b3[i].T)
+            out.append(self.dense.pack(keys, a3[i], *vectors))
         return out
 
     def __call__(self, a: np.ndarray, b: np.ndarray, *rest: np.ndarray,
@@ -216,6 +218,7 @@ class AttentionKernel:
     #: takes them after the head merge's Transpose and Reshape.
     merges_heads: bool = True
     last_packed: np.ndarray | None = field(default=None, repr=False)
+    keys_how: str | None = None          # the last call's K: "as stored", "padded", or None (packed)
     _sliced: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -244,8 +247,26 @@ class AttentionKernel:
             self._sliced[head] = column_slice.into_columns(dense.kernel, heads * blocks, head * blocks)
         return self._sliced[head]
 
-    def __call__(self, *args: np.ndarray, backend: str = "sim", trace: bool = False, rows: bool = False
-                 ) -> tuple[Any, ...]:
+    def keys_misfit(self) -> str | None:
+        """Why the scores' programs cannot load K's rows from the K projection's stored tensor."""
+        if not stores_transposed(self.cfg):
+            return "the scores' program of this config leaves P^T"
+        if len(self.spec.values.batch) < 1 or int(np.prod(self.spec.values.batch[:-1])) != 1:
+            return f"batch dims {self.spec.values.batch}: the heads of one sequence only"
+        return None
+
+    def _keys_from_rows(self, head: int, total: int):
+        key = ("keys", head, total)
+        if key not in self._sliced:
+            kernel = self.scores.dense.kernel
+            blocks = kernel.params[0][1][1]
+            self._sliced[key] = column_slice.from_columns(kernel, 0, total, head * blocks)
+        return self._sliced[key]
+
+    def __call__(self, *args: np.ndarray, backend: str = "sim", trace: bool = False, rows: bool = False,
+                 stored: dict | None = None) -> tuple[Any, ...]:
+        """`rows`: store the heads merged (`last_packed`); `stored` {1: K's rows as the K
+        projection stored them}: each head's scores' program loads its K from there."""
         n = len(self.spec.scores.input_shapes())
         inputs, v, constants = args[:n], args[n], args[n + 1:]
         split = self.spec.split
@@ -262,8 +283,23 @@ class AttentionKernel:
                 raise CompileError(f"the heads cannot be stored merged: {why}")
             out_shape = self.values.dense.kernel.params[self.values.dense.kernel.outputs[0]][1]
             merged = np.zeros((out_shape[0], heads * out_shape[1], *out_shape[2:]), np.int8)
-        for i, packed_inputs in enumerate(self.scores.batches(*inputs, *constants[:split])):
-            (p_packed,), first = self.scores.dense.kernel(*packed_inputs, backend=backend, trace=trace)
+        keys = (stored or {}).get(1)
+        if keys is not None and self.keys_misfit():
+            raise CompileError(f"K cannot be taken as stored: {self.keys_misfit()}")
+        self.keys_how = None
+        for i, packed_inputs in enumerate(self.scores.batches(*inputs, *constants[:split],
+                                                              keys_stored=keys is not None)):
+            if keys is not None:
+                program = self._keys_from_rows(i % heads, keys.shape[1])
+                want = program.params[0][1]
+                if keys.shape[0] >= want[0]:
+                    data, self.keys_how = keys[:want[0]], self.keys_how or "as stored"
+                else:
+                    data, self.keys_how = np.zeros(want, np.int8), "padded"
+                    data[:keys.shape[0]] = keys
+                (p_packed,), first = program(data, *packed_inputs[1:], backend=backend, trace=trace)
+            else:
+                (p_packed,), first = self.scores.dense.kernel(*packed_inputs, backend=backend, trace=trace)
             p = self.scores.dense.unpack(p_packed)
             if not stores_transposed(self.cfg):
                 p, p_packed = np.ascontiguousarray(p.T), None

@@ -61,7 +61,8 @@ class Region:
     store_to: tuple | None = None         # (ConcatPlacement, slot): its output is stored in that slice
     placement: object = None              # a Concat's inplace.ConcatPlacement
     parts: tuple = ()                     # a fused region's layers, first to last (graph.fusion)
-    chained_from: "Region | None" = None  # the region whose stored output is its first input (chain_regions)
+    chained_from: "Region | None" = None  # the region whose stored output is one of its inputs (chain_regions)
+    chained_input: int = 0                # which: its first (a dense's data), or 1 (an attention's K)
     stored: np.ndarray | None = field(default=None, repr=False)   # its packed output, while a consumer needs it
 
     def __call__(self, *args) -> None:
@@ -78,16 +79,19 @@ class Region:
             where["out"] = self.store_to[0].view(self.store_to[1])
         t0 = time.perf_counter()
         producer, chained = self.chained_from, None
-        if producer is not None and producer.stored is not None:
+        if self.build.chains.get(self.symbol) is not None and getattr(self.kernel, "merges_heads", False):
+            where["rows"] = True                      # the heads stored merged, as the consumer loads them
+        if producer is not None and producer.stored is not None and self.chained_input == 0:
             result_array, result, how = self.kernel.run_stored(producer.stored, *arrays, *self.constants,
                                                                backend=self.build.backend, trace=self.build.trace)
             chained, producer.stored = (producer.symbol, how), None
         else:
-            producing = self.build.chains.get(self.symbol) is not None
-            if producing and getattr(self.kernel, "merges_heads", False):
-                where["rows"] = True                  # the heads stored merged, as the consumer loads them
+            if producer is not None and producer.stored is not None:     # an attention's K
+                where["stored"] = {self.chained_input: producer.stored}
             result_array, result = self.kernel(*arrays, *self.constants, backend=self.build.backend,
                                                trace=self.build.trace, **where)
+            if "stored" in where:
+                chained, producer.stored = (producer.symbol, self.kernel.keys_how), None
         if self.build.chains.get(self.symbol):        # a consumer takes the tensor as this program stored it
             self.stored = self.kernel.last_packed
         seconds = time.perf_counter() - t0
@@ -249,6 +253,38 @@ def chain_regions(main, regions: dict) -> None:
             continue
         consumer.chained_from = producer
         build.chains[producer.symbol] = consumer.symbol
+    for binding in bindings(main):         # an attention's K, from the K projection's rows
+        consumer = regions.get(extern_symbol(binding.value))
+        if consumer is None or not hasattr(consumer.kernel, "keys_misfit") or consumer.kernel.keys_misfit():
+            continue
+        producer = _split_keys(binding.value.args[1].fields[consumer.order[1]], value_of, regions)
+        if producer is None or producer.symbol in build.chains or consumer.chained_from is not None:
+            continue
+        consumer.chained_from, consumer.chained_input = producer, 1
+        build.chains[producer.symbol] = consumer.symbol
+
+
+def _split_keys(b, value_of, regions: dict):
+    """The dense region whose output `b` (K^T, (1, heads, d, tokens)) is after the head split
+    (a Reshape to (1, tokens, heads, d) and a Transpose (0, 2, 3, 1)), where that region stores
+    its rows (`rows_out`); else None."""
+    moving = {kind: set(ops.BY_KIND[kind].float_ops) for kind in ("reshape", "transpose")}
+    permute = value_of(b) if isinstance(b, relax.Var) else None
+    if not _op_in(permute, moving["transpose"]) or not isinstance(permute.args[0], relax.Var):
+        return None
+    axes = [int(a) for a in permute.attrs.axes] if permute.attrs.axes is not None else None
+    reshape = value_of(permute.args[0])
+    if axes != [0, 2, 3, 1] or not _op_in(reshape, moving["reshape"]) or not isinstance(reshape.args[0], relax.Var):
+        return None
+    region = regions.get(extern_symbol(value_of(reshape.args[0])))
+    if (region is None or not getattr(region.kernel, "rows_out", False) or getattr(region.kernel, "layout", "")
+            or region.store_to is not None or region.placement is not None):
+        return None
+    split = [int(d) for d in permute.args[0].ty.shape]           # (1, tokens, heads, d)
+    rows = [int(d) for d in reshape.args[0].ty.shape]             # (1, tokens, heads x d)
+    if len(split) != 4 or split[0] != 1 or rows[-1] != split[2] * split[3]:
+        return None
+    return region
 
 
 def _merged_heads(x, value_of, regions: dict):

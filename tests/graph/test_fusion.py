@@ -175,7 +175,8 @@ def test_the_probabilities_reach_the_values_matmul_as_the_scores_program_stored_
     taking that tensor as its data, its first rows as stored (no host copy, no padding), bit-
     exact with the CPU build and the unfused build, within 1 LSB of onnxruntime's output. Each
     head's attn.V program stores its columns of the merged rows, and the output projection takes
-    them as stored: the head merge's Transpose and Reshape copy nothing.
+    them as stored: the head merge's Transpose and Reshape copy nothing; each head's scores'
+    program loads its K from its columns of the K projection's rows: nor does the head split's.
     57 tokens: the last key block one key full, its other lanes zero as stored."""
     from graph.attention import AttentionKernel
     chained = []
@@ -205,6 +206,8 @@ def test_the_probabilities_reach_the_values_matmul_as_the_scores_program_stored_
     assert chained and all(view and padded == 0 for view, padded in chained), chained
     out = next(r for r in fused.layers if r["name"].startswith("dense4"))
     assert out["input"] == {"from": "matmul1+add1+softmax1+matmul2", "as": "as stored"} and out["verified"]
+    # and each head's scores' program loads its K from the K projection's rows as stored
+    assert row["input"] == {"from": "dense2", "as": "as stored"}
 
 
 def post_norm_graph(tokens=16, width=32):

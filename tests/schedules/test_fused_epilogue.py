@@ -198,3 +198,33 @@ def test_a_dense_runs_on_the_tensor_the_dense_before_stored():
     short = first.last_packed[:16]                      # fewer rows than the second one's tiles take
     got, _, how = second.run_stored(short, np.zeros_like(y), w2, b2)
     assert how == "padded" and np.array_equal(got[:16], want[:16])
+
+
+def test_denses_store_into_and_load_from_columns_of_a_wider_tensor():
+    """schedules.column_slice: two denses each storing their 16 columns into one (rows, 32)
+    tensor kept between their programs (attention's heads merged) give the two outputs side by
+    side; a dense loading its data from columns 16..31 of that tensor (a head's K from the K
+    projection's rows) gives the dense of those columns. Bit for bit the numpy int64 reference."""
+    from intrinsics.calls import Load2D
+    from schedules import column_slice
+    from vta_sim.runtime import OutputView
+    rng = np.random.default_rng(14)
+    x = rng.integers(-128, 128, (20, 24), dtype=np.int8)
+    ws = [rng.integers(-128, 128, (16, 24), dtype=np.int8) for _ in range(2)]
+    b = np.zeros(16, np.int32)
+    dense = vta_ops.dense_kernel(CFG, 20, 24, 16, PowerOfTwo(8))
+    rows = dense.kernel.params[dense.kernel.outputs[0]][1][0]
+    merged = np.zeros((rows, 4, 1, 8), np.int8)
+    for h, w in enumerate(ws):
+        sliced = column_slice.into_columns(dense.kernel, 4, 2 * h)
+        sliced(*dense.pack(x, w, b), views={sliced.outputs[0]: OutputView(merged, 0)})
+    want = [vta_ops.dense_kernel(CFG, 20, 24, 16, PowerOfTwo(8))(x, w, b)[0] for w in ws]
+    got = np.ascontiguousarray(merged.transpose(0, 2, 1, 3)).reshape(rows, 32)[:20]
+    assert np.array_equal(got, np.hstack(want))
+    w2 = rng.integers(-128, 128, (8, 16), dtype=np.int8)
+    second = vta_ops.dense_kernel(CFG, 20, 16, 8, PowerOfTwo(7))
+    reading = column_slice.from_columns(second.kernel, 0, 4, 2)
+    data_rows = reading.params[0][1][0]
+    (out,), _ = reading(merged[:data_rows], *second.pack(np.zeros((20, 16), np.int8), w2, np.zeros(8, np.int32))[1:])
+    assert np.array_equal(second.unpack(out), second(want[1], w2, np.zeros(8, np.int32))[0])
+    assert all(c.x_stride == 4 for c in reading.program.calls if isinstance(c, Load2D) and c.param == 0)
