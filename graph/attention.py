@@ -114,9 +114,10 @@ class MatmulSoftmaxKernel(MatmulKernel):
     bias and multipliers of the matmul are one value for every channel (graph.ops.matmul.plan)."""
     spec: Any
 
-    def batches(self, a: np.ndarray, b: np.ndarray, *rest: np.ndarray, keys_stored: bool = False) -> list:
-        """The packed inputs of each batch's program; `keys_stored`: K's rows (the data) left as
-        zeros, for the caller takes them from the tensor the K projection stored."""
+    def batches(self, a: np.ndarray, b: np.ndarray, *rest: np.ndarray, stored: tuple = ()) -> list:
+        """The packed inputs of each batch's program; `stored` holds 0 (Q, the weight) or 1 (K,
+        the data) where the caller takes that operand from the tensor its projection stored:
+        the host packs zeros in its place."""
         mm, add = self.spec.matmul, self.spec.mask
         mask, (bias, *channel) = (rest[0], rest[1:]) if add else (None, rest)
         s = mm.shape
@@ -134,8 +135,9 @@ class MatmulSoftmaxKernel(MatmulKernel):
                 vectors = (vectors[0] + rows[i, :, 0], *vectors[1:], cols[i, 0])
             vectors = (*(int32_vector(v, "bias") for v in vectors),
                        *((int32_vector(per_key[i], "mask"),) if per_key is not None else ()))
-            keys = np.zeros((s.n, s.k), np.int8) if keys_stored else np.ascontiguousarray(b3[i].T)
-            out.append(self.dense.pack(keys, a3[i], *vectors))
+            keys = np.zeros((s.n, s.k), np.int8) if 1 in stored else np.ascontiguousarray(b3[i].T)
+            queries = np.zeros((s.m, s.k), np.int8) if 0 in stored else a3[i]
+            out.append(self.dense.pack(keys, queries, *vectors))
         return out
 
     def __call__(self, a: np.ndarray, b: np.ndarray, *rest: np.ndarray,
@@ -218,7 +220,7 @@ class AttentionKernel:
     #: takes them after the head merge's Transpose and Reshape.
     merges_heads: bool = True
     last_packed: np.ndarray | None = field(default=None, repr=False)
-    keys_how: str | None = None          # the last call's K: "as stored", "padded", or None (packed)
+    stored_how: dict = field(default_factory=dict)   # the last call's {0 (Q), 1 (K): "as stored" or "padded"}
     _sliced: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -265,8 +267,8 @@ class AttentionKernel:
 
     def __call__(self, *args: np.ndarray, backend: str = "sim", trace: bool = False, rows: bool = False,
                  stored: dict | None = None) -> tuple[Any, ...]:
-        """`rows`: store the heads merged (`last_packed`); `stored` {1: K's rows as the K
-        projection stored them}: each head's scores' program loads its K from there."""
+        """`rows`: store the heads merged (`last_packed`); `stored` {0: Q's weight blocks, 1: K's
+        rows, as the projections stored them}: each head's scores' program loads them from there."""
         n = len(self.spec.scores.input_shapes())
         inputs, v, constants = args[:n], args[n], args[n + 1:]
         split = self.spec.split
@@ -283,23 +285,21 @@ class AttentionKernel:
                 raise CompileError(f"the heads cannot be stored merged: {why}")
             out_shape = self.values.dense.kernel.params[self.values.dense.kernel.outputs[0]][1]
             merged = np.zeros((out_shape[0], heads * out_shape[1], *out_shape[2:]), np.int8)
-        keys = (stored or {}).get(1)
-        if keys is not None and self.keys_misfit():
-            raise CompileError(f"K cannot be taken as stored: {self.keys_misfit()}")
-        self.keys_how = None
-        for i, packed_inputs in enumerate(self.scores.batches(*inputs, *constants[:split],
-                                                              keys_stored=keys is not None)):
-            if keys is not None:
+        stored = stored or {}
+        keys, queries = stored.get(1), stored.get(0)
+        if stored and self.keys_misfit():
+            raise CompileError(f"Q and K cannot be taken as stored: {self.keys_misfit()}")
+        self.stored_how = {}
+        for i, packed_inputs in enumerate(self.scores.batches(*inputs, *constants[:split], stored=tuple(stored))):
+            packed_inputs = list(packed_inputs)
+            program = self.scores.dense.kernel
+            if queries is not None:        # head h's weight blocks, contiguous in Q's stored tensor
+                packed_inputs[1] = self._stored(0, queries.reshape(heads, -1, *packed_inputs[1].shape[1:])[i % heads],
+                                                packed_inputs[1].shape)
+            if keys is not None:           # head h's columns of K's stored rows
                 program = self._keys_from_rows(i % heads, keys.shape[1])
-                want = program.params[0][1]
-                if keys.shape[0] >= want[0]:
-                    data, self.keys_how = keys[:want[0]], self.keys_how or "as stored"
-                else:
-                    data, self.keys_how = np.zeros(want, np.int8), "padded"
-                    data[:keys.shape[0]] = keys
-                (p_packed,), first = program(data, *packed_inputs[1:], backend=backend, trace=trace)
-            else:
-                (p_packed,), first = self.scores.dense.kernel(*packed_inputs, backend=backend, trace=trace)
+                packed_inputs[0] = self._stored(1, keys, program.params[0][1])
+            (p_packed,), first = program(*packed_inputs, backend=backend, trace=trace)
             p = self.scores.dense.unpack(p_packed)
             if not stores_transposed(self.cfg):
                 p, p_packed = np.ascontiguousarray(p.T), None
@@ -329,6 +329,19 @@ class AttentionKernel:
         for k in range(2):       # each program's cycles, summed over the batches
             result.stats[f"{PIECE}{k}"] = sum(int(r.cycles) for r in results[k::2])
         return out, result
+
+    def _stored(self, index: int, tensor: np.ndarray, shape: tuple) -> np.ndarray:
+        """Operand `index` as its projection stored it: its first rows (`shape`), or where more are
+        wanted than were stored, a zero-padded copy (`stored_how` says which)."""
+        if tensor.shape[0] >= shape[0] and tensor.shape[1:] == tuple(shape[1:]):
+            self.stored_how.setdefault(index, "as stored")
+            return tensor[:shape[0]]
+        if tensor.shape[2:] != tuple(shape[2:]) or tensor.shape[1] > shape[1]:
+            raise CompileError(f"a stored operand of shape {tensor.shape} for a program's {tuple(shape)}")
+        self.stored_how[index] = "padded"
+        data = np.zeros(shape, tensor.dtype)
+        data[:tensor.shape[0], :tensor.shape[1]] = tensor[:shape[0]]
+        return data
 
     def _chained(self, stored: np.ndarray, shape: tuple) -> np.ndarray:
         """The values' data: the scores' stored tensor as it is (its first rows), or where the

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from tvm import relax
 
 from intrinsics.host import callback_scope
 from vta_sim.config import Config
+from vta_sim.errors import CompileError
 from vta_sim.result import RunResult
 
 from . import inplace, kernels, ops
@@ -45,8 +47,8 @@ class LayerRun:
     verified: bool
     seconds: float
     output: np.ndarray | None = field(default=None, repr=False)   # what it wrote, for replay
-    chained: tuple | None = None          # (the producer's symbol, "as stored" or "padded"): its first
-                                          # input taken from the producer's stored tensor
+    chained: tuple = ()                   # per input taken from a producer's stored tensor: (the
+                                          # producer's symbol, "as stored" or "padded")
 
 
 @dataclass
@@ -61,8 +63,8 @@ class Region:
     store_to: tuple | None = None         # (ConcatPlacement, slot): its output is stored in that slice
     placement: object = None              # a Concat's inplace.ConcatPlacement
     parts: tuple = ()                     # a fused region's layers, first to last (graph.fusion)
-    chained_from: "Region | None" = None  # the region whose stored output is one of its inputs (chain_regions)
-    chained_input: int = 0                # which: its first (a dense's data), or 1 (an attention's K)
+    inputs_from: dict = field(default_factory=dict)   # {kernel input: the region whose stored output it is}
+                                                      # (chain_regions)
     stored: np.ndarray | None = field(default=None, repr=False)   # its packed output, while a consumer needs it
 
     def __call__(self, *args) -> None:
@@ -78,20 +80,22 @@ class Region:
         if self.store_to is not None:
             where["out"] = self.store_to[0].view(self.store_to[1])
         t0 = time.perf_counter()
-        producer, chained = self.chained_from, None
         if self.build.chains.get(self.symbol) is not None and getattr(self.kernel, "merges_heads", False):
             where["rows"] = True                      # the heads stored merged, as the consumer loads them
-        if producer is not None and producer.stored is not None and self.chained_input == 0:
-            result_array, result, how = self.kernel.run_stored(producer.stored, *arrays, *self.constants,
+        stored = {i: p.stored for i, p in self.inputs_from.items() if p.stored is not None}
+        if stored and hasattr(self.kernel, "run_stored"):       # a dense's data
+            result_array, result, how = self.kernel.run_stored(stored[0], *arrays, *self.constants,
                                                                backend=self.build.backend, trace=self.build.trace)
-            chained, producer.stored = (producer.symbol, how), None
+            hows = {0: how}
         else:
-            if producer is not None and producer.stored is not None:     # an attention's K
-                where["stored"] = {self.chained_input: producer.stored}
+            if stored:                                # an attention's Q and K
+                where["stored"] = stored
             result_array, result = self.kernel(*arrays, *self.constants, backend=self.build.backend,
                                                trace=self.build.trace, **where)
-            if "stored" in where:
-                chained, producer.stored = (producer.symbol, self.kernel.keys_how), None
+            hows = getattr(self.kernel, "stored_how", {}) if stored else {}
+        chained = tuple((self.inputs_from[i].symbol, hows[i]) for i in sorted(stored))
+        for i in stored:
+            self.inputs_from[i].stored = None
         if self.build.chains.get(self.symbol):        # a consumer takes the tensor as this program stored it
             self.stored = self.kernel.last_packed
         seconds = time.perf_counter() - t0
@@ -251,30 +255,40 @@ def chain_regions(main, regions: dict) -> None:
                 or producer.placement is not None or producer.symbol in build.chains
                 or consumer.build.cfg.BLOCK_IN != consumer.build.cfg.BLOCK_OUT):
             continue
-        consumer.chained_from = producer
+        consumer.inputs_from[0] = producer
         build.chains[producer.symbol] = consumer.symbol
-    for binding in bindings(main):         # an attention's K, from the K projection's rows
+    for binding in bindings(main):         # an attention's Q and K, from the projections' programs
         consumer = regions.get(extern_symbol(binding.value))
         if consumer is None or not hasattr(consumer.kernel, "keys_misfit") or consumer.kernel.keys_misfit():
             continue
-        producer = _split_keys(binding.value.args[1].fields[consumer.order[1]], value_of, regions)
-        if producer is None or producer.symbol in build.chains or consumer.chained_from is not None:
-            continue
-        consumer.chained_from, consumer.chained_input = producer, 1
-        build.chains[producer.symbol] = consumer.symbol
+        fields = binding.value.args[1].fields
+        for index, axes in ((1, [0, 2, 3, 1]), (0, [0, 2, 1, 3])):     # K^T, then Q
+            producer = _split_heads(fields[consumer.order[index]], axes, value_of, regions)
+            if producer is None or producer.symbol in build.chains:
+                continue
+            if index == 0:             # Q: its program stores the heads' weight blocks instead of rows
+                heads = int(fields[consumer.order[index]].ty.shape[1])
+                spec = dataclasses.replace(producer.spec, weight_heads=heads)
+                try:
+                    producer.kernel = build.cache.get(build.cfg, spec, build.vthreads)
+                except CompileError:
+                    continue
+            consumer.inputs_from[index] = producer
+            build.chains[producer.symbol] = consumer.symbol
 
 
-def _split_keys(b, value_of, regions: dict):
-    """The dense region whose output `b` (K^T, (1, heads, d, tokens)) is after the head split
-    (a Reshape to (1, tokens, heads, d) and a Transpose (0, 2, 3, 1)), where that region stores
-    its rows (`rows_out`); else None."""
+def _split_heads(b, perm: list, value_of, regions: dict):
+    """The dense region whose output `b` is after the head split (a Reshape to (1, tokens,
+    heads, d) and a Transpose `perm`: (0, 2, 3, 1) for K^T, (0, 2, 1, 3) for Q), where that
+    region stores its rows (`rows_out`); else None. (Q's must be a fused dense, whose kernel
+    can store weight blocks instead.)"""
     moving = {kind: set(ops.BY_KIND[kind].float_ops) for kind in ("reshape", "transpose")}
-    permute = value_of(b) if isinstance(b, relax.Var) else None
+    permute = _bound(b, value_of)
     if not _op_in(permute, moving["transpose"]) or not isinstance(permute.args[0], relax.Var):
         return None
     axes = [int(a) for a in permute.attrs.axes] if permute.attrs.axes is not None else None
     reshape = value_of(permute.args[0])
-    if axes != [0, 2, 3, 1] or not _op_in(reshape, moving["reshape"]) or not isinstance(reshape.args[0], relax.Var):
+    if axes != perm or not _op_in(reshape, moving["reshape"]) or not isinstance(reshape.args[0], relax.Var):
         return None
     region = regions.get(extern_symbol(value_of(reshape.args[0])))
     if (region is None or not getattr(region.kernel, "rows_out", False) or getattr(region.kernel, "layout", "")
@@ -283,6 +297,8 @@ def _split_keys(b, value_of, regions: dict):
     split = [int(d) for d in permute.args[0].ty.shape]           # (1, tokens, heads, d)
     rows = [int(d) for d in reshape.args[0].ty.shape]             # (1, tokens, heads x d)
     if len(split) != 4 or split[0] != 1 or rows[-1] != split[2] * split[3]:
+        return None
+    if perm == [0, 2, 1, 3] and not hasattr(region.spec, "weight_heads"):
         return None
     return region
 
@@ -309,6 +325,18 @@ def _merged_heads(x, value_of, regions: dict):
     if merged[-1] != heads_shape[1] * heads_shape[3] or int(np.prod(merged)) != int(np.prod(heads_shape)):
         return None
     return region
+
+
+def _bound(x, value_of):
+    """The value `x` is bound to, through bindings of one var to another (what graph.fusion
+    leaves where it moved a scale into the program before it); None for what is no var."""
+    seen = 0
+    while isinstance(x, relax.Var) and seen < 16:
+        value = value_of(x)
+        if not isinstance(value, relax.Var) or value.same_as(x):
+            return value if not value.same_as(x) else None
+        x, seen = value, seen + 1
+    return None
 
 
 def _op_in(value, names: set) -> bool:

@@ -33,6 +33,7 @@ from tvm import relax
 from requantisation import multiply_shift
 from requantisation.add import ReqSumParams
 from requantisation.relax import read_add, read_rescale
+from schedules import column_slice
 from schedules.fused_epilogue import ConstantAddStep, GeluStep, dense_epilogue_kernel
 from schedules.vta_layer_norm import add_layer_norm_kernel
 from vta_sim.config import Config
@@ -73,9 +74,11 @@ class ConstantAdd:
 @dataclass(frozen=True)
 class FusedDenseSpec:
     """A dense and the steps (ConstantAdd for a bias add or a scale, GeluSpec) on its output, one
-    kernel."""
+    kernel; `weight_heads` > 0: its output stored as that many heads' matmul weights
+    (schedules.column_slice.into_weight_blocks: attention's Q, graph.codegen.chain_regions)."""
     dense: DenseSpec
     steps: tuple
+    weight_heads: int = 0
     op: str = field(init=False)
 
     def __post_init__(self):
@@ -106,7 +109,10 @@ class FusedDenseSpec:
                       ConstantAddStep(cfg, step.params, None if step.per_channel is None else
                                       np.asarray(step.per_channel, np.int64), blocks)
                       for step in self.steps)
-        kernel = dense_epilogue_kernel(cfg, s.m, s.k, s.n, self.dense.requant, steps, vthreads, s.row_term)
+        kernel = dense_epilogue_kernel(cfg, s.m, s.k, s.n, self.dense.requant, steps, vthreads, s.row_term,
+                                       one_block=bool(self.weight_heads))
+        if self.weight_heads:
+            kernel = column_slice.into_weight_blocks(kernel, self.weight_heads, s.m, s.n)
         return viewed(kernel, [(s.m, s.k)], (*self.dense.rows, s.n)) if self.dense.rows else kernel
 
     def reference(self, *args: np.ndarray) -> np.ndarray:

@@ -46,8 +46,8 @@ def layer_rows(layers: list, runs: list, cfg: Config) -> list:
                 row["slices"] = run.region.placement.summary()
             if getattr(spec, "epilogue", None):
                 row["epilogue"] = list(spec.epilogue)     # what graph.fusion ran on its accumulator
-            if run.chained is not None:                   # its input as the layer before stored it
-                row["input"] = {"from": names[run.chained[0]], "as": run.chained[1]}
+            if run.chained:                               # inputs as the layers before stored them
+                row["inputs_stored"] = [{"from": names[symbol], "as": how} for symbol, how in run.chained]
             if getattr(spec, "pieces", None):             # a fused layer's programs (graph.attention)
                 row["pieces"] = [{"op": op, "macs": macs, "cycles": int(stats.get(f"{PIECE}{k}", 0))}
                                  for k, (op, macs) in enumerate(spec.pieces)]
@@ -111,10 +111,10 @@ def summary(result) -> str:
         o = j["onnxruntime"]
         lines.append(f"  against onnxruntime (ORT_DISABLE_ALL): {100 * o['identical_fraction']:.2f} % of outputs "
                      f"identical, max {o['max_abs_lsb']} LSB, argmax {'equal' if o['argmax_equal'] else 'DIFFERS'}")
-    chained = [r for r in vta_rows if "input" in r]
+    chained = [i for r in vta_rows for i in r.get("inputs_stored", ())]
     if chained:
-        stored = sum(r["input"]["as"] == "as stored" for r in chained)
-        lines.append(f"  inputs taken as the layer before stored them (no host copy): {stored} layer(s)"
+        stored = sum(i["as"] == "as stored" for i in chained)
+        lines.append(f"  inputs taken as the layer before stored them (no host copy): {stored}"
                      + (f", {len(chained) - stored} more padded by the host" if stored < len(chained) else ""))
     slices = [s for r in vta_rows for s in r.get("slices", ())]
     if slices:

@@ -1,5 +1,6 @@
-"""A dense's output stored as a slice of columns of a wider tensor, or its data loaded from
-one: its program's STOREs or LOADs re-addressed, nothing else changed.
+"""A dense's output stored as a slice of columns of a wider tensor, or as the 8 x 8 weight
+blocks of the matmul after it, or its data loaded from columns of a wider tensor: its
+program's STOREs or LOADs re-addressed, nothing else changed.
 
 Attention's heads: each head's attn.V program writes its d columns of the merged rows
 (tokens x heads d), the layout the output projection loads as its data, so the head merge
@@ -22,6 +23,8 @@ from intrinsics.host import Recording
 from intrinsics.recorded import KernelProgram
 from vta_sim.errors import CompileError
 from vta_sim.runtime import OutputView
+
+from .op_kernel import OpKernel
 
 
 def _rows(c, blocks: int):
@@ -88,3 +91,45 @@ def from_columns(kernel: CompiledKernel, param: int, total: int, first: int) -> 
     recording = Recording(program.config_text, program.kinds, tuple(calls))
     built = KernelProgram.build(recording, params, list(kernel.outputs))
     return CompiledKernel(None, params, list(kernel.outputs), kernel.compile_s + time.perf_counter() - start, built)
+
+
+def into_weight_blocks(op: OpKernel, heads: int, m: int, n: int) -> OpKernel:
+    """`op` (a dense of plain (m, n) output whose tiles are one column block wide, BATCH 1)
+    storing its output as `heads` matmul weights: head h's columns [h n/heads, (h+1) n/heads) as
+    8 x 8 blocks [8 rows][8 columns], (row group, column block) in row-major order, which is
+    how a matmul loads its weight (attention's Q for S^T = K.Q^T). Each tile's rows are stored
+    one group of 8 at a time; rows past m, in the last group, read as zeros (never written)."""
+    kernel = op.kernel
+    (output,) = kernel.outputs
+    name, shape, dtype = kernel.params[output]
+    rows, blocks, batch, lanes = shape
+    if batch != 1 or blocks % heads:
+        raise CompileError(f"{blocks} column blocks of batch {batch} as the weights of {heads} heads")
+    per_head, groups = blocks // heads, -(-rows // lanes)
+    calls = []
+    for c in kernel.program.calls:
+        if not (isinstance(c, Store2D) and c.param == output):
+            calls.append(c)
+            continue
+        c = _rows(c, blocks)
+        if c.x_size != 1:
+            raise CompileError(f"a STORE of rows of {c.x_size} entries: tiles of one column block are needed")
+        row0, block = divmod(c.offset, blocks)
+        head, within = divmod(block, per_head)
+        q = row0
+        while q < row0 + c.y_size:
+            run = min(lanes - q % lanes, row0 + c.y_size - q)
+            at = ((head * groups + q // lanes) * per_head + within) * lanes + q % lanes
+            calls.append(Store2D(output, at, run, 1, run, c.sram + q - row0))
+            q += run
+    params = list(kernel.params)
+    params[output] = (name, (heads * groups * per_head * lanes, 1, lanes), dtype)
+    program = kernel.program
+    built = KernelProgram.build(Recording(program.config_text, program.kinds, tuple(calls)), params,
+                                list(kernel.outputs))
+    compiled = CompiledKernel(None, params, list(kernel.outputs), kernel.compile_s, built)
+
+    def unpack(out):
+        b = out.reshape(heads, groups, per_head, lanes, lanes)     # [head][group][block][row][lane]
+        return np.ascontiguousarray(b.transpose(1, 3, 0, 2, 4).reshape(groups * lanes, blocks * lanes)[:m, :n])
+    return dataclasses.replace(op, kernel=compiled, unpack=unpack, rows_out=False, weight_heads=heads)

@@ -211,7 +211,7 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: 
     if not stores:
         raise CompileError("the kernel stores no output to run an epilogue on")
     tile = max(c.x_size * c.y_size for c in stores)
-    constants = np.concatenate([step.constants for step in steps])
+    constants = np.concatenate([step.constants for step in steps] or [np.zeros((0, cfg.BATCH, cfg.BLOCK_OUT), np.int32)])
     base = extent(calls, program.kinds)
     scratch_entries = sum(step.buffers * tile + step.vectors for step in steps)
     consts = base + scratch_entries
@@ -227,7 +227,8 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: 
         c_at += len(step.constants)
     params = [*kernel.params, ("consts", tuple(constants.shape), "int32")]
     kinds = (*program.kinds, "acc")
-    new_calls: list = [Load2D(len(params) - 1, 0, len(constants), 1, len(constants), consts, 0, 0, 0, 0)]
+    new_calls: list = ([Load2D(len(params) - 1, 0, len(constants), 1, len(constants), consts, 0, 0, 0, 0)]
+                       if len(constants) else [])
     runtime, at = {}, consts + len(constants)      # each runtime vector: a parameter, loaded once
     for k, step in enumerate(steps):
         shape = getattr(step, "runtime", None)
@@ -272,7 +273,7 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: 
 
 
 def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant, gelu: bool,
-                 all_rows: bool = False, transpose: bool = False) -> vd.DenseTiles:
+                 all_rows: bool = False, transpose: bool = False, one_block: bool = False) -> vd.DenseTiles:
     """The dense's tiling with the epilogue's scratch (a GELU's three tiles' entries, shared) and
     constants reserved in ACC, ranked by the dense's cycle model plus the GELU's per-tile
     pipelines, one or two threads; `all_rows`: tiles of every row (a softmax over the rows);
@@ -283,6 +284,8 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
     def why_not(t: vd.DenseTiles) -> str | None:
         if all_rows and (t.rows < row_blocks or t.threads_on("m") > 1):
             return "a softmax over the rows takes tiles of every row"
+        if one_block and t.cols != 1:
+            return "tiles of one column block (a store into 8 x 8 weight blocks)"
         if transpose and t.cols > 1 and not all_rows:
             return "a transposed store takes tiles of one column block, or a softmax's rows group by group"
         why = vd.usable(cfg, s, t, requant)
@@ -313,16 +316,18 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
 
 
 def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant, steps: tuple, vthreads: int = 2,
-                          row_term: bool = False, transpose: bool = False) -> OpKernel:
+                          row_term: bool = False, transpose: bool = False, one_block: bool = False) -> OpKernel:
     """The dense of `vta_ops.dense_kernel` (same inputs, then a vector per RowAddStep) with
     `steps` (ConstantAddStep, RowAddStep, GeluStep, SoftmaxStep) run on its output in the same
     program: (M, N) int8 out, bit for bit the steps applied to the dense's output in order;
-    `transpose`: (N, M) out, the result transposed by the program (schedules.block_transpose)."""
+    `transpose`: (N, M) out, the result transposed by the program (schedules.block_transpose);
+    `one_block`: tiles of one column block (schedules.column_slice.into_weight_blocks)."""
     s = vd.DenseShape(m, k, n, row_term)
     kernel_requant = vta_ops.chosen_requant(cfg, vd.DENSE, s, vthreads, None, requant)
     gelu = any(isinstance(step, GeluStep) for step in steps)
     softmax = [step for step in steps if isinstance(step, SoftmaxStep)]
-    tiles = _dense_tiles(cfg, s, vthreads, kernel_requant, gelu, all_rows=bool(softmax), transpose=transpose)
+    tiles = _dense_tiles(cfg, s, vthreads, kernel_requant, gelu, all_rows=bool(softmax), transpose=transpose,
+                         one_block=one_block)
     steps = tuple(SoftmaxStep(cfg, step.p, tiles.cols, compact=transpose) if isinstance(step, SoftmaxStep) else step
                   for step in steps)      # its vectors: one per column block of a tile
     dense = vta_ops.dense_kernel(cfg, m, k, n, requant, vthreads, tiles=tiles, row_term=row_term)

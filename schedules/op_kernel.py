@@ -45,6 +45,8 @@ class OpKernel:
     rows_out: bool = False                    # its packed output is its plain output's rows packed
                                               # as a dense packs its data (rows/B, cols/BO, B, BO)
     rows_in: bool = False                     # its first packed input is its first plain input so
+    weight_heads: int = 0                     # >0: its packed output is that many heads' matmul
+                                              # weights (schedules.column_slice.into_weight_blocks)
     last_packed: np.ndarray | None = field(default=None, repr=False, compare=False)  # the last call's
 
     @property

@@ -47,7 +47,7 @@ def test_the_bias_adds_and_the_gelu_run_in_the_denses_programs(quantizer):
     assert first["op"] == "dense+gelu" and first["epilogue"] == ["bias add", "gelu"]
     assert second["epilogue"] == ["bias add"]
     # the second dense's program loads the GELU's output as the first program stored it
-    assert second["input"] == {"from": "dense1+gelu1", "as": "as stored"} and "input" not in first
+    assert second["inputs_stored"] == [{"from": "dense1+gelu1", "as": "as stored"}] and "inputs_stored" not in first
     for row in (first, second):
         assert row["target"] == "vta" and row["verified"]
         assert row["onnxruntime"]["max_abs_lsb"] <= 1            # against the tensor after the Add / the GELU
@@ -176,7 +176,8 @@ def test_the_probabilities_reach_the_values_matmul_as_the_scores_program_stored_
     exact with the CPU build and the unfused build, within 1 LSB of onnxruntime's output. Each
     head's attn.V program stores its columns of the merged rows, and the output projection takes
     them as stored: the head merge's Transpose and Reshape copy nothing; each head's scores'
-    program loads its K from its columns of the K projection's rows: nor does the head split's.
+    program loads its K from its columns of the K projection's rows and its Q from the 8 x 8
+    weight blocks the Q projection's program stores: nor do the head split's.
     57 tokens: the last key block one key full, its other lanes zero as stored."""
     from graph.attention import AttentionKernel
     chained = []
@@ -205,9 +206,10 @@ def test_the_probabilities_reach_the_values_matmul_as_the_scores_program_stored_
     assert fused.verified and plain.verified and np.array_equal(fused.logits_vta, plain.logits_vta)
     assert chained and all(view and padded == 0 for view, padded in chained), chained
     out = next(r for r in fused.layers if r["name"].startswith("dense4"))
-    assert out["input"] == {"from": "matmul1+add1+softmax1+matmul2", "as": "as stored"} and out["verified"]
-    # and each head's scores' program loads its K from the K projection's rows as stored
-    assert row["input"] == {"from": "dense2", "as": "as stored"}
+    assert out["inputs_stored"] == [{"from": "matmul1+add1+softmax1+matmul2", "as": "as stored"}] and out["verified"]
+    # and each head's scores' program loads its Q (weight blocks the Q projection stored) and its
+    # K (its columns of the K projection's rows) as stored
+    assert row["inputs_stored"] == [{"from": "dense1", "as": "as stored"}, {"from": "dense2", "as": "as stored"}]
 
 
 def post_norm_graph(tokens=16, width=32):

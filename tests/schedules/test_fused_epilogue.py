@@ -228,3 +228,30 @@ def test_denses_store_into_and_load_from_columns_of_a_wider_tensor():
     (out,), _ = reading(merged[:data_rows], *second.pack(np.zeros((20, 16), np.int8), w2, np.zeros(8, np.int32))[1:])
     assert np.array_equal(second.unpack(out), second(want[1], w2, np.zeros(8, np.int32))[0])
     assert all(c.x_stride == 4 for c in reading.program.calls if isinstance(c, Load2D) and c.param == 0)
+
+
+@pytest.mark.parametrize("m", [24, 21])
+def test_a_dense_stores_its_heads_as_the_next_matmuls_weights(m):
+    """schedules.column_slice.into_weight_blocks: a dense of tiles one column block wide stores
+    each head's columns as 8 x 8 weight blocks, exactly the bytes the host packs for a matmul's
+    weight (vta_sim.packing.pack_rows of the head's rows, 8 at a time); 21 rows: the last
+    block's missing rows are zero. Its plain output, unpacked from the blocks, is the dense's."""
+    from schedules import column_slice
+    from schedules.fused_epilogue import dense_epilogue_kernel
+    from vta_sim import packing as pk
+    rng = np.random.default_rng(m)
+    x, w = rng.integers(-128, 128, (m, 24), dtype=np.int8), rng.integers(-128, 128, (32, 24), dtype=np.int8)
+    b = rng.integers(-500, 500, 32).astype(np.int32)
+    plain = vta_ops.dense_kernel(CFG, m, 24, 32, PowerOfTwo(8))
+    want, _ = plain(x, w, b)
+    dense = dense_epilogue_kernel(CFG, m, 24, 32, PowerOfTwo(8), (), one_block=True)
+    assert dense.tiles.cols == 1
+    blocks = column_slice.into_weight_blocks(dense, 2, m, 32)
+    got, _ = blocks(x, w, b)
+    assert np.array_equal(got, want) and blocks.weight_heads == 2 and not blocks.rows_out
+    stored = blocks.last_packed.reshape(2, -1, 2, 8, 8)
+    rows = -(-m // 8) * 8
+    for h in range(2):
+        head = np.zeros((rows, 16), np.int8)
+        head[:m] = want[:, 16 * h:16 * (h + 1)]
+        assert np.array_equal(stored[h], pk.pack_rows(head, 8, 8, "weight"))
