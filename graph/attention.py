@@ -268,7 +268,8 @@ class AttentionKernel:
     def __call__(self, *args: np.ndarray, backend: str = "sim", trace: bool = False, rows: bool = False,
                  stored: dict | None = None) -> tuple[Any, ...]:
         """`rows`: store the heads merged (`last_packed`); `stored` {0: Q's weight blocks, 1: K's
-        rows, as the projections stored them}: each head's scores' program loads them from there."""
+        rows, n: V's transposed weight blocks, as the projections stored them (n: V's input
+        index)}: each head's programs load them from there."""
         n = len(self.spec.scores.input_shapes())
         inputs, v, constants = args[:n], args[n], args[n + 1:]
         split = self.spec.split
@@ -286,11 +287,12 @@ class AttentionKernel:
             out_shape = self.values.dense.kernel.params[self.values.dense.kernel.outputs[0]][1]
             merged = np.zeros((out_shape[0], heads * out_shape[1], *out_shape[2:]), np.int8)
         stored = stored or {}
-        keys, queries = stored.get(1), stored.get(0)
+        keys, queries, values = stored.get(1), stored.get(0), stored.get(n)
         if stored and self.keys_misfit():
             raise CompileError(f"Q and K cannot be taken as stored: {self.keys_misfit()}")
         self.stored_how = {}
-        for i, packed_inputs in enumerate(self.scores.batches(*inputs, *constants[:split], stored=tuple(stored))):
+        for i, packed_inputs in enumerate(self.scores.batches(*inputs, *constants[:split],
+                                                              stored=tuple(k for k in stored if k in (0, 1)))):
             packed_inputs = list(packed_inputs)
             program = self.scores.dense.kernel
             if queries is not None:        # head h's weight blocks, contiguous in Q's stored tensor
@@ -309,7 +311,10 @@ class AttentionKernel:
                 vectors = (int32_vector(bias + cols[0, 0], "bias + cols"), *channel, int32_vector(rows[0, :, 0], "rows"))
             dense = self.values.dense
             data, *rest = dense.pack(np.zeros((s.m, s.k), np.int8) if p_packed is not None else p,
-                                     np.ascontiguousarray(v3[i].T), *vectors)
+                                     np.zeros((s.n, s.k), np.int8) if values is not None else np.ascontiguousarray(v3[i].T),
+                                     *vectors)
+            if values is not None:         # head h's weight blocks of V^T, as the V projection stored them
+                rest[0] = self._stored(n, values.reshape(heads, -1, *rest[0].shape[1:])[i % heads], rest[0].shape)
             if p_packed is not None:
                 data = self._chained(p_packed, data.shape)
             if merged is None:

@@ -262,13 +262,14 @@ def chain_regions(main, regions: dict) -> None:
         if consumer is None or not hasattr(consumer.kernel, "keys_misfit") or consumer.kernel.keys_misfit():
             continue
         fields = binding.value.args[1].fields
-        for index, axes in ((1, [0, 2, 3, 1]), (0, [0, 2, 1, 3])):     # K^T, then Q
+        values = len(consumer.order) - 1                  # V: the attention kernel's last input
+        for index, axes in ((1, [0, 2, 3, 1]), (0, [0, 2, 1, 3]), (values, [0, 2, 1, 3])):   # K^T, Q, V
             producer = _split_heads(fields[consumer.order[index]], axes, value_of, regions)
             if producer is None or producer.symbol in build.chains:
                 continue
-            if index == 0:             # Q: its program stores the heads' weight blocks instead of rows
+            if index != 1:             # Q, V: the program stores the heads' weight blocks (V's transposed)
                 heads = int(fields[consumer.order[index]].ty.shape[1])
-                spec = dataclasses.replace(producer.spec, weight_heads=heads)
+                spec = dataclasses.replace(producer.spec, weight_heads=heads, transposed=index == values)
                 try:
                     producer.kernel = build.cache.get(build.cfg, spec, build.vthreads)
                 except CompileError:

@@ -23,6 +23,7 @@ dense's `epilogue`.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,10 +76,12 @@ class ConstantAdd:
 class FusedDenseSpec:
     """A dense and the steps (ConstantAdd for a bias add or a scale, GeluSpec) on its output, one
     kernel; `weight_heads` > 0: its output stored as that many heads' matmul weights
-    (schedules.column_slice.into_weight_blocks: attention's Q, graph.codegen.chain_regions)."""
+    (schedules.column_slice.into_weight_blocks: attention's Q; with `transposed`, transposed by
+    the GEMM core: attention's V; graph.codegen.chain_regions)."""
     dense: DenseSpec
     steps: tuple
     weight_heads: int = 0
+    transposed: bool = False
     op: str = field(init=False)
 
     def __post_init__(self):
@@ -110,8 +113,11 @@ class FusedDenseSpec:
                                       np.asarray(step.per_channel, np.int64), blocks)
                       for step in self.steps)
         kernel = dense_epilogue_kernel(cfg, s.m, s.k, s.n, self.dense.requant, steps, vthreads, s.row_term,
-                                       one_block=bool(self.weight_heads))
-        if self.weight_heads:
+                                       one_block=bool(self.weight_heads), transpose=self.transposed,
+                                       weight_blocks=self.transposed)
+        if self.weight_heads and self.transposed:
+            kernel = dataclasses.replace(kernel, weight_heads=self.weight_heads)
+        elif self.weight_heads:
             kernel = column_slice.into_weight_blocks(kernel, self.weight_heads, s.m, s.n)
         return viewed(kernel, [(s.m, s.k)], (*self.dense.rows, s.n)) if self.dense.rows else kernel
 

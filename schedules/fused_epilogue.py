@@ -192,8 +192,8 @@ def _store(c: Store2D, blocks: int) -> Store:
     return Store(c.sram, c.y_size, c.x_size, first, row)
 
 
-def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: bool = False
-                  ) -> tuple[CompiledKernel, np.ndarray, TransposedStores | None]:
+def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: bool = False,
+                  weight_blocks: bool = False) -> tuple[CompiledKernel, np.ndarray, TransposedStores | None]:
     """(`kernel` with `steps` run in order before every store of its output, the constants it
     takes as its new input after the kernel's, the transposition or None). `kernel`'s output is
     packed rows of column blocks (a dense's); each step runs on the ACC entries a store would
@@ -246,11 +246,16 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: 
         tops = {"inp": extent(calls, kinds, "inp"), "wgt": extent(calls, kinds, "wgt"), "acc": at}
         last, (scratch, _) = (steps[-1], places[-1]) if steps else (None, ((), 0))
         free = (scratch[0], 2 * tile) if getattr(last, "compact", False) else (0, 0)   # Y and W after it
-        transposer = TransposedStores(cfg, rows, blocks, tile // rows, params, kinds, output, tops, free)
+        shapes = [_store(c, blocks) for c in stores]
+        transposer = TransposedStores(cfg, rows, blocks, max(st.cols for st in shapes), params, kinds, output, tops,
+                                      free, weight_blocks, tile_rows=max(st.rows for st in shapes))
         params, kinds = transposer.params, transposer.kinds
         new_calls += transposer.start()
+    pending: list = []      # a transposition in its own ACC waits behind the next tile's GEMM (below)
     for c in calls:
         if isinstance(c, Store2D) and c.param == output:
+            new_calls += pending
+            pending = []
             chain, where, store = AluProgram(cfg, []), c.sram, _store(c, blocks)
             for k, (step, (scratch, step_consts)) in enumerate(zip(steps, places)):
                 here = dataclasses.replace(store, sram=where)
@@ -258,14 +263,20 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: 
                          step.emit(chain, where, scratch, step_consts, here))
             new_calls += chain.calls
             if transposer is not None:
-                compact = store.cols == 1 or getattr(steps[-1], "compact", False)
-                if not compact or store.rows != transposer.rows:
-                    raise CompileError(f"a transposed store takes tiles of all {transposer.rows} rows, one column "
-                                       f"block or a softmax's groups compact, not {store.rows} rows of {store.cols}")
-                new_calls += transposer.store(where, store.first_block, store.cols)
+                compact = store.cols == 1 or bool(steps) and getattr(steps[-1], "compact", False)
+                if not compact:
+                    raise CompileError(f"a transposed store takes tiles of one column block or a softmax's groups "
+                                       f"compact, not {store.rows} rows of {store.cols}")
+                moved = transposer.store(where, store.first_block, store.cols, store.rows, store.first_row)
+                if transposer.own_acc:      # its round trip through DRAM overlaps the next tile's GEMM
+                    new_calls.append(moved[0])
+                    pending = moved[1:]
+                else:                       # in the softmax's scratch, which the next tile's softmax needs
+                    new_calls += moved
                 continue
             c = dataclasses.replace(c, sram=where)
         new_calls.append(c)
+    new_calls += pending
     recording = Recording(program.config_text, kinds, tuple(new_calls))
     built = KernelProgram.build(recording, params, list(kernel.outputs))
     return (CompiledKernel(None, params, list(kernel.outputs), kernel.compile_s + time.perf_counter() - start, built),
@@ -273,7 +284,8 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: 
 
 
 def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant, gelu: bool,
-                 all_rows: bool = False, transpose: bool = False, one_block: bool = False) -> vd.DenseTiles:
+                 all_rows: bool = False, transpose: bool = False, one_block: bool = False,
+                 weight_blocks: bool = False) -> vd.DenseTiles:
     """The dense's tiling with the epilogue's scratch (a GELU's three tiles' entries, shared) and
     constants reserved in ACC, ranked by the dense's cycle model plus the GELU's per-tile
     pipelines, one or two threads; `all_rows`: tiles of every row (a softmax over the rows);
@@ -282,8 +294,10 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
     row_blocks = -(-s.m // cfg.BATCH)
 
     def why_not(t: vd.DenseTiles) -> str | None:
-        if all_rows and (t.rows < row_blocks or t.threads_on("m") > 1):
-            return "a softmax over the rows takes tiles of every row"
+        if (all_rows or transpose and not weight_blocks) and (t.rows < row_blocks or t.threads_on("m") > 1):
+            return "a softmax over the rows, or a store transposed as rows, takes tiles of every row"
+        if transpose and weight_blocks and t.rows * cfg.BATCH % cfg.BLOCK_OUT and t.rows < row_blocks:
+            return "a store transposed into weight blocks takes tiles of whole blocks of rows"
         if one_block and t.cols != 1:
             return "tiles of one column block (a store into 8 x 8 weight blocks)"
         if transpose and t.cols > 1 and not all_rows:
@@ -296,9 +310,9 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
         if all_rows:          # the softmax's buffers and vectors, a mask's vector (one entry a row)
             reserved += 2 * t.rows * t.cols + vta_softmax.GROUP_VECTORS * t.cols + s.m
         if transpose:
-            reserved += acc_entries(s.m, t.cols, cfg, 2 * t.rows * t.cols if all_rows else 0)
+            reserved += acc_entries(t.rows * cfg.BATCH, t.cols, cfg, 2 * t.rows * t.cols if all_rows else 0)
             room = vd.footprint(cfg, s, t, requant)
-            for sram, extra in (("inp", cfg.BLOCK_OUT), ("wgt", t.cols * -(-s.m // cfg.BLOCK_OUT))):
+            for sram, extra in (("inp", cfg.BLOCK_OUT), ("wgt", t.cols * -(-t.rows * cfg.BATCH // cfg.BLOCK_OUT))):
                 if room[sram] * t.vthreads + extra > cfg.buffers[sram].depth:
                     return f"{sram.upper()}: the dense's entries and the transposition's {extra} exceed it"
         if need + reserved > depth:
@@ -316,22 +330,25 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
 
 
 def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant, steps: tuple, vthreads: int = 2,
-                          row_term: bool = False, transpose: bool = False, one_block: bool = False) -> OpKernel:
+                          row_term: bool = False, transpose: bool = False, one_block: bool = False,
+                          weight_blocks: bool = False) -> OpKernel:
     """The dense of `vta_ops.dense_kernel` (same inputs, then a vector per RowAddStep) with
     `steps` (ConstantAddStep, RowAddStep, GeluStep, SoftmaxStep) run on its output in the same
     program: (M, N) int8 out, bit for bit the steps applied to the dense's output in order;
     `transpose`: (N, M) out, the result transposed by the program (schedules.block_transpose);
-    `one_block`: tiles of one column block (schedules.column_slice.into_weight_blocks)."""
+    `one_block`: tiles of one column block (schedules.column_slice.into_weight_blocks);
+    `weight_blocks` with `transpose`: the transposed result as the 8 x 8 weight blocks of a
+    matmul taking it as (N, M) weight (attention's V for attn.V)."""
     s = vd.DenseShape(m, k, n, row_term)
     kernel_requant = vta_ops.chosen_requant(cfg, vd.DENSE, s, vthreads, None, requant)
     gelu = any(isinstance(step, GeluStep) for step in steps)
     softmax = [step for step in steps if isinstance(step, SoftmaxStep)]
     tiles = _dense_tiles(cfg, s, vthreads, kernel_requant, gelu, all_rows=bool(softmax), transpose=transpose,
-                         one_block=one_block)
+                         one_block=one_block, weight_blocks=weight_blocks)
     steps = tuple(SoftmaxStep(cfg, step.p, tiles.cols, compact=transpose) if isinstance(step, SoftmaxStep) else step
                   for step in steps)      # its vectors: one per column block of a tile
     dense = vta_ops.dense_kernel(cfg, m, k, n, requant, vthreads, tiles=tiles, row_term=row_term)
-    fused, constants, transposer = with_epilogue(cfg, dense.kernel, steps, transpose)
+    fused, constants, transposer = with_epilogue(cfg, dense.kernel, steps, transpose, weight_blocks)
     pack = dense.pack                  # not `dense`: its TVM module does not pickle (graph.cache)
     rows = [step for step in steps if getattr(step, "runtime", None) is not None]
     units = () if transposer is None else (transposer.constants(),)
@@ -342,6 +359,9 @@ def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant,
         return (*pack(*inputs[:cut]), constants, *(step.pack(v) for step, v in zip(rows, inputs[cut:])), *units)
 
     def unpack_transposed(out):
+        if weight_blocks:          # [column block][row block][column][row]: the (M, N) result
+            b = out.reshape(-1, out.shape[1], cfg.BLOCK_OUT, cfg.BLOCK_OUT)
+            return np.ascontiguousarray(b.transpose(1, 3, 0, 2).reshape(b.shape[1] * cfg.BLOCK_OUT, -1)[:m, :n])
         return np.ascontiguousarray(pk.unpack_rows(out)[:n, :m])
     return OpKernel("dense", fused, pack=pack_all, unpack=dense.unpack if transposer is None else unpack_transposed,
                     macs=dense.macs, tiles=tiles, tile_source=TileSource("cycle model"),

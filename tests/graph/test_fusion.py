@@ -177,7 +177,8 @@ def test_the_probabilities_reach_the_values_matmul_as_the_scores_program_stored_
     head's attn.V program stores its columns of the merged rows, and the output projection takes
     them as stored: the head merge's Transpose and Reshape copy nothing; each head's scores'
     program loads its K from its columns of the K projection's rows and its Q from the 8 x 8
-    weight blocks the Q projection's program stores: nor do the head split's.
+    weight blocks the Q projection's program stores, and its attn.V program V^T's weight blocks,
+    which the V projection's program transposes: nor do the head split's.
     57 tokens: the last key block one key full, its other lanes zero as stored."""
     from graph.attention import AttentionKernel
     chained = []
@@ -208,8 +209,9 @@ def test_the_probabilities_reach_the_values_matmul_as_the_scores_program_stored_
     out = next(r for r in fused.layers if r["name"].startswith("dense4"))
     assert out["inputs_stored"] == [{"from": "matmul1+add1+softmax1+matmul2", "as": "as stored"}] and out["verified"]
     # and each head's scores' program loads its Q (weight blocks the Q projection stored) and its
-    # K (its columns of the K projection's rows) as stored
-    assert row["inputs_stored"] == [{"from": "dense1", "as": "as stored"}, {"from": "dense2", "as": "as stored"}]
+    # K (its columns of the K projection's rows), its attn.V program its V (V^T's weight blocks,
+    # transposed by the V projection's program), as stored
+    assert row["inputs_stored"] == [{"from": f"dense{k}", "as": "as stored"} for k in (1, 2, 3)]
 
 
 def post_norm_graph(tokens=16, width=32):

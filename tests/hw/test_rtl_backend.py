@@ -168,6 +168,33 @@ def test_probabilities_stored_transposed_through_dram_on_rtl_equal_the_simulator
     assert res.backend == "rtl" and res.cycles == ref.cycles and kernel.tiles.cols > 1
 
 
+def test_a_dense_transposed_into_weight_blocks_on_rtl_equals_the_simulator():
+    """Attention's V projection as graph.codegen.chain_regions compiles it: tiles of one column
+    block and 8 rows, each tile stored to the program's scratch and transposed by the GEMM into
+    8 x 8 weight blocks, the round trip behind the next tile's GEMM, a shorter last tile (3 of 19
+    rows) in a slot of its own. On the Verilated RTL: the simulator's bits and cycles."""
+    from requantisation.rule import PowerOfTwo
+    from schedules import vta_dense as vd
+    from schedules.fused_epilogue import dense_epilogue_kernel
+    cfg = Config.load("1x8x8")
+    rng = np.random.default_rng(11)
+    x, w = rng.integers(-128, 128, (19, 16)).astype(np.int8), rng.integers(-128, 128, (16, 16)).astype(np.int8)
+    b = rng.integers(-300, 300, 16).astype(np.int32)
+    import schedules.fused_epilogue as fe
+    chosen = fe._dense_tiles
+    try:
+        fe._dense_tiles = lambda *a, **k: vd.DenseTiles(rows=8, cols=1, k_blocks=2, vthreads=1, split="n")
+        kernel = dense_epilogue_kernel(cfg, 19, 16, 16, PowerOfTwo(8), (), one_block=True, transpose=True,
+                                       weight_blocks=True)
+    finally:
+        fe._dense_tiles = chosen
+    got, res = kernel(x, w, b, backend="rtl")
+    stored = kernel.last_packed.copy()
+    want, ref = kernel(x, w, b)
+    assert np.array_equal(got, want) and np.array_equal(stored, kernel.last_packed)
+    assert res.backend == "rtl" and res.cycles == ref.cycles
+
+
 def test_the_alu_gelu_on_rtl_equals_the_simulator():
     """The GELU chain's ALU program (the erf polynomial, three REQs from constant entries) on the
     Verilated RTL, over all 256 int8 inputs: the simulator's bits and cycles."""

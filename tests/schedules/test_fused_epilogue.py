@@ -255,3 +255,25 @@ def test_a_dense_stores_its_heads_as_the_next_matmuls_weights(m):
         head = np.zeros((rows, 16), np.int8)
         head[:m] = want[:, 16 * h:16 * (h + 1)]
         assert np.array_equal(stored[h], pk.pack_rows(head, 8, 8, "weight"))
+
+
+@pytest.mark.parametrize("m", [24, 19])
+def test_a_dense_stores_its_result_transposed_as_the_next_matmuls_weight(m):
+    """A dense (attention's V projection, m keys x n) whose program stores its result transposed
+    by the GEMM core as 8 x 8 weight blocks: exactly the bytes the host packs for the weight of
+    attn.V (vta_sim.packing.pack_rows of V^T, keys padded to a block with zeros). Its plain
+    output, unpacked from the blocks, is the dense's."""
+    from schedules.fused_epilogue import dense_epilogue_kernel
+    from vta_sim import packing as pk
+    rng = np.random.default_rng(m + 100)
+    x, w = rng.integers(-128, 128, (m, 24), dtype=np.int8), rng.integers(-128, 128, (32, 24), dtype=np.int8)
+    b = rng.integers(-500, 500, 32).astype(np.int32)
+    want, _ = vta_ops.dense_kernel(CFG, m, 24, 32, PowerOfTwo(8))(x, w, b)
+    dense = dense_epilogue_kernel(CFG, m, 24, 32, PowerOfTwo(8), (), one_block=True, transpose=True,
+                                  weight_blocks=True)
+    got, _ = dense(x, w, b)
+    assert np.array_equal(got, want) and dense.tiles.cols == 1 and dense.tiles.rows == m
+    keys = -(-m // 8) * 8
+    vt = np.zeros((32, keys), np.int8)
+    vt[:, :m] = want.T
+    assert np.array_equal(dense.last_packed.reshape(4, -1, 8, 8), pk.pack_rows(vt, 8, 8, "weight"))
