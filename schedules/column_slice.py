@@ -37,28 +37,36 @@ def _rows(c, blocks: int):
     return c
 
 
+def _readdressed(kernel: CompiledKernel, param: int, kind: type, total: int, first: int) -> tuple:
+    """(params, recording) of `kernel` with its calls of `kind` (Store2D or Load2D) on parameter
+    `param` (packed rows, (rows, blocks, B, lanes)) moved to column blocks [first, first +
+    blocks) of a (rows, `total`, B, lanes) tensor, which becomes the parameter."""
+    name, shape, dtype = kernel.params[param]
+    rows, blocks = shape[0], shape[1]
+    if first < 0 or first + blocks > total:
+        raise CompileError(f"column blocks [{first}, {first + blocks}) of a tensor of {total}")
+    calls = []
+    for c in kernel.program.calls:
+        if isinstance(c, kind) and c.param == param:
+            if isinstance(c, Load2D) and (c.y_pad_0 or c.y_pad_1 or c.x_pad_0 or c.x_pad_1):
+                raise CompileError("a load with padding of the input to re-address")
+            c = _rows(c, blocks)
+            row, block = divmod(c.offset, blocks)
+            c = dataclasses.replace(c, offset=row * total + first + block, x_stride=total)
+        calls.append(c)
+    params = list(kernel.params)
+    params[param] = (name, (rows, total, *shape[2:]), dtype)
+    return params, Recording(kernel.program.config_text, kernel.program.kinds, tuple(calls))
+
+
 def into_columns(kernel: CompiledKernel, total: int, first: int) -> CompiledKernel:
     """`kernel` (one output of packed rows, (rows, blocks, B, BO)) storing into column blocks
     [first, first + blocks) of a (rows, `total`, B, BO) tensor; call it with
     `views={output: OutputView(tensor, 0)}`."""
     start = time.perf_counter()
     (output,) = kernel.outputs
-    name, shape, dtype = kernel.params[output]
-    rows, blocks = shape[0], shape[1]
-    if first < 0 or first + blocks > total:
-        raise CompileError(f"column blocks [{first}, {first + blocks}) of a tensor of {total}")
-    program = kernel.program
-    calls = []
-    for c in program.calls:
-        if isinstance(c, Store2D) and c.param == output:
-            c = _rows(c, blocks)
-            row, block = divmod(c.offset, blocks)
-            c = dataclasses.replace(c, offset=row * total + first + block, x_stride=total)
-        calls.append(c)
-    params = list(kernel.params)
-    params[output] = (name, (rows, total, *shape[2:]), dtype)
-    recording = Recording(program.config_text, program.kinds, tuple(calls))
-    view = OutputView(np.zeros(params[output][1], dtype), 0)
+    params, recording = _readdressed(kernel, output, Store2D, total, first)
+    view = OutputView(np.zeros(params[output][1], params[output][2]), 0)
     built = KernelProgram.build(recording, params, list(kernel.outputs), {output: view})
     sliced = CompiledKernel(None, params, list(kernel.outputs), kernel.compile_s + time.perf_counter() - start,
                             built)
@@ -72,23 +80,7 @@ def from_columns(kernel: CompiledKernel, param: int, total: int, first: int) -> 
     attention's K for one head, read from the K projection's rows as that program stored them.
     Loads with padding are refused."""
     start = time.perf_counter()
-    name, shape, dtype = kernel.params[param]
-    rows, blocks = shape[0], shape[1]
-    if first < 0 or first + blocks > total:
-        raise CompileError(f"column blocks [{first}, {first + blocks}) of a tensor of {total}")
-    program = kernel.program
-    calls = []
-    for c in program.calls:
-        if isinstance(c, Load2D) and c.param == param:
-            if c.y_pad_0 or c.y_pad_1 or c.x_pad_0 or c.x_pad_1:
-                raise CompileError("a load with padding of the input to re-address")
-            c = _rows(c, blocks)
-            row, block = divmod(c.offset, blocks)
-            c = dataclasses.replace(c, offset=row * total + first + block, x_stride=total)
-        calls.append(c)
-    params = list(kernel.params)
-    params[param] = (name, (rows, total, *shape[2:]), dtype)
-    recording = Recording(program.config_text, program.kinds, tuple(calls))
+    params, recording = _readdressed(kernel, param, Load2D, total, first)
     built = KernelProgram.build(recording, params, list(kernel.outputs))
     return CompiledKernel(None, params, list(kernel.outputs), kernel.compile_s + time.perf_counter() - start, built)
 
