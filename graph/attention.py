@@ -206,7 +206,7 @@ class AttentionSpec:
 class AttentionKernel:
     """An AttentionSpec's run. Per batch the scores' program stores P (a query a row, 8 keys an
     entry), and the values' program takes that tensor as its data as the first stored it (its
-    first rows where the second's tiles take fewer; `chained` counts the batches where its
+    first rows where the second's tiles take fewer; `padded` counts the batches where its
     tiles wanted more rows or key blocks than were stored, which the host then pads with
     zeros). Where the config makes the scores' program leave P^T, the host transposes it."""
     scores: MatmulSoftmaxKernel
@@ -220,7 +220,8 @@ class AttentionKernel:
     #: takes them after the head merge's Transpose and Reshape.
     merges_heads: bool = True
     last_packed: np.ndarray | None = field(default=None, repr=False)
-    stored_how: dict = field(default_factory=dict)   # the last call's {0 (Q), 1 (K): "as stored" or "padded"}
+    stored_how: dict = field(default_factory=dict)   # the last call's {0 (Q), 1 (K), V's index: "as stored"
+                                                     # or "padded"}
     _sliced: dict = field(default_factory=dict, repr=False)
 
     @property
