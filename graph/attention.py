@@ -21,6 +21,7 @@ import numpy as np
 
 from schedules import block_transpose, column_slice
 from schedules.fused_epilogue import RowAddStep, SoftmaxStep, dense_epilogue_kernel
+from schedules.op_kernel import as_stored
 from schedules.vta_dense import DenseShape
 from vta_sim import packing as pk
 from vta_sim.config import Config
@@ -337,26 +338,16 @@ class AttentionKernel:
         return out, result
 
     def _stored(self, index: int, tensor: np.ndarray, shape: tuple) -> np.ndarray:
-        """Operand `index` as its projection stored it: its first rows (`shape`), or where more are
-        wanted than were stored, a zero-padded copy (`stored_how` says which)."""
-        if tensor.shape[0] >= shape[0] and tensor.shape[1:] == tuple(shape[1:]):
-            self.stored_how.setdefault(index, "as stored")
-            return tensor[:shape[0]]
-        if tensor.shape[2:] != tuple(shape[2:]) or tensor.shape[1] > shape[1]:
-            raise CompileError(f"a stored operand of shape {tensor.shape} for a program's {tuple(shape)}")
-        self.stored_how[index] = "padded"
-        data = np.zeros(shape, tensor.dtype)
-        data[:tensor.shape[0], :tensor.shape[1]] = tensor[:shape[0]]
+        """Operand `index` as its projection stored it (schedules.op_kernel.as_stored; `stored_how`
+        says how)."""
+        data, how = as_stored(tensor, shape)
+        if self.stored_how.get(index) != "padded":
+            self.stored_how[index] = how
         return data
 
     def _chained(self, stored: np.ndarray, shape: tuple) -> np.ndarray:
-        """The values' data: the scores' stored tensor as it is (its first rows), or where the
-        values' tiles take more rows or key blocks than were stored, a copy padded with zeros."""
-        rows, blocks = shape[0], shape[1]
-        if rows <= stored.shape[0] and blocks == stored.shape[1]:
-            return stored[:rows]
-        self.padded += 1
-        data = np.zeros(shape, np.int8)
-        r, b = min(rows, stored.shape[0]), min(blocks, stored.shape[1])
-        data[:r, :b] = stored[:r, :b]
+        """The values' data: the scores' stored tensor as it is, or a zero-padded copy (`padded`
+        counts those)."""
+        data, how = as_stored(stored, shape)
+        self.padded += how == "padded"
         return data

@@ -80,7 +80,8 @@ class Region:
         if self.store_to is not None:
             where["out"] = self.store_to[0].view(self.store_to[1])
         t0 = time.perf_counter()
-        if self.build.chains.get(self.symbol) is not None and getattr(self.kernel, "merges_heads", False):
+        feeds = self.build.chains.get(self.symbol) is not None      # a consumer takes what this one stores
+        if feeds and getattr(self.kernel, "merges_heads", False):
             where["rows"] = True                      # the heads stored merged, as the consumer loads them
         stored = {i: p.stored for i, p in self.inputs_from.items() if p.stored is not None}
         if stored and hasattr(self.kernel, "run_stored"):       # a dense's data
@@ -96,7 +97,7 @@ class Region:
         chained = tuple((self.inputs_from[i].symbol, hows[i]) for i in sorted(stored))
         for i in stored:
             self.inputs_from[i].stored = None
-        if self.build.chains.get(self.symbol):        # a consumer takes the tensor as this program stored it
+        if feeds:
             self.stored = self.kernel.last_packed
         seconds = time.perf_counter() - t0
         if self.store_to is not None:

@@ -31,6 +31,19 @@ class TileSource:
         return self.how
 
 
+def as_stored(stored: np.ndarray, shape: tuple) -> tuple[np.ndarray, str]:
+    """A program's packed input of `shape` taken from the tensor `stored` by the program before:
+    (its first rows, "as stored") where their blocks agree, else (a zero-padded copy of what
+    both hold, "padded": the taker's tiles want more rows or other blocks than were stored)."""
+    rows, blocks = shape[0], shape[1]
+    if rows <= stored.shape[0] and stored.shape[1:] == tuple(shape[1:]):
+        return stored[:rows], "as stored"
+    r, b = min(rows, stored.shape[0]), min(blocks, stored.shape[1])
+    data = np.zeros(shape, stored.dtype)
+    data[:r, :b] = stored[:r, :b]
+    return data, "padded"
+
+
 @dataclass
 class OpKernel:
     op: str                                   # "conv2d", "dense", "max_pool", "add", ...
@@ -77,13 +90,7 @@ class OpKernel:
         into a zero-padded tensor). The caller checks `rows_in` and the blocks' sizes."""
         placeholder = np.zeros(inputs[0].shape, inputs[0].dtype)
         data, *rest = self.pack(placeholder, *inputs[1:])
-        rows, blocks = data.shape[:2]
-        if rows <= stored.shape[0] and blocks == stored.shape[1] and data.shape[2:] == stored.shape[2:]:
-            data, how = stored[:rows], "as stored"
-        else:
-            r, b = min(rows, stored.shape[0]), min(blocks, stored.shape[1])
-            data, how = np.zeros_like(data), "padded"
-            data[:r, :b] = stored[:r, :b]
+        data, how = as_stored(stored, data.shape)
         (result_array,), result = self.kernel(data, *rest, backend=backend, trace=trace)
         self.last_packed = result_array
         return self.unpack(result_array), result, how
