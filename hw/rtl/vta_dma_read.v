@@ -411,10 +411,13 @@ module vta_dma_read #(
                 state <= S_BURST;
             end
         end
-        // the element's beats so far, outside the go/idle priority above (a beat is never in go's
-        // cycle nor idle), so go has no path into the clock enables of these MAXE*8 flip-flops
-        // spread over the block RAMs' inputs
-        if (beat && !narrow && !last_beat) asm_r <= wr_data;
+        // the element's beats so far, with no enable: slot bc takes the read data every cycle and
+        // holds the beat's once bc moves on (bc moves only on a beat), the other slots keep theirs.
+        // A cycle without a beat leaves a stale value in slot bc only, which the beat then
+        // overwrites; a narrow LOAD and a pad never read asm_r. So neither go nor the read FIFO's
+        // valid (r_valid, through beat) fans out into the clock enables of these MAXE*8
+        // flip-flops spread over the block RAMs' inputs
+        asm_r <= beat_data;
         // the next burst's set-up, registered with its request; latched while it is requested
         if (to_req) begin
             q_cur <= nb_cur;
