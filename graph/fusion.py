@@ -11,7 +11,9 @@ program where the graph had two layers, or a layer and integer work on its outpu
 - **A GELU** whose only input is a dense's output (graph.ops.gelu's chain).
 - **A softmax** after Q.K^T, and a mask's add between them: the matmul computed transposed,
   S^T = K.Q^T, so its accumulator holds the softmax's row groups (MatmulSoftmaxSpec).
-- **A post-norm LayerNorm** and the residual add before it (AddLayerNormSpec).
+- **A post-norm LayerNorm** and the residual add before it (AddLayerNormSpec), and then the
+  dense before them (DenseAddLayerNormSpec): the dense computed transposed, so the LayerNorm
+  runs on its accumulator (schedules.dense_layer_norm).
 
 The bias add and the scale always move (they were CPU work); the others only where the fused
 kernel takes no more cycles than the layers it replaces (`_fused`), and the report's notes say
@@ -34,7 +36,7 @@ from tvm import relax
 from requantisation import multiply_shift
 from requantisation.add import ReqSumParams
 from requantisation.relax import read_add, read_rescale
-from schedules import column_slice
+from schedules import column_slice, dense_layer_norm
 from schedules.fused_epilogue import ConstantAddStep, GeluStep, dense_epilogue_kernel
 from schedules.vta_layer_norm import add_layer_norm_kernel
 from vta_sim.config import Config
@@ -156,6 +158,58 @@ class AddLayerNormSpec:
         return self.layer_norm.reference(self.add.reference(a, b))
 
 
+@dataclass(frozen=True)
+class DenseAddLayerNormSpec:
+    """A dense (with its bias adds), the residual add after it and the post-norm LayerNorm, one
+    program: the dense computed transposed so that the LayerNorm runs on its accumulator
+    (schedules.dense_layer_norm). Inputs: the dense's, then the residual; `first`: the add's
+    operand (0 or 1) the dense's output is."""
+    dense: DenseSpec
+    bias_adds: tuple                   # ConstantAdd, in order
+    add_norm: AddLayerNormSpec
+    first: int
+    op: str = field(default=f"dense{JOIN}add{JOIN}layer_norm", init=False)
+
+    @property
+    def macs(self) -> int:
+        return self.dense.macs
+
+    @property
+    def links(self) -> tuple:
+        """Per later part (the add, the LayerNorm), its operand the part before computed."""
+        return (self.first, 0)
+
+    @property
+    def epilogue(self) -> list:
+        return [*(s.label for s in self.bias_adds), "add", "layer_norm"]
+
+    def describe(self) -> str:
+        return f"{self.dense.describe()}, {', '.join(self.epilogue)}"
+
+    def input_shapes(self) -> list[Any]:
+        return [*self.dense.input_shapes(), self.add_norm.input_shapes()[1 - self.first]]
+
+    def misfit(self, cfg: Config, vthreads: int) -> str | None:
+        return dense_layer_norm.misfit(cfg)
+
+    def kernel(self, cfg: Config, vthreads: int):
+        s, ln = self.dense.shape, self.add_norm.layer_norm
+        adds = tuple((c.params, None if c.per_channel is None else np.asarray(c.per_channel, np.int64))
+                     for c in self.bias_adds)
+        kernel = dense_layer_norm.dense_add_layer_norm_kernel(cfg, s.m, s.k, s.n, self.dense.requant,
+                                                              self.add_norm.add.params, self.first, ln.params,
+                                                              adds, vthreads)
+        rows = self.dense.rows or (s.m,)
+        return viewed(kernel, [(s.m, s.k), (s.m, s.n)], (*rows, s.n))
+
+    def reference(self, x: np.ndarray, residual: np.ndarray, *constants: np.ndarray) -> np.ndarray:
+        y = self.dense.reference(x, *constants)
+        for step in self.bias_adds:
+            y = step.reference(y)
+        y = y.reshape(residual.shape)
+        return self.add_norm.reference(*((y, residual) if self.first == 0 else (residual, y)))
+
+
 def _dense(region) -> tuple | None:
     """(its DenseSpec, steps so far) where a region is a dense (fused or not) that stores its
     output for the graph alone, else None."""
@@ -218,7 +272,8 @@ def fuse_epilogues(mod, regions: dict, make_region, declined: list | None = None
     unused and removed. `declined` gains (the layers' stamps, why) of each pair of layers
     not fused."""
     changed, declined = False, declined if declined is not None else []
-    for step in (_fuse_bias_adds, _fuse_scales, _fuse_gelus, _fuse_softmaxes, _fuse_attention, _fuse_layer_norms):
+    for step in (_fuse_bias_adds, _fuse_scales, _fuse_gelus, _fuse_softmaxes, _fuse_attention, _fuse_layer_norms,
+                 _fuse_dense_layer_norms):
         mod, did = step(mod, regions, make_region, declined)
         changed |= did
     return relax.transform.DeadCodeElimination(["main"])(mod) if changed else mod
@@ -464,4 +519,68 @@ def _fuse_layer_norms(mod, regions: dict, make_region, declined: list) -> tuple:
             continue
         regions[fused.symbol] = fused
         replace[binding.var] = _fused_call(fused, value_of(x), binding.value.ty)
+    return (_replaced(mod, replace), True) if replace else (mod, False)
+
+
+def _residual_norm(binding, regions: dict, value_of, uses: dict) -> tuple | None:
+    """(AddLayerNormSpec, the add's region where it is a layer of its own else None, the
+    LayerNorm's region, the add's call) where `binding` ends a residual add and a post-norm
+    LayerNorm: a fused add+layer_norm region, or a LayerNorm region whose only input is such
+    an add's (the two not fused: it took more cycles)."""
+    last = regions.get(extern_symbol(binding.value))
+    if last is None or last.store_to is not None:
+        return None
+    if isinstance(last.spec, AddLayerNormSpec):
+        return last.spec, None, last, binding.value
+    if not isinstance(last.spec, LayerNormSpec):
+        return None
+    x = binding.value.args[1].fields[last.order[0]]
+    add = regions.get(extern_symbol(value_of(x))) if isinstance(x, relax.Var) and uses.get(x) == 1 else None
+    if add is None or not isinstance(add.spec, AddSpec) or add.store_to is not None or add.spec.operands is not None:
+        return None
+    p = add.spec.params
+    if not isinstance(p, ReqSumParams) or len(p.zeros) != 2 or tuple(add.spec.shape) != tuple(last.spec.shape):
+        return None
+    return AddLayerNormSpec(add.spec, last.spec), add, last, value_of(x)
+
+
+def _fuse_dense_layer_norms(mod, regions: dict, make_region, declined: list) -> tuple:
+    """A dense (and its bias adds) whose only reader is a residual add before a post-norm
+    LayerNorm, the two fused or not, into one program (DenseAddLayerNormSpec), where the dense's
+    requantisation is one value for every channel and the program takes fewer cycles than the
+    layers it replaces."""
+    mod = relax.transform.DeadCodeElimination(["main"])(mod)     # the calls fused before: no readers
+    main = mod["main"]
+    value_of, uses, replace = value_lookup(main), _uses(main), {}
+    for block in main.body.blocks:
+        for binding in block.bindings:
+            found = _residual_norm(binding, regions, value_of, uses)
+            if found is None:
+                continue
+            add_norm, middle, last, add_call = found
+            order = (middle or last).order
+            fields = add_call.args[1].fields
+            for first in (0, 1):
+                y, residual = fields[order[first]], fields[order[1 - first]]
+                if not isinstance(y, relax.Var) or uses.get(y) != 1:
+                    continue
+                producer = regions.get(extern_symbol(value_of(y)))
+                dense = _dense(producer)
+                if dense is None or getattr(producer.spec, "weight_heads", 0):
+                    continue
+                if dense[0].shape.row_term or any(np.unique(c).size != 1 for c in producer.constants[2:]):
+                    continue
+                spec = DenseAddLayerNormSpec(*dense, add_norm, first)
+                fused = _fused(declined, make_region, producer, last, spec, middle)
+                if fused is None:
+                    break
+                fused.parts = (*(producer.parts or (producer.layer,)), *(last.parts or (middle.layer, last.layer)))
+                declined[:] = [d for d in declined if not set(d[0]) <= set(fused.parts)]    # fused after all
+                call = value_of(y)
+                fused.order = (*producer.order, len(call.args[1].fields))
+                regions[fused.symbol] = fused
+                replace[binding.var] = relax.call_dps_packed(relax.ExternFunc(fused.symbol),
+                                                             relax.Tuple([*call.args[1].fields, residual]),
+                                                             binding.value.ty)
+                break
     return (_replaced(mod, replace), True) if replace else (mod, False)

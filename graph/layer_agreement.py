@@ -227,8 +227,10 @@ def _matched(rows: list, runs: list, tensors: dict, key: str):
             continue
         found = [tensors[kind][int(name[len(kind):]) - 1] for kind, name in parts]
         inputs, output, steps = found[0][0], found[-1][1], []
-        for later in found[1:]:       # a fused layer's later parts: their inputs after the first
-            inputs = None if inputs is None or later[0] is None else [*inputs, *later[0][1:]]
+        links = getattr(run.region.spec, "links", None) or (0,) * (len(found) - 1)
+        for later, link in zip(found[1:], links):   # a fused layer's later parts: their inputs but
+            inputs = (None if inputs is None or later[0] is None else    # the one the part before made
+                      [*inputs, *(x for j, x in enumerate(later[0]) if j != link)])
         epilogue = row.get("epilogue", ()) if len(parts) == 1 else ()
         index = int(row["name"][len("dense"):]) - 1 if epilogue else 0
         if SCALE in epilogue:             # its output is after its bias add and scale (graph.fusion)

@@ -29,6 +29,7 @@ from intrinsics.host import Recording, _span
 from intrinsics.recorded import KernelProgram
 from requantisation.add import ReqSumParams
 from requantisation.gelu import GeluParams
+from requantisation.layer_norm import LayerNormParams
 from requantisation.rule import Requant
 from requantisation.softmax import SoftmaxParams
 from vta_sim import packing as pk
@@ -36,14 +37,15 @@ from vta_sim.config import Config
 from vta_sim.errors import CompileError
 
 from . import vta_dense as vd
-from . import alu_rows, vta_gelu, vta_ops, vta_softmax
+from . import alu_rows, vta_gelu, vta_layer_norm, vta_ops, vta_softmax
 from .block_transpose import TransposedStores, acc_entries
 from .op_kernel import OpKernel, TileSource
 from .vta_common import best_tiles
 
-#: Instructions of the GELU chain and of the softmax (its division about 10 per quotient bit)
-#: per tile, for ranking tiles: each costs its pipeline once per tile whatever the tile's size.
-GELU_INSTRUCTIONS, SOFTMAX_INSTRUCTIONS = 40, 200
+#: Instructions of the GELU chain, of the softmax (its division about 10 per quotient bit) and
+#: of the LayerNorm (its square root and division) per tile, for ranking tiles: each costs its
+#: pipeline once per tile whatever the tile's size.
+GELU_INSTRUCTIONS, SOFTMAX_INSTRUCTIONS, LAYER_NORM_INSTRUCTIONS = 40, 200, 640
 
 
 @dataclass(frozen=True)
@@ -80,22 +82,34 @@ class ConstantAddStep:
     (requantisation.add.ReqSumParams with the constant operand's term (b - z_b) f_b folded into
     C, one int32 per output channel), in place; with no C (`per_channel` None) the rescale by a
     constant, REQ((x - z_x), m) (graph.ops.scale). Its constants: C, one ACC entry per column
-    block of the output, then m in every lane."""
+    block of the output, then m in every lane. `per_row`: the channels are the output's rows
+    (a dense computed transposed, a store of one column block): C one entry per row, its value
+    in every lane."""
     buffers, vectors = 0, 0
 
-    def __init__(self, cfg: Config, p: ReqSumParams, per_channel: np.ndarray | None, blocks: int):
-        self.p, self.blocks = p, blocks if per_channel is not None else 0
-        entries = np.zeros((self.blocks, cfg.BATCH, cfg.BLOCK_OUT), np.int64)
-        if per_channel is not None:
+    def __init__(self, cfg: Config, p: ReqSumParams, per_channel: np.ndarray | None, blocks: int,
+                 per_row: bool = False):
+        self.p, self.per_row = p, per_row
+        self.blocks = 0 if per_channel is None else blocks
+        if per_channel is None:
+            entries = np.zeros((0, cfg.BATCH, cfg.BLOCK_OUT), np.int64)
+        elif per_row:         # `blocks`: the rows
+            padded = np.zeros(blocks, np.int64)
+            padded[:len(per_channel)] = per_channel
+            entries = np.repeat(padded, cfg.BATCH * cfg.BLOCK_OUT).reshape(blocks, cfg.BATCH, cfg.BLOCK_OUT)
+        else:
             padded = np.zeros(blocks * cfg.BLOCK_OUT, np.int64)
             padded[:len(per_channel)] = per_channel
-            entries[:] = padded.reshape(blocks, 1, cfg.BLOCK_OUT)
+            entries = np.broadcast_to(padded.reshape(blocks, 1, cfg.BLOCK_OUT), (blocks, cfg.BATCH, cfg.BLOCK_OUT))
         self.constants = np.concatenate([entries.astype(np.int32),
                                          np.full((1, cfg.BATCH, cfg.BLOCK_OUT), p.m, np.int32)])
 
     def emit(self, prog: AluProgram, x: int, scratch: tuple, consts: int, store: Store) -> int:
         alu_rows.sum_term(prog, x, self.p.zeros[0], self.p.factors[0], store.entries)
-        if self.blocks:
+        if self.blocks and self.per_row:
+            prog.alu("add", x, consts + store.first_row, outer=Level(store.rows, store.cols, 1),
+                     inner=Level(store.cols, 1, 0))
+        elif self.blocks:
             prog.alu("add", x, consts + store.first_block, outer=Level(store.rows, store.cols, 0),
                      inner=Level(store.cols, 1, 1))
         alu_rows.requantise(prog, x, consts + self.blocks, self.p.requant, store.entries)
@@ -152,6 +166,58 @@ class SoftmaxStep:
         return vta_softmax.emit(prog, self.p, x, tuple(buffers),
                                 tuple(vectors + k * c for k in range(vta_softmax.GROUP_VECTORS)), c,
                                 strides=(1, c), compact=self.compact)
+
+
+class LayerNormStep:
+    """The integer LayerNorm (schedules.vta_layer_norm.normalise) of a store of every row, the
+    channels, and `groups` column blocks at most (a dense computed transposed): a row group per
+    column block, 8 tokens one a lane, interleaved. Y as scratch, nine vectors a group, its
+    constants E, G_i, B_i resident.
+
+    With `residual` (ReqSumParams, the add's operand the dense's output is: 0 or 1), the
+    residual add of a post-norm block first, x = REQ((x - z_x) f_x + (r - z_r) f_r, m): r is an
+    input of the kernel (`per_tile`) packed as the dense's output is, (rows, blocks of tokens),
+    each tile's columns loaded into Y, which the LayerNorm needs only after the add; m in every
+    lane is one more constant."""
+    buffers = 1
+
+    def __init__(self, cfg: Config, p: LayerNormParams, groups: int = 1, residual: tuple | None = None):
+        if residual is not None and (len(residual[0].zeros) != 2 or residual[1] not in (0, 1)):
+            raise CompileError(f"a residual add of {len(residual[0].zeros)} operands, the dense's operand "
+                               f"{residual[1]}: it takes two")
+        self.cfg, self.p, self.groups, self.residual = cfg, p, groups, residual
+        self.per_tile = residual is not None
+        self.vectors = vta_layer_norm.GROUP_VECTORS * groups
+        self.constants = vta_layer_norm.constants(cfg, p)
+        if residual is not None:
+            m = np.full((1, cfg.BATCH, cfg.BLOCK_OUT), residual[0].m, np.int32)
+            self.constants = np.concatenate([self.constants, m])
+
+    def shape(self, blocks: int) -> tuple:
+        """The residual input's packed shape, `blocks` column blocks of tokens."""
+        return (self.p.length // self.cfg.BATCH, blocks, self.cfg.BATCH, self.cfg.BLOCK_OUT)
+
+    def emit(self, prog: AluProgram, x: int, scratch: tuple, consts: int, store: Store, runtime: tuple = (0, 0)) -> int:
+        if store.rows != self.p.length or store.first_row or store.cols > self.groups:
+            raise CompileError(f"a layer norm over {self.p.length} on a store of {store.rows} rows of {store.cols} "
+                               f"column blocks: it takes all rows of at most {self.groups} blocks")
+        y, vectors = scratch
+        if self.residual is not None:
+            (add, first), (param, blocks) = self.residual, runtime
+            prog.calls.append(Load2D(param, store.first_block, store.cols, store.rows, blocks, y, 0, 0, 0, 0))
+            alu_rows.sum_term(prog, x, add.zeros[first], add.factors[first], store.entries)
+            alu_rows.sum_term(prog, y, add.zeros[1 - first], add.factors[1 - first], store.entries)
+            prog.alu("add", x, y, outer=Level(store.entries, 1, 1))
+            alu_rows.requantise(prog, x, consts + len(self.constants) - 1, add.requant, store.entries)
+        vta_layer_norm.normalise(prog, self.p, x, y, consts, vectors, store.cols, interleaved=True)
+        return x
+
+    def pack(self, residual: np.ndarray, blocks: int) -> np.ndarray:
+        """The residual, (tokens, rows) int8, as the kernel's input: transposed and packed as the
+        dense's output, `blocks` column blocks of tokens."""
+        cfg = self.cfg
+        return pk.pack_rows(pk.zero_pad(np.asarray(residual, np.int8).T, (self.p.length, blocks * cfg.BLOCK_OUT)),
+                            cfg.BATCH, cfg.BLOCK_OUT, "residual")
 
 
 def extent(calls, kinds: tuple, sram: str = "acc") -> int:
@@ -231,6 +297,11 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: 
                        if len(constants) else [])
     runtime, at = {}, consts + len(constants)      # each runtime vector: a parameter, loaded once
     for k, step in enumerate(steps):
+        if getattr(step, "per_tile", False):        # a parameter the step loads a tile at a time
+            params.append((f"tiles{k}", step.shape(blocks), "int8"))
+            kinds = (*kinds, "acc8")
+            runtime[k] = (len(params) - 1, blocks)
+            continue
         shape = getattr(step, "runtime", None)
         if shape is None:
             continue
@@ -285,15 +356,19 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: 
 
 def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant, gelu: bool,
                  all_rows: bool = False, transpose: bool = False, one_block: bool = False,
-                 weight_blocks: bool = False) -> vd.DenseTiles:
+                 weight_blocks: bool = False, norm: int = 0) -> vd.DenseTiles:
     """The dense's tiling with the epilogue's scratch (a GELU's three tiles' entries, shared) and
     constants reserved in ACC, ranked by the dense's cycle model plus the GELU's per-tile
     pipelines, one or two threads; `all_rows`: tiles of every row (a softmax over the rows);
-    `transpose`: of one column block too, with the transposition's entries reserved."""
+    `transpose`: of one column block too, with the transposition's entries reserved; `norm`:
+    a residual add and a LayerNorm over rows of that many entries (tiles of every row: Y, the
+    nine vectors a column block and the constants reserved)."""
     depth = cfg.buffers["acc"].depth
     row_blocks = -(-s.m // cfg.BATCH)
 
     def why_not(t: vd.DenseTiles) -> str | None:
+        if norm and (t.rows < row_blocks or t.threads_on("m") > 1):
+            return "a layer norm over the rows takes tiles of every row"
         if (all_rows or transpose and not weight_blocks) and (t.rows < row_blocks or t.threads_on("m") > 1):
             return "a softmax over the rows, or a store transposed as rows, takes tiles of every row"
         if transpose and weight_blocks and t.rows * cfg.BATCH % cfg.BLOCK_OUT and t.rows < row_blocks:
@@ -309,6 +384,8 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
         reserved = (3 * t.rows * t.cols + vta_gelu.CONSTANTS if gelu else 0) + -(-s.n // cfg.BLOCK_OUT) + 1
         if all_rows:          # the softmax's buffers and vectors, a mask's vector (one entry a row)
             reserved += 2 * t.rows * t.cols + vta_softmax.GROUP_VECTORS * t.cols + s.m
+        if norm:              # Y (the residual's tile first), the vectors, E G_i B_i, m; a bias per row
+            reserved += t.rows * t.cols + vta_layer_norm.GROUP_VECTORS * t.cols + 1 + 2 * norm + 1 + s.m + 1
         if transpose:
             reserved += acc_entries(t.rows * cfg.BATCH, t.cols, cfg, 2 * t.rows * t.cols if all_rows else 0)
             room = vd.footprint(cfg, s, t, requant)
@@ -322,7 +399,7 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
     def estimate(t: vd.DenseTiles) -> float:
         c = vd.computed_shape(cfg, s, t)
         tiles = (c.m // cfg.BATCH // t.rows) * (c.n // cfg.BLOCK_OUT // t.cols)
-        per_tile = GELU_INSTRUCTIONS * gelu + SOFTMAX_INSTRUCTIONS * all_rows
+        per_tile = GELU_INSTRUCTIONS * gelu + SOFTMAX_INSTRUCTIONS * all_rows + LAYER_NORM_INSTRUCTIONS * bool(norm)
         return vd.estimate_cycles(cfg, s, t, requant) + tiles * per_tile * cfg.ALU_PIPELINE
 
     candidates = [t for v in dict.fromkeys((vthreads, 1)) for t in vd.candidates(cfg, s, v)]
@@ -332,9 +409,11 @@ def _dense_tiles(cfg: Config, s: vd.DenseShape, vthreads: int, requant: Requant,
 def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant, steps: tuple, vthreads: int = 2,
                           row_term: bool = False, transpose: bool = False, one_block: bool = False,
                           weight_blocks: bool = False) -> OpKernel:
-    """The dense of `vta_ops.dense_kernel` (same inputs, then a vector per RowAddStep) with
-    `steps` (ConstantAddStep, RowAddStep, GeluStep, SoftmaxStep) run on its output in the same
-    program: (M, N) int8 out, bit for bit the steps applied to the dense's output in order;
+    """The dense of `vta_ops.dense_kernel` (same inputs, then an input per RowAddStep and
+    LayerNormStep with a residual) with `steps` (ConstantAddStep, RowAddStep, GeluStep,
+    SoftmaxStep, LayerNormStep) run on its output in the same program: (M, N) int8 out, bit for
+    bit the steps applied to the dense's output in order (a LayerNormStep: over each column, the
+    dense computed transposed, tiles of every row);
     `transpose`: (N, M) out, the result transposed by the program (schedules.block_transpose);
     `one_block`: tiles of one column block (schedules.column_slice.into_weight_blocks);
     `weight_blocks` with `transpose`: the transposed result as the 8 x 8 weight blocks of a
@@ -343,20 +422,27 @@ def dense_epilogue_kernel(cfg: Config, m: int, k: int, n: int, requant: Requant,
     kernel_requant = vta_ops.chosen_requant(cfg, vd.DENSE, s, vthreads, None, requant)
     gelu = any(isinstance(step, GeluStep) for step in steps)
     softmax = [step for step in steps if isinstance(step, SoftmaxStep)]
+    norm = next((step.p.length for step in steps if isinstance(step, LayerNormStep)), 0)
     tiles = _dense_tiles(cfg, s, vthreads, kernel_requant, gelu, all_rows=bool(softmax), transpose=transpose,
-                         one_block=one_block, weight_blocks=weight_blocks)
-    steps = tuple(SoftmaxStep(cfg, step.p, tiles.cols, compact=transpose) if isinstance(step, SoftmaxStep) else step
-                  for step in steps)      # its vectors: one per column block of a tile
+                         one_block=one_block, weight_blocks=weight_blocks, norm=norm)
+    steps = tuple(SoftmaxStep(cfg, step.p, tiles.cols, compact=transpose) if isinstance(step, SoftmaxStep) else
+                  LayerNormStep(cfg, step.p, tiles.cols, step.residual) if isinstance(step, LayerNormStep) else step
+                  for step in steps)      # their vectors: per column block of a tile
     dense = vta_ops.dense_kernel(cfg, m, k, n, requant, vthreads, tiles=tiles, row_term=row_term)
     fused, constants, transposer = with_epilogue(cfg, dense.kernel, steps, transpose, weight_blocks)
     pack = dense.pack                  # not `dense`: its TVM module does not pickle (graph.cache)
-    rows = [step for step in steps if getattr(step, "runtime", None) is not None]
+    rows = [step for step in steps if getattr(step, "runtime", None) is not None or getattr(step, "per_tile", False)]
     units = () if transposer is None else (transposer.constants(),)
+    (output,) = dense.kernel.outputs
+    blocks = dense.kernel.params[output][1][1]
 
     def pack_all(*inputs):
-        """The dense's inputs, then each runtime step's vector (RowAddStep: one value per row)."""
+        """The dense's inputs, then each runtime step's input in step order (RowAddStep: one
+        value per row; LayerNormStep: its residual, packed as the output is)."""
         cut = len(inputs) - len(rows)
-        return (*pack(*inputs[:cut]), constants, *(step.pack(v) for step, v in zip(rows, inputs[cut:])), *units)
+        return (*pack(*inputs[:cut]), constants,
+                *(step.pack(v, blocks) if getattr(step, "per_tile", False) else step.pack(v)
+                  for step, v in zip(rows, inputs[cut:])), *units)
 
     def unpack_transposed(out):
         if weight_blocks:          # [column block][row block][column][row]: the (M, N) result

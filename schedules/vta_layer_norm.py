@@ -77,13 +77,9 @@ def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int, add: ReqSu
                             Param("y", shape, "int8", "out")])
     x, y, kbase = 0, span, 2 * span
     kept = k_entries if resident(cfg, length) else 1       # streamed: E stays, G_i and B_i come through Y
-    eps = kbase
-    gam, bet = (kbase + 1, kbase + 1 + length) if kept > 1 else (y, y)
-    m, v, root, cand, scratch, neg, rem, quo, up = (kbase + kept + i * groups for i in range(GROUP_VECTORS))
-    add_m = kbase + kept + GROUP_VECTORS * groups
-    every, pairs = Level(span, 1, 0), Level(span, 1, 1)
-    rows = Level(groups, length, 1), Level(length, 1, 0)         # each element with its row's vector entry
-    per_element = Level(groups, length, 0), Level(length, 1, 1)  # each element with its G_i / B_i
+    vectors = kbase + kept
+    add_m = vectors + GROUP_VECTORS * groups
+    pairs = Level(span, 1, 1)
     prog.load("consts", 0, kept, kbase)
     if add:
         prog.load("add_m", 0, 1, add_m)
@@ -96,37 +92,62 @@ def program(cfg: Config, p: LayerNormParams, tiles: int, groups: int, add: ReqSu
                 alu_rows.sum_term(prog, buf, zero, factor, span)
             prog.alu("add", x, y, outer=pairs)
             alu_rows.requantise(prog, x, add_m, add.requant, span)
-        prog.copy(y, x, span)
-        alu_rows.tree(prog, "add", y, groups, length)
-        alu_rows.gather(prog, m, y, groups, length, negate=True)
-        prog.alu("mul", x, imm=length, outer=every)
-        prog.alu("add", x, m, outer=rows[0], inner=rows[1])
-        if p.pre_shift:
-            prog.alu("shr", x, imm=p.pre_shift, outer=every)       # c
-        prog.copy(y, x, span)
-        prog.alu("mul", y, x, outer=pairs)
-        if p.sq_shift:
-            prog.alu("shr", y, imm=p.sq_shift, outer=every)
-        alu_rows.tree(prog, "add", y, groups, length)
-        alu_rows.gather(prog, v, y, groups, length)
-        prog.alu("add", v, eps, outer=Level(groups, 1, 0))
-        prog.alu("max", v, imm=1, outer=Level(groups, 1))            # V
-        alu_rows.normalise(prog, v, up, scratch, groups, NORM_STEPS, NORM_TOP)      # V 4^j
-        alu_rows.isqrt(prog, root, v, cand, scratch, groups, V_BITS // 2)
-        prog.copy(neg, root, groups)
-        prog.alu("mul", neg, imm=-1, outer=Level(groups, 1))
-        alu_rows.division(prog, 1 << p.k, p.k + 1, quo, neg, rem, scratch, groups)
-        prog.alu("mul", up, imm=-1, outer=Level(groups, 1))
-        prog.alu("shr", quo, up, outer=Level(groups, 1, 1))                          # r = quotient 2^j
-        prog.alu("mul", x, quo, outer=rows[0], inner=rows[1])                   # c r
-        if kept == 1:
-            prog.load("consts", 1 + length, length, bet)                        # B_i into Y
-        prog.alu("add", x, bet, outer=per_element[0], inner=per_element[1])
-        if kept == 1:
-            prog.load("consts", 1, length, gam)                                 # G_i into Y
-        prog.req(x, gam, p.shift, p.zero_point, outer=per_element[0], inner=per_element[1])
+        streamed = None if kept > 1 else (lambda which: prog.load("consts", 1 + which * length, length, y))
+        normalise(prog, p, x, y, kbase, vectors, groups, streamed)
         prog.store("y", offset, span, x)
     return prog
+
+
+def normalise(prog: AluProgram, p: LayerNormParams, x: int, y: int, consts: int, vectors: int, groups: int,
+              streamed=None, interleaved: bool = False) -> None:
+    """The LayerNorm of `groups` row groups at ACC entry x (a group's p.length elements on
+    consecutive entries, a row per lane; `interleaved`: group g's element i at entry
+    i groups + g, as a dense computed transposed leaves a tile of `groups` column blocks), in
+    place: Y (as many entries) is scratch, nine vectors of `groups` entries from `vectors`, and
+    the constants E, G_i, B_i from `consts` (the constants input's layout). `streamed(which)`:
+    G_i (0) and B_i (1) are not resident but loaded into Y by that call just before each is
+    read (Y is free by then)."""
+    length, span = p.length, groups * p.length
+    m, v, root, cand, scratch, neg, rem, quo, up = (vectors + i * groups for i in range(GROUP_VECTORS))
+    eps = consts
+    gam, bet = (y, y) if streamed else (consts + 1, consts + 1 + length)
+    every, pairs = Level(span, 1, 0), Level(span, 1, 1)
+    strides = (1, groups) if interleaved else (length, 1)
+    if interleaved:         # each element with its row's vector entry; with its G_i / B_i
+        rows = Level(length, groups, 0), Level(groups, 1, 1)
+        per_element = Level(length, groups, 1), Level(groups, 1, 0)
+    else:
+        rows = Level(groups, length, 1), Level(length, 1, 0)
+        per_element = Level(groups, length, 0), Level(length, 1, 1)
+    prog.copy(y, x, span)
+    alu_rows.tree(prog, "add", y, groups, length, strides)
+    alu_rows.gather(prog, m, y, groups, length, negate=True, strides=strides)
+    prog.alu("mul", x, imm=length, outer=every)
+    prog.alu("add", x, m, outer=rows[0], inner=rows[1])
+    if p.pre_shift:
+        prog.alu("shr", x, imm=p.pre_shift, outer=every)       # c
+    prog.copy(y, x, span)
+    prog.alu("mul", y, x, outer=pairs)
+    if p.sq_shift:
+        prog.alu("shr", y, imm=p.sq_shift, outer=every)
+    alu_rows.tree(prog, "add", y, groups, length, strides)
+    alu_rows.gather(prog, v, y, groups, length, strides=strides)
+    prog.alu("add", v, eps, outer=Level(groups, 1, 0))
+    prog.alu("max", v, imm=1, outer=Level(groups, 1))            # V
+    alu_rows.normalise(prog, v, up, scratch, groups, NORM_STEPS, NORM_TOP)      # V 4^j
+    alu_rows.isqrt(prog, root, v, cand, scratch, groups, V_BITS // 2)
+    prog.copy(neg, root, groups)
+    prog.alu("mul", neg, imm=-1, outer=Level(groups, 1))
+    alu_rows.division(prog, 1 << p.k, p.k + 1, quo, neg, rem, scratch, groups)
+    prog.alu("mul", up, imm=-1, outer=Level(groups, 1))
+    prog.alu("shr", quo, up, outer=Level(groups, 1, 1))                          # r = quotient 2^j
+    prog.alu("mul", x, quo, outer=rows[0], inner=rows[1])                   # c r
+    if streamed:
+        streamed(1)                                                         # B_i into Y
+    prog.alu("add", x, bet, outer=per_element[0], inner=per_element[1])
+    if streamed:
+        streamed(0)                                                         # G_i into Y
+    prog.req(x, gam, p.shift, p.zero_point, outer=per_element[0], inner=per_element[1])
 
 
 def layer_norm_kernel(cfg: Config, rows: int, p: LayerNormParams) -> OpKernel:

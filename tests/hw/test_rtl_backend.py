@@ -195,6 +195,33 @@ def test_a_dense_transposed_into_weight_blocks_on_rtl_equals_the_simulator():
     assert res.backend == "rtl" and res.cycles == ref.cycles
 
 
+def test_a_dense_with_its_residual_add_and_layer_norm_on_rtl_equals_the_simulator():
+    """A post-norm block's dense computed transposed, its bias add, the residual add and the
+    LayerNorm on the dense's accumulator (schedules.dense_layer_norm): 20 tokens in tiles of two
+    column blocks (two row groups interleaved, a padded last tile), the residual's columns loaded
+    per tile. On the Verilated RTL: the simulator's bits and cycles."""
+    from requantisation import layer_norm as ln
+    from requantisation import multiply_shift
+    from requantisation.add import choose_req_sum
+    from schedules.dense_layer_norm import dense_add_layer_norm_kernel
+    cfg = Config.load("1x8x8")
+    rng = np.random.default_rng(5)
+    tokens, k, d = 20, 24, 32
+    x, r = rng.integers(-128, 128, (tokens, k)).astype(np.int8), rng.integers(-90, 90, (tokens, d)).astype(np.int8)
+    w, b = rng.integers(-128, 128, (d, k)).astype(np.int8), rng.integers(-5000, 5000, d).astype(np.int32)
+    requant, mult = multiply_shift.choose(np.full(d, 0.002), 3, -128, 127)
+    p = ln.choose(0.04, rng.uniform(0.5, 1.5, d), rng.normal(0, 0.2, d), 1e-5, 0.03, -3)
+    badd = choose_req_sum([0.9, 0.013], (-7, -2), -8)
+    bias_add = (badd, (rng.integers(-128, 128, d) + 2) * badd.factors[1])
+    kernel = dense_add_layer_norm_kernel(cfg, tokens, k, d, requant, choose_req_sum([0.7, 0.45], (3, -5), 1), 1, p,
+                                         (bias_add,))
+    assert kernel.tiles.cols > 1
+    got, res = kernel(x, r, w, b, mult, backend="rtl")
+    want, ref = kernel(x, r, w, b, mult)
+    assert np.array_equal(got, want)
+    assert res.backend == "rtl" and res.cycles == ref.cycles
+
+
 def test_the_alu_gelu_on_rtl_equals_the_simulator():
     """The GELU chain's ALU program (the erf polynomial, three REQs from constant entries) on the
     Verilated RTL, over all 256 int8 inputs: the simulator's bits and cycles."""
