@@ -48,6 +48,7 @@ from .ops.dense import DenseSpec
 from .ops.gelu import GeluSpec
 from .ops.layer_norm import LayerNormSpec
 from .ops.matmul import MatmulSpec
+from .ops.qdq_read import bindings
 from .ops.softmax import SoftmaxSpec
 from .attention import JOIN, AttentionSpec, MatmulSoftmaxSpec
 from .ops.host_padding import viewed
@@ -255,12 +256,17 @@ def _bias_add(binding, value_of, regions: dict, uses: dict) -> tuple | None:
     return a, region, ConstantAdd(params, tuple(int(v) for v in per_channel))
 
 
+def _lookups(mod) -> tuple:
+    """`main`, its value lookup and its readers' count per var."""
+    main = mod["main"]
+    return main, value_lookup(main), _uses(main)
+
+
 def _uses(main) -> dict:
     uses: dict = {}
-    for block in main.body.blocks:
-        for binding in block.bindings:
-            for v in relax.analysis.free_vars(binding.value):
-                uses[v] = uses.get(v, 0) + 1
+    for binding in bindings(main):
+        for v in relax.analysis.free_vars(binding.value):
+            uses[v] = uses.get(v, 0) + 1
     for v in relax.analysis.free_vars(main.body.body):
         uses[v] = uses.get(v, 0) + 1
     return uses
@@ -328,39 +334,37 @@ def _fused_call(region, dense_call, ty):
 
 
 def _fuse_bias_adds(mod, regions: dict, make_region, declined: list) -> tuple:
-    main = mod["main"]
-    value_of, uses, replace = value_lookup(main), _uses(main), {}
-    for block in main.body.blocks:
-        for binding in block.bindings:
-            found = _bias_add(binding, value_of, regions, uses)
-            if found is None:
-                continue
-            a, region, add = found
-            dense, steps = _dense(region)
-            fused = _fused(declined, make_region, region, None, FusedDenseSpec(dense, (*steps, add)))
-            if fused is None:
-                continue
-            regions[fused.symbol] = fused
-            replace[binding.var] = _fused_call(fused, value_of(a), binding.value.ty)
+    main, value_of, uses = _lookups(mod)
+    replace: dict = {}
+    for binding in bindings(main):
+        found = _bias_add(binding, value_of, regions, uses)
+        if found is None:
+            continue
+        a, region, add = found
+        dense, steps = _dense(region)
+        fused = _fused(declined, make_region, region, None, FusedDenseSpec(dense, (*steps, add)))
+        if fused is None:
+            continue
+        regions[fused.symbol] = fused
+        replace[binding.var] = _fused_call(fused, value_of(a), binding.value.ty)
     return (_replaced(mod, replace), True) if replace else (mod, False)
 
 
 def _one_input_layers(main, regions: dict, uses: dict, kind: type):
     """(binding, region, its input var) of each call of a region whose spec is a `kind`, with
     one activation, which nothing else reads."""
-    for block in main.body.blocks:
-        for binding in block.bindings:
-            region = regions.get(extern_symbol(binding.value))
-            if region is None or not isinstance(region.spec, kind):
-                continue
-            x = [f for f in binding.value.args[1].fields if isinstance(f, relax.Var)]
-            if len(x) == 1 and uses.get(x[0]) == 1:
-                yield binding, region, x[0]
+    for binding in bindings(main):
+        region = regions.get(extern_symbol(binding.value))
+        if region is None or not isinstance(region.spec, kind):
+            continue
+        x = [f for f in binding.value.args[1].fields if isinstance(f, relax.Var)]
+        if len(x) == 1 and uses.get(x[0]) == 1:
+            yield binding, region, x[0]
 
 
 def _fuse_gelus(mod, regions: dict, make_region, declined: list) -> tuple:
-    main = mod["main"]
-    value_of, uses, replace = value_lookup(main), _uses(main), {}
+    main, value_of, uses = _lookups(mod)
+    replace: dict = {}
     for binding, second, x in _one_input_layers(main, regions, uses, GeluSpec):
         first = regions.get(extern_symbol(value_of(x)))
         found = _dense(first)
@@ -388,33 +392,32 @@ def _fuse_scales(mod, regions: dict, make_region, declined: list) -> tuple:
     """A rescale by a constant (graph.ops.scale) of a dense's output, seen through Reshapes and
     Transposes of it (a scalar commutes with them), moved into the dense's program: the dense's
     call becomes the fused region's, the rescale's result is the rearranged tensor."""
-    main = mod["main"]
-    value_of, uses, replace = value_lookup(main), _uses(main), {}
-    for block in main.body.blocks:
-        for binding in block.bindings:
-            value = binding.value
-            if not (isinstance(value, relax.Call) and getattr(value.ty, "dtype", None) == "int8"):
-                continue
-            try:
-                a, params = read_rescale(value, value_of)
-            except CompileError:
-                continue
-            if not isinstance(params, ReqSumParams) or not isinstance(a, relax.Var):
-                continue
-            d = a
-            while uses.get(d) == 1 and _rearranging(value_of(d)) and isinstance(value_of(d).args[0], relax.Var):
-                d = value_of(d).args[0]
-            region = regions.get(extern_symbol(value_of(d)))
-            found = _dense(region)
-            if found is None or uses.get(d) != 1 or d in replace:
-                continue
-            dense, steps = found
-            fused = _fused(declined, make_region, region, None, FusedDenseSpec(dense, (*steps, ConstantAdd(params, None))))
-            if fused is None:
-                continue
-            regions[fused.symbol] = fused
-            replace[d] = _fused_call(fused, value_of(d), d.ty)
-            replace[binding.var] = a
+    main, value_of, uses = _lookups(mod)
+    replace: dict = {}
+    for binding in bindings(main):
+        value = binding.value
+        if not (isinstance(value, relax.Call) and getattr(value.ty, "dtype", None) == "int8"):
+            continue
+        try:
+            a, params = read_rescale(value, value_of)
+        except CompileError:
+            continue
+        if not isinstance(params, ReqSumParams) or not isinstance(a, relax.Var):
+            continue
+        d = a
+        while uses.get(d) == 1 and _rearranging(value_of(d)) and isinstance(value_of(d).args[0], relax.Var):
+            d = value_of(d).args[0]
+        region = regions.get(extern_symbol(value_of(d)))
+        found = _dense(region)
+        if found is None or uses.get(d) != 1 or d in replace:
+            continue
+        dense, steps = found
+        fused = _fused(declined, make_region, region, None, FusedDenseSpec(dense, (*steps, ConstantAdd(params, None))))
+        if fused is None:
+            continue
+        regions[fused.symbol] = fused
+        replace[d] = _fused_call(fused, value_of(d), d.ty)
+        replace[binding.var] = a
     return (_replaced(mod, replace), True) if replace else (mod, False)
 
 
@@ -422,8 +425,8 @@ def _fuse_softmaxes(mod, regions: dict, make_region, declined: list) -> tuple:
     """A softmax whose only input is a matmul's output (Q.K^T), or a mask's add to it (a
     REQ-sum add whose second operand has one value per key), into the matmul's program
     (MatmulSoftmaxSpec), where the matmul's bias and multipliers are one value for all."""
-    main = mod["main"]
-    value_of, uses, replace = value_lookup(main), _uses(main), {}
+    main, value_of, uses = _lookups(mod)
+    replace: dict = {}
     for binding, last, x in _one_input_layers(main, regions, uses, SoftmaxSpec):
         middle, mask_var, scores = regions.get(extern_symbol(value_of(x))), None, x
         if middle is not None and isinstance(middle.spec, AddSpec):
@@ -455,32 +458,31 @@ def _fuse_attention(mod, regions: dict, make_region, declined: list) -> tuple:
     """A matmul whose first operand is the probabilities of a fused scores+softmax region (and
     nothing else reads them), run after it on the tensor it stored (AttentionSpec): always,
     as the bias adds are, for it takes a host copy out and no cycle more."""
-    main = mod["main"]
-    value_of, uses, replace = value_lookup(main), _uses(main), {}
-    for block in main.body.blocks:
-        for binding in block.bindings:
-            second = regions.get(extern_symbol(binding.value))
-            if second is None or type(second.spec) is not MatmulSpec or second.store_to is not None:
-                continue
-            fields = binding.value.args[1].fields
-            p, v = fields[second.order[0]], fields[second.order[1]]
-            first = regions.get(extern_symbol(value_of(p))) if isinstance(p, relax.Var) else None
-            if first is None or not isinstance(first.spec, MatmulSoftmaxSpec) or uses.get(p) != 1:
-                continue
-            spec = AttentionSpec(first.spec, second.spec, len(first.constants))
-            stamps = tuple(first.parts or (first.layer,)) + (second.layer,)
-            try:
-                fused = make_region(first, second, spec)
-            except CompileError as exc:
-                declined.append((stamps, f"its kernel cannot be built: {exc}"))
-                continue
-            call = value_of(p)
-            fused.constants = (*first.constants, *second.constants)
-            fused.order = (*first.order, len(call.args[1].fields))
-            tvm.register_global_func(fused.symbol, fused, override=True)
-            regions[fused.symbol] = fused
-            replace[binding.var] = relax.call_dps_packed(relax.ExternFunc(fused.symbol),
-                                                         relax.Tuple([*call.args[1].fields, v]), binding.value.ty)
+    main, value_of, uses = _lookups(mod)
+    replace: dict = {}
+    for binding in bindings(main):
+        second = regions.get(extern_symbol(binding.value))
+        if second is None or type(second.spec) is not MatmulSpec or second.store_to is not None:
+            continue
+        fields = binding.value.args[1].fields
+        p, v = fields[second.order[0]], fields[second.order[1]]
+        first = regions.get(extern_symbol(value_of(p))) if isinstance(p, relax.Var) else None
+        if first is None or not isinstance(first.spec, MatmulSoftmaxSpec) or uses.get(p) != 1:
+            continue
+        spec = AttentionSpec(first.spec, second.spec, len(first.constants))
+        stamps = tuple(first.parts or (first.layer,)) + (second.layer,)
+        try:
+            fused = make_region(first, second, spec)
+        except CompileError as exc:
+            declined.append((stamps, f"its kernel cannot be built: {exc}"))
+            continue
+        call = value_of(p)
+        fused.constants = (*first.constants, *second.constants)
+        fused.order = (*first.order, len(call.args[1].fields))
+        tvm.register_global_func(fused.symbol, fused, override=True)
+        regions[fused.symbol] = fused
+        replace[binding.var] = relax.call_dps_packed(relax.ExternFunc(fused.symbol),
+                                                     relax.Tuple([*call.args[1].fields, v]), binding.value.ty)
     return (_replaced(mod, replace), True) if replace else (mod, False)
 
 
@@ -503,8 +505,8 @@ def _mask(add, call, uses: dict) -> tuple | None:
 def _fuse_layer_norms(mod, regions: dict, make_region, declined: list) -> tuple:
     """A post-norm LayerNorm whose only input is a residual add of two operands of its shape
     (REQ sum), into one program (AddLayerNormSpec)."""
-    main = mod["main"]
-    value_of, uses, replace = value_lookup(main), _uses(main), {}
+    main, value_of, uses = _lookups(mod)
+    replace: dict = {}
     for binding, second, x in _one_input_layers(main, regions, uses, LayerNormSpec):
         first = regions.get(extern_symbol(value_of(x)))
         if first is None or not isinstance(first.spec, AddSpec) or first.store_to is not None:
@@ -550,37 +552,36 @@ def _fuse_dense_layer_norms(mod, regions: dict, make_region, declined: list) -> 
     requantisation is one value for every channel and the program takes fewer cycles than the
     layers it replaces."""
     mod = relax.transform.DeadCodeElimination(["main"])(mod)     # the calls fused before: no readers
-    main = mod["main"]
-    value_of, uses, replace = value_lookup(main), _uses(main), {}
-    for block in main.body.blocks:
-        for binding in block.bindings:
-            found = _residual_norm(binding, regions, value_of, uses)
-            if found is None:
+    main, value_of, uses = _lookups(mod)
+    replace: dict = {}
+    for binding in bindings(main):
+        found = _residual_norm(binding, regions, value_of, uses)
+        if found is None:
+            continue
+        add_norm, middle, last, add_call = found
+        order = (middle or last).order
+        fields = add_call.args[1].fields
+        for first in (0, 1):
+            y, residual = fields[order[first]], fields[order[1 - first]]
+            if not isinstance(y, relax.Var) or uses.get(y) != 1:
                 continue
-            add_norm, middle, last, add_call = found
-            order = (middle or last).order
-            fields = add_call.args[1].fields
-            for first in (0, 1):
-                y, residual = fields[order[first]], fields[order[1 - first]]
-                if not isinstance(y, relax.Var) or uses.get(y) != 1:
-                    continue
-                producer = regions.get(extern_symbol(value_of(y)))
-                dense = _dense(producer)
-                if dense is None or getattr(producer.spec, "weight_heads", 0):
-                    continue
-                if dense[0].shape.row_term or any(np.unique(c).size != 1 for c in producer.constants[2:]):
-                    continue
-                spec = DenseAddLayerNormSpec(*dense, add_norm, first)
-                fused = _fused(declined, make_region, producer, last, spec, middle)
-                if fused is None:
-                    break
-                fused.parts = (*(producer.parts or (producer.layer,)), *(last.parts or (middle.layer, last.layer)))
-                declined[:] = [d for d in declined if not set(d[0]) <= set(fused.parts)]    # fused after all
-                call = value_of(y)
-                fused.order = (*producer.order, len(call.args[1].fields))
-                regions[fused.symbol] = fused
-                replace[binding.var] = relax.call_dps_packed(relax.ExternFunc(fused.symbol),
-                                                             relax.Tuple([*call.args[1].fields, residual]),
-                                                             binding.value.ty)
+            producer = regions.get(extern_symbol(value_of(y)))
+            dense = _dense(producer)
+            if dense is None or getattr(producer.spec, "weight_heads", 0):
+                continue
+            if dense[0].shape.row_term or any(np.unique(c).size != 1 for c in producer.constants[2:]):
+                continue
+            spec = DenseAddLayerNormSpec(*dense, add_norm, first)
+            fused = _fused(declined, make_region, producer, last, spec, middle)
+            if fused is None:
                 break
+            fused.parts = (*(producer.parts or (producer.layer,)), *(last.parts or (middle.layer, last.layer)))
+            declined[:] = [d for d in declined if not set(d[0]) <= set(fused.parts)]    # fused after all
+            call = value_of(y)
+            fused.order = (*producer.order, len(call.args[1].fields))
+            regions[fused.symbol] = fused
+            replace[binding.var] = relax.call_dps_packed(relax.ExternFunc(fused.symbol),
+                                                         relax.Tuple([*call.args[1].fields, residual]),
+                                                         binding.value.ty)
+            break
     return (_replaced(mod, replace), True) if replace else (mod, False)
