@@ -58,10 +58,10 @@ class ClosedClock:
 
 #: Per shipped configuration, where one was placed and routed (docs/hardware.md).
 CLOSED_CLOCKS = {
-    # with REQ (ALU opcode 5): placer seed 2 meets 100 MHz at every one of 35,916 endpoints; seeds
-    # 1 and 3 of the same netlist miss it (95.9 and 90.1 MHz: docs/hardware.md, "Today's figures")
-    "1x8x8": ClosedClock(100.0, 100.0, "Lattice ECP5-85F",
-                         "vta-sim hw synth --config 1x8x8 --target ecp5 --seed 2", "2026-12-07", "9b5d15d"),
+    # with REQ (ALU opcode 5): placer seed 2 meets 100 MHz at every one of 35,468 endpoints; seeds
+    # 1 and 3 of the same netlist miss it (99.2 and 92.0 MHz: docs/hardware.md, "Today's figures")
+    "1x8x8": ClosedClock(100.0, 102.1, "Lattice ECP5-85F",
+                         "vta-sim hw synth --config 1x8x8 --target ecp5 --seed 2", "2026-12-07", "2eb0241"),
 }
 
 
