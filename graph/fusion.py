@@ -502,6 +502,16 @@ def _mask(add, call, uses: dict) -> tuple | None:
     return scores, mask
 
 
+def _residual_add(region, norm: LayerNormSpec) -> bool:
+    """Is `region` a residual add the post-norm LayerNorm `norm` can take into its program: a
+    REQ sum of two operands of its size, stored for the graph alone?"""
+    if region is None or not isinstance(region.spec, AddSpec) or region.store_to is not None:
+        return False
+    add = region.spec
+    return (add.operands is None and isinstance(add.params, ReqSumParams) and len(add.params.zeros) == 2
+            and int(np.prod(add.shape)) == int(np.prod(norm.shape)))
+
+
 def _fuse_layer_norms(mod, regions: dict, make_region, declined: list) -> tuple:
     """A post-norm LayerNorm whose only input is a residual add of two operands of its shape
     (REQ sum), into one program (AddLayerNormSpec)."""
@@ -509,14 +519,9 @@ def _fuse_layer_norms(mod, regions: dict, make_region, declined: list) -> tuple:
     replace: dict = {}
     for binding, second, x in _one_input_layers(main, regions, uses, LayerNormSpec):
         first = regions.get(extern_symbol(value_of(x)))
-        if first is None or not isinstance(first.spec, AddSpec) or first.store_to is not None:
+        if not _residual_add(first, second.spec):
             continue
-        add = first.spec
-        if add.operands is not None or not isinstance(add.params, ReqSumParams) or len(add.params.zeros) != 2:
-            continue
-        if int(np.prod(add.shape)) != int(np.prod(second.spec.shape)):
-            continue
-        fused = _fused(declined, make_region, first, second, AddLayerNormSpec(add, second.spec))
+        fused = _fused(declined, make_region, first, second, AddLayerNormSpec(first.spec, second.spec))
         if fused is None:
             continue
         regions[fused.symbol] = fused
@@ -538,10 +543,7 @@ def _residual_norm(binding, regions: dict, value_of, uses: dict) -> tuple | None
         return None
     x = binding.value.args[1].fields[last.order[0]]
     add = regions.get(extern_symbol(value_of(x))) if isinstance(x, relax.Var) and uses.get(x) == 1 else None
-    if add is None or not isinstance(add.spec, AddSpec) or add.store_to is not None or add.spec.operands is not None:
-        return None
-    p = add.spec.params
-    if not isinstance(p, ReqSumParams) or len(p.zeros) != 2 or tuple(add.spec.shape) != tuple(last.spec.shape):
+    if not _residual_add(add, last.spec):
         return None
     return AddLayerNormSpec(add.spec, last.spec), add, last, value_of(x)
 

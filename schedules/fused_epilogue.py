@@ -295,7 +295,9 @@ def with_epilogue(cfg: Config, kernel: CompiledKernel, steps: tuple, transpose: 
     kinds = (*program.kinds, "acc")
     new_calls: list = ([Load2D(len(params) - 1, 0, len(constants), 1, len(constants), consts, 0, 0, 0, 0)]
                        if len(constants) else [])
-    runtime, at = {}, consts + len(constants)      # each runtime vector: a parameter, loaded once
+    # each step's runtime input, passed to its emit: a vector's ACC base (a parameter loaded once
+    # here), or a per-tile input's (parameter index, column blocks) (the step loads its tiles)
+    runtime, at = {}, consts + len(constants)
     for k, step in enumerate(steps):
         if getattr(step, "per_tile", False):        # a parameter the step loads a tile at a time
             params.append((f"tiles{k}", step.shape(blocks), "int8"))
